@@ -1,0 +1,46 @@
+"""What every block of the library shares: shape checks and on-demand weights."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .capture import is_capturing
+from .capture import record as _record
+
+
+class ShapeError(ValueError):
+    """A tensor reached a block with the wrong shape; the message names block, tensor and shapes."""
+
+
+def expect_shape(block: str, name: str, x: Tensor, dims: str, **sizes: int) -> None:
+    """Check ``x`` against a shape pattern such as ``"B C H W"``; ``sizes`` pins named dims.
+
+    >>> expect_shape("cbam", "x", torch.zeros(2, 32, 8, 8), "B C H W", C=64)  # doctest: +SKIP
+    ShapeError: cbam: x must have shape (B, 64, H, W), got (2, 32, 8, 8)
+    """
+    names = dims.split()
+    if x.dim() == len(names) and all(x.shape[i] == sizes[d] for i, d in enumerate(names) if d in sizes):
+        return
+    expected = ", ".join(str(sizes.get(d, d)) for d in names)
+    raise ShapeError(f"{block}: {name} must have shape ({expected}), got {tuple(x.shape)}")
+
+
+class AttentionBlock(nn.Module):
+    """Base class of the library's blocks.
+
+    Subclasses compute attention weights only when :meth:`wants_weights` says so
+    (the caller asked with ``need_weights=True`` or a :class:`~framework.attention.capture`
+    watches the block) and hand them to :meth:`record`; they check their inputs
+    with :meth:`expect`, so a wrong shape names the block, the tensor and both shapes.
+    """
+
+    block_name: str = "attention"
+
+    def wants_weights(self, need_weights: bool = False) -> bool:
+        return need_weights or is_capturing(self)
+
+    def record(self, weights: object) -> None:
+        _record(self, weights)
+
+    def expect(self, name: str, x: Tensor, dims: str, **sizes: int) -> None:
+        expect_shape(self.block_name, name, x, dims, **sizes)

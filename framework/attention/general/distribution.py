@@ -1,0 +1,130 @@
+"""Distribution (alignment) functions a = g(e) of the general attention model.
+
+Each maps energies to weights along ``dim`` (the key axis), honouring a boolean mask
+(True = may attend; masked keys get weight 0, and a query with no key left gets all-zero
+weights, the convention of ``scaled_dot_product_attention``). They return
+``(weights, log_prob)``; only hard attention has a log-probability, the one a REINFORCE
+loss needs.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+
+def _lowest(e: Tensor) -> float:
+    return torch.finfo(e.dtype).min
+
+
+class Distribution(nn.Module):
+    """Base class; subclasses define ``forward(e, mask, dim) -> (weights, log_prob or None)``."""
+
+
+class Softmax(Distribution):
+    """Soft (global) alignment, a_l = exp(e_l) / sum_j exp(e_j) (Bahdanau et al., 2015)."""
+
+    def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
+        if mask is None:
+            return e.softmax(dim), None
+        # A finite fill keeps fully-masked rows free of NaN; the product zeroes them.
+        return e.masked_fill(~mask, _lowest(e)).softmax(dim) * mask, None
+
+
+class Sigmoid(Distribution):
+    """Logistic sigmoid, a_l = sigmoid(e_l): independent weights in [0, 1] (Kim et al., ICLR 2017)."""
+
+    def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
+        weights = torch.sigmoid(e)
+        return (weights if mask is None else weights * mask), None
+
+
+class Normalize(Distribution):
+    """Sum normalisation, a_l = e_l / (sum_j e_j + eps), for non-negative (kernel) scores
+    (Katharopoulos et al., ICML 2020)."""
+
+    def __init__(self, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
+        if mask is not None:
+            e = e * mask
+        return e / (e.sum(dim, keepdim=True) + self.eps), None
+
+
+class _SparsemaxFunction(torch.autograd.Function):
+    """Sparsemax along the last dim; masked entries must hold -inf."""
+
+    @staticmethod
+    def forward(ctx, z: Tensor) -> Tensor:  # type: ignore[override]
+        sorted_z, _ = z.sort(dim=-1, descending=True)
+        cumsum = sorted_z.cumsum(-1)
+        k = torch.arange(1, z.shape[-1] + 1, device=z.device, dtype=z.dtype)
+        support = (1 + k * sorted_z) > cumsum  # a prefix of the sorted entries
+        size = support.sum(-1, keepdim=True).clamp(min=1)
+        tau = (cumsum.gather(-1, size - 1) - 1) / size.to(z.dtype)
+        p = (z - tau).clamp(min=0)
+        ctx.save_for_backward(p)
+        return p
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:  # type: ignore[override]
+        (p,) = ctx.saved_tensors
+        support = p > 0  # Jacobian: diag(s) - s s^T / |s|
+        g = grad * support
+        mean = g.sum(-1, keepdim=True) / support.sum(-1, keepdim=True).clamp(min=1)
+        return (g - mean) * support
+
+
+class Sparsemax(Distribution):
+    """Sparsemax, a = argmin_{p in simplex} |p - e|^2 = max(e - tau, 0): exact zeros outside a
+    support set (Martins & Astudillo, ICML 2016)."""
+
+    def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
+        z = e
+        if mask is not None:  # masked keys drop out; a query with no key left gets finite zeros
+            z = torch.where(mask.any(dim, keepdim=True), e.masked_fill(~mask, float("-inf")), 0.0)
+        p = _SparsemaxFunction.apply(z.transpose(dim, -1)).transpose(dim, -1)
+        return (p if mask is None else p * mask), None
+
+
+class Hard(Distribution):
+    """Hard (stochastic) attention: one key sampled from softmax(e) and attended alone
+    (Xu et al., ICML 2015).
+
+    Training samples m ~ Categorical(softmax(e)) (Gumbel-max); evaluation takes the argmax.
+    The weights are one-hot in the forward pass and carry the softmax's gradient backwards
+    (straight-through). ``log_prob`` = log softmax(e)_m, for a REINFORCE loss.
+    """
+
+    def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, Tensor]:
+        if mask is not None:
+            e = e.masked_fill(~mask, _lowest(e))
+        log_p = e.log_softmax(dim)
+        if self.training:
+            uniform = torch.rand_like(log_p).clamp_(min=torch.finfo(log_p.dtype).tiny)
+            choice = (log_p.detach() - torch.log(-torch.log(uniform))).argmax(dim, keepdim=True)
+        else:
+            choice = log_p.argmax(dim, keepdim=True)
+        one_hot = torch.zeros_like(log_p).scatter_(dim, choice, 1.0)
+        p = log_p.exp()
+        weights = one_hot + p - p.detach()
+        log_prob = log_p.gather(dim, choice).squeeze(dim)
+        if mask is not None:
+            valid = mask.any(dim)
+            weights = weights * mask
+            log_prob = log_prob * valid
+        return weights, log_prob
+
+
+#: Distribution functions by name, as ``Attention(distribution=...)`` takes them.
+DISTRIBUTIONS: dict[str, type[Distribution]] = {
+    "softmax": Softmax,
+    "sparsemax": Sparsemax,
+    "sigmoid": Sigmoid,
+    "hard": Hard,
+    "normalize": Normalize,
+}
