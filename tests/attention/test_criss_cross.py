@@ -1,0 +1,141 @@
+"""Criss-cross attention against a dense reference and the CCNet authors' algorithm."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from framework.attention import ShapeError, capture, create
+from framework.attention.feature_map.criss_cross import CrissCrossAttention
+from tests.attention.reference import assert_matches_reference, randomize_
+
+
+def dense_reference(block: CrissCrossAttention, x: torch.Tensor) -> torch.Tensor:
+    """Each pixel attends, with one softmax, to every pixel of its row and its column.
+
+    Built as dense (HW x HW) attention with a mask, the opposite of the block's approach.
+    """
+    b, c, h, w = x.shape
+    rows = torch.arange(h).repeat_interleave(w)
+    cols = torch.arange(w).repeat(h)
+    same_line = (rows[:, None] == rows[None, :]) | (cols[:, None] == cols[None, :])  # (HW, HW)
+    for _ in range(block.recurrence):
+        q = F.conv2d(x, block.query_conv.weight, block.query_conv.bias).flatten(2)  # (B, C', HW)
+        k = F.conv2d(x, block.key_conv.weight, block.key_conv.bias).flatten(2)
+        v = F.conv2d(x, block.value_conv.weight, block.value_conv.bias).flatten(2)
+        energy = torch.einsum("bcu,bcv->buv", q, k).masked_fill(~same_line, float("-inf"))
+        out = torch.einsum("buv,bcv->bcu", energy.softmax(-1), v).view(b, c, h, w)
+        x = block.gamma * out + x
+    return x
+
+
+def authors_algorithm(q, k, v):
+    """The CCNet authors' pure-PyTorch algorithm (row/column batched matmuls, a -inf diagonal
+    rebuilt on every call), re-written from its description for comparison."""
+    b, _, h, w = q.shape
+    q_col = q.permute(0, 3, 1, 2).reshape(b * w, -1, h).transpose(1, 2)
+    q_row = q.permute(0, 2, 1, 3).reshape(b * h, -1, w).transpose(1, 2)
+    k_col, k_row = k.permute(0, 3, 1, 2).reshape(b * w, -1, h), k.permute(0, 2, 1, 3).reshape(b * h, -1, w)
+    v_col, v_row = v.permute(0, 3, 1, 2).reshape(b * w, -1, h), v.permute(0, 2, 1, 3).reshape(b * h, -1, w)
+    diagonal = torch.diag(torch.full((h,), float("-inf"))).unsqueeze(0).repeat(b * w, 1, 1)
+    e_col = (torch.bmm(q_col, k_col) + diagonal).view(b, w, h, h).permute(0, 2, 1, 3)
+    e_row = torch.bmm(q_row, k_row).view(b, h, w, w)
+    a = torch.cat([e_col, e_row], 3).softmax(3)
+    a_col = a[..., :h].permute(0, 2, 1, 3).reshape(b * w, h, h)
+    a_row = a[..., h:].reshape(b * h, w, w)
+    out_col = torch.bmm(v_col, a_col.transpose(1, 2)).view(b, w, -1, h).permute(0, 2, 3, 1)
+    out_row = torch.bmm(v_row, a_row.transpose(1, 2)).view(b, h, -1, w).permute(0, 2, 1, 3)
+    return out_col + out_row
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 5, 7), (1, 16, 6, 6), (2, 4, 1, 3)])
+@pytest.mark.parametrize("recurrence", [1, 2])
+def test_matches_dense_row_and_column_attention(shape, recurrence):
+    block = randomize_(CrissCrossAttention(shape[1], reduction=2, recurrence=recurrence))
+    assert_matches_reference(block, dense_reference, torch.randn(shape))
+
+
+def test_matches_the_authors_algorithm_in_float32():
+    torch.manual_seed(0)
+    block = randomize_(CrissCrossAttention(64, recurrence=1), scale=0.2)
+    x = torch.randn(2, 64, 13, 11)
+    want = x + block.gamma * authors_algorithm(block.query_conv(x), block.key_conv(x), block.value_conv(x))
+    torch.testing.assert_close(block(x), want, atol=1e-5, rtol=1e-5)
+
+
+def test_captured_weights_are_the_joint_softmax_over_row_and_column():
+    block = randomize_(CrissCrossAttention(8, reduction=2, recurrence=2))
+    x = torch.randn(2, 8, 5, 7)
+    plain = block(x)
+    with capture(block) as maps:
+        captured = block(x)
+    torch.testing.assert_close(plain, captured)
+    first, second = maps["criss_cross"]
+    assert first.shape == (2, 5, 7, 5 + 7)
+    torch.testing.assert_close(first.sum(-1), torch.ones(2, 5, 7))
+    assert (first[:, 2, 3, 2] == 0).all(), "the query's own pixel is counted in its row only"
+    image = CrissCrossAttention.pixel_map(first, 2, 3)
+    torch.testing.assert_close(image.sum((1, 2)), torch.ones(2))
+    off_cross = torch.ones(5, 7, dtype=torch.bool)
+    off_cross[2, :] = off_cross[:, 3] = False
+    assert (image[:, off_cross] == 0).all()
+
+
+class _LargestTensor(TorchDispatchMode):
+    """Records the largest tensor any operator produces."""
+
+    def __init__(self):
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
+
+
+def _largest_tensor(side: int) -> int:
+    block = CrissCrossAttention(8, reduction=4, recurrence=2)
+    x = torch.randn(1, 8, side, side, requires_grad=True)
+    with _LargestTensor() as mode:
+        block(x).sum().backward()
+    return mode.largest
+
+
+def test_memory_grows_like_hw_times_h_plus_w_not_hw_squared():
+    """No operator, forward or backward, builds an (HW x HW) tensor; the largest grows ~8x
+    when the side doubles (HW (H + W)), where dense attention would grow 16x."""
+    small, large = _largest_tensor(16), _largest_tensor(32)
+    assert large < (32 * 32) ** 2 / 10
+    assert large / small < 10
+
+
+def test_starts_as_identity_and_learns_its_scale():
+    block = create("criss_cross", 8)
+    x = torch.randn(2, 8, 4, 5)
+    torch.testing.assert_close(block(x), x)
+    block(x).square().sum().backward()
+    assert block.gamma.grad is not None and block.gamma.grad.abs() > 0
+
+
+def test_bfloat16_autocast_stays_close_to_float32():
+    torch.manual_seed(0)
+    block = randomize_(CrissCrossAttention(16, reduction=2), scale=0.3)
+    x = torch.randn(2, 16, 6, 9)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = block(x)
+    low.float().sum().backward()
+    torch.testing.assert_close(low.float(), block(x), atol=0.1, rtol=0.05)
+
+
+def test_keeps_channels_last_and_rejects_wrong_shapes():
+    block = CrissCrossAttention(8)
+    assert block(torch.randn(2, 8, 4, 4)).is_contiguous(memory_format=torch.channels_last)
+    with pytest.raises(ShapeError, match=r"criss_cross: x must have shape \(B, 8, H, W\), got \(2, 4, 4, 4\)"):
+        block(torch.randn(2, 4, 4, 4))
+    with pytest.raises(ValueError, match="recurrence must be >= 1"):
+        CrissCrossAttention(8, recurrence=0)
