@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from torch import Tensor, nn
 
 from .capture import is_capturing
@@ -44,3 +46,22 @@ class AttentionBlock(nn.Module):
 
     def expect(self, name: str, x: Tensor, dims: str, **sizes: int) -> None:
         expect_shape(self.block_name, name, x, dims, **sizes)
+
+    def weights_image(self, record: object) -> Optional[Tensor]:
+        """One 2-D map of the first example of a captured record, for plots and loggers.
+
+        The default averages the leading axes of the first example (heads, hops) down to
+        two; for a tuple record it draws the last tensor of two or more dims. Blocks whose
+        weights are no image (graphs) return None.
+        """
+        if isinstance(record, (tuple, list)):
+            tensors = [r for r in record if isinstance(r, Tensor) and r.dim() >= 2]
+            if not tensors:
+                return None
+            record = tensors[-1]
+        if not isinstance(record, Tensor) or record.dim() < 2:
+            return None
+        image = record[0].float()
+        while image.dim() > 2:
+            image = image.mean(0)
+        return image if image.dim() == 2 else image.unsqueeze(0)

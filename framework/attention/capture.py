@@ -26,7 +26,8 @@ class capture(Mapping[str, list]):
         model: the module to watch; its attention blocks are found by ``named_modules``.
         *patterns: which blocks, as glob patterns over qualified module names
             (``"encoder.layers.*.attn"``) or registry names (``"criss_cross"``).
-            None given: every attention block in ``model``.
+            None given: every attention block in ``model`` (none at all is fine: a
+            no-attention baseline records nothing).
         detach: store detached tensors (the default) or keep them in the graph.
 
     Inside the context the object is a mapping ``qualified name -> list of records``,
@@ -42,7 +43,7 @@ class capture(Mapping[str, list]):
             for name, m in blocks.items()
             if not patterns or any(fnmatch(name, p) or p == m.block_name for p in patterns)
         }
-        if not chosen:
+        if patterns and not chosen:
             found = ", ".join(f"{n or '<root>'} ({m.block_name})" for n, m in blocks.items()) or "none"
             raise ValueError(f"capture: no attention block matches {list(patterns)}; blocks in the model: {found}")
         self._names = {id(m): name or m.block_name for name, m in chosen.items()}

@@ -1,1 +1,152 @@
-"""graph"""
+"""Graph attention: each node attends to its neighbours along the edges of a graph.
+
+Thin :class:`~framework.attention.AttentionBlock` wrappers over PyG's message-passing
+convolutions (Brauwers & Frasincar's taxonomy lists them with self-attention; Chaudhari
+et al., 2021, §5.4). PyG does the sparse work: node-level projections, a segment softmax
+over each node's incoming edges and a scatter of the weighted messages, so memory grows
+with the number of edges, never with N^2. PyG is imported when the first block is built,
+so that ``import framework.attention`` does not pay its start-up time (about 2 s).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import ClassVar
+
+from torch import Tensor
+
+from .base import AttentionBlock
+from .general import AttentionOutput
+from .registry import register
+
+
+class _GraphAttention(AttentionBlock):
+    """Shared body of the GAT blocks; subclasses name a convolution of ``torch_geometric.nn``."""
+
+    conv_name: ClassVar[str]
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        heads: int = 1,
+        concat: bool = True,
+        dropout: float = 0.0,
+        negative_slope: float = 0.2,
+        add_self_loops: bool = True,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        self.in_channels = in_channels
+        self.out_features = heads * out_channels if concat else out_channels
+        conv_class = getattr(importlib.import_module("torch_geometric.nn"), self.conv_name)
+        self.conv = conv_class(
+            in_channels,
+            out_channels,
+            heads=heads,
+            concat=concat,
+            dropout=dropout,
+            negative_slope=negative_slope,
+            add_self_loops=add_self_loops,
+            bias=bias,
+        )
+
+    def forward(self, x: Tensor, edge_index: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+        self.expect("x", x, "N F", F=self.in_channels)
+        self.expect("edge_index", edge_index, "R E", R=2)
+        if not self.wants_weights(need_weights):
+            return self.conv(x, edge_index)
+        out, weights = self.conv(x, edge_index, return_attention_weights=True)
+        self.record(weights)
+        return AttentionOutput(out, weights) if need_weights else out
+
+    def weights_image(self, record: object) -> None:
+        """Edge weights are no image; the graph domain draws neighbourhoods itself."""
+        return None
+
+
+@register(
+    "gat",
+    kind="graph",
+    category="graph / graph attention",
+    paper="Velickovic et al., Graph Attention Networks, ICLR 2018",
+)
+class GraphAttention(_GraphAttention):
+    """Graph attention (GAT): a softmax over each node's neighbours of a static score.
+
+    For every head, with h_i = W x_i::
+
+        e_ij     = LeakyReLU(a_dst . h_i + a_src . h_j)          for edges j -> i
+        alpha_ij = softmax_j(e_ij)                                over the incoming edges of i
+        out_i    = || or mean over heads of  sum_j alpha_ij h_j,  + b
+
+    The ranking of neighbours j by e_ij is the same for every node i ("static" attention,
+    Brody et al., 2022). Wraps ``torch_geometric.nn.GATConv`` (parameters ``conv.lin`` = W,
+    ``conv.att_src``, ``conv.att_dst``, ``conv.bias``).
+
+    Args:
+        in_channels: input node features F_in.
+        out_channels: features per head C.
+        heads: attention heads H.
+        concat: concatenate the heads (H * C outputs) or average them (C outputs).
+        dropout: dropout on the attention coefficients while training.
+        negative_slope: slope of the LeakyReLU for negative scores.
+        add_self_loops: every node also attends to itself (existing self loops are
+            replaced by one loop per node).
+        bias: learn the additive output bias b.
+
+    Shapes:
+        x (N, F_in), edge_index (2, E) of (source, target) node indices.
+        Output (N, H * C) with ``concat``, else (N, C). With ``need_weights=True``:
+        ``AttentionOutput(output, weights=(edge_index', alpha))``, edge_index' (2, E') the
+        edges attended over (self loops included) and alpha (E', H).
+
+    Captured weights: the same ``(edge_index', alpha)`` tuple, one record per call.
+
+    Paper: Velickovic, Cucurull, Casanova, Romero, Lio & Bengio, "Graph Attention
+    Networks", ICLR 2018.
+    """
+
+    conv_name = "GATConv"
+
+
+@register(
+    "gatv2",
+    kind="graph",
+    category="graph / graph attention (dynamic)",
+    paper="Brody, Alon & Yahav, How Attentive are Graph Attention Networks?, ICLR 2022",
+)
+class GraphAttentionV2(_GraphAttention):
+    """Graph attention v2 (GATv2): the LeakyReLU moves inside the score, so it is dynamic.
+
+    For every head::
+
+        e_ij     = a . LeakyReLU(W_dst x_i + W_src x_j)           for edges j -> i
+        alpha_ij = softmax_j(e_ij)                                over the incoming edges of i
+        out_i    = || or mean over heads of  sum_j alpha_ij W_src x_j,  + b
+
+    Each node can rank its neighbours differently ("dynamic" attention). Wraps
+    ``torch_geometric.nn.GATv2Conv`` (parameters ``conv.lin_l`` = W_src and
+    ``conv.lin_r`` = W_dst, each with a bias when ``bias``, ``conv.att`` = a, ``conv.bias`` = b).
+
+    Args:
+        in_channels: input node features F_in.
+        out_channels: features per head C.
+        heads: attention heads H.
+        concat: concatenate the heads (H * C outputs) or average them (C outputs).
+        dropout: dropout on the attention coefficients while training.
+        negative_slope: slope of the LeakyReLU inside the score.
+        add_self_loops: every node also attends to itself.
+        bias: learn the biases of W_src, W_dst and the output bias b.
+
+    Shapes:
+        x (N, F_in), edge_index (2, E) of (source, target) node indices.
+        Output (N, H * C) with ``concat``, else (N, C). With ``need_weights=True``:
+        ``AttentionOutput(output, weights=(edge_index', alpha))``, alpha (E', H).
+
+    Captured weights: the same ``(edge_index', alpha)`` tuple, one record per call.
+
+    Paper: Brody, Alon & Yahav, "How Attentive are Graph Attention Networks?", ICLR 2022.
+    """
+
+    conv_name = "GATv2Conv"

@@ -16,6 +16,7 @@ anything is built, with the config key and the close names in the message::
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any, Callable, ClassVar, Optional, Union
 
 from jsonargparse.typing import register_type
@@ -24,6 +25,7 @@ from torch import nn
 from .registry import available, create, info, unknown_name_message
 
 NONE = "none"
+DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 
 class BlockName(str):
@@ -34,7 +36,7 @@ class BlockName(str):
     def __new__(cls, value: str) -> BlockName:
         value = str(value)
         names = available(cls.kind)
-        if value != NONE and value not in names and "." not in value:
+        if value != NONE and value not in names and not DOTTED_PATH.fullmatch(value):
             what = f"{cls.kind} block" if cls.kind else "attention block"
             raise ValueError(unknown_name_message(value, names, what))
         return super().__new__(cls, value)
@@ -78,14 +80,21 @@ GraphBlock = Union[GraphName, BlockFactory]
 MemoryBlock = Union[MemoryName, BlockFactory]
 
 
+class NoAttention(nn.Module):
+    """The no-attention baseline (``attention: none``): returns its first input unchanged."""
+
+    def forward(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+        return x
+
+
 def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] = None, **kwargs: Any) -> nn.Module:
     """Instantiate a block from a config value; ``args``/``kwargs`` are the model's (width first).
 
-    ``None`` and ``"none"`` give ``nn.Identity()``. With ``kind`` given, a registry
+    ``None`` and ``"none"`` give :class:`NoAttention`. With ``kind`` given, a registry
     name of another kind is an error that lists the names of the right kind.
     """
     if spec is None or spec == NONE:
-        return nn.Identity()
+        return NoAttention()
     if callable(spec):
         return spec(*args, **kwargs)
     if spec in available():
@@ -96,7 +105,7 @@ def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] 
                 f"{', '.join(available(kind))}"
             )
         return create(spec, *args, **kwargs)
-    if "." in spec:
+    if DOTTED_PATH.fullmatch(spec):
         module, _, attr = spec.rpartition(".")
         try:
             factory = getattr(importlib.import_module(module), attr)

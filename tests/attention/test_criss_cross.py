@@ -139,3 +139,14 @@ def test_keeps_channels_last_and_rejects_wrong_shapes():
         block(torch.randn(2, 4, 4, 4))
     with pytest.raises(ValueError, match="recurrence must be >= 1"):
         CrissCrossAttention(8, recurrence=0)
+
+
+def test_need_weights_returns_the_last_pass_and_the_image_is_the_centre_cross():
+    block = randomize_(CrissCrossAttention(8, reduction=2, recurrence=2))
+    x = torch.randn(2, 8, 5, 7)
+    with capture(block) as maps:
+        out = block(x, need_weights=True)
+    torch.testing.assert_close(out.output, block(x))
+    torch.testing.assert_close(out.weights, maps["criss_cross"][-1])
+    image = block.weights_image(out.weights)
+    assert image.shape == (5, 7) and (image[2] > 0).all() and (image[:, 3] > 0).all()

@@ -315,3 +315,27 @@ def test_errors_name_the_block_the_tensor_and_the_shapes():
         Attention(8, 4, 6, project=False, hops=2)
     with pytest.raises(ValueError, match="attn_mask must be boolean"):
         block(torch.randn(2, 3, 8), attn_mask=torch.zeros(3, 3))
+
+
+def test_causal_mask_built_during_inference_serves_training_later():
+    """Lightning's sanity check runs in inference mode before the first training step."""
+    block = Attention(8, num_heads=2, causal=True)
+    x = torch.randn(2, 11, 8)
+    with torch.inference_mode():
+        block(x, need_weights=True)
+    block(x, need_weights=True).output.sum().backward()
+    assert block.q_proj.weight.grad is not None
+
+
+PRESETS = ["attention", "additive", "dot", "scaled_dot", "general", "biased_general", "activated_general", "concat",
+           "location", "cosine", "kernel", "sigmoid", "multi_dimensional", "multi_head", "multi_hop"]
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_catalogue_presets_match_the_formulas(name):
+    """Each catalogue entry of the general model, built by name, as self-attention with padding."""
+    block = randomize_(create(name, 8))
+    x = torch.randn(B, 6, 8)
+    mask = torch.ones(B, 6, dtype=torch.bool)
+    mask[0, 4:] = False
+    assert_matches_reference(block, _reference, x, key_padding_mask=mask)

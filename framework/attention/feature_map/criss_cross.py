@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..base import AttentionBlock
+from ..general import AttentionOutput
 from ..registry import register
 
 
@@ -116,7 +117,8 @@ class CrissCrossAttention(AttentionBlock):
         recurrence: R, how many times the block is applied with shared weights (CCNet: 2).
 
     Shapes:
-        x (B, C, H, W) -> (B, C, H, W), in channels-last memory format.
+        x (B, C, H, W) -> (B, C, H, W), in channels-last memory format. With
+        ``need_weights=True``: ``AttentionOutput(output, weights)``, the last pass's weights.
 
     Captured weights:
         per pass a (B, H, W, H + W) tensor: for query pixel (i, j), first the H weights of
@@ -136,21 +138,27 @@ class CrissCrossAttention(AttentionBlock):
         self.value_conv = nn.Conv2d(channels, channels, 1)
         self.gamma = nn.Parameter(torch.zeros(1))
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
         x = x.contiguous(memory_format=torch.channels_last)
         weight = torch.cat([self.query_conv.weight, self.key_conv.weight, self.value_conv.weight])
         bias = torch.cat([self.query_conv.bias, self.key_conv.bias, self.value_conv.bias])
+        want = self.wants_weights(need_weights)
         for _ in range(self.recurrence):
             qkv = F.conv2d(x, weight, bias).permute(0, 2, 3, 1)  # (B, H, W, 2C' + C), a view
             q, k, v = qkv.split([self.inner, self.inner, self.channels], dim=-1)
-            if self.wants_weights():
+            if want:
                 with torch.no_grad():
                     p_row, p_col = _weights(q, k)
-                self.record(torch.cat([p_col.transpose(1, 2), p_row], dim=-1))
+                weights = torch.cat([p_col.transpose(1, 2), p_row], dim=-1)
+                self.record(weights)
             out = _CrissCross.apply(q, k, v).permute(0, 3, 1, 2)  # (B, C, H, W), channels last
             x = torch.addcmul(x, self.gamma, out)
-        return x
+        return AttentionOutput(x, weights) if need_weights else x
+
+    def weights_image(self, record: object) -> Tensor:
+        """The cross of weights with which the centre pixel of the first image attends."""
+        return self.pixel_map(record, record.shape[1] // 2, record.shape[2] // 2)[0]
 
     @staticmethod
     def pixel_map(weights: Tensor, i: int, j: int) -> Tensor:

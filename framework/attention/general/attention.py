@@ -35,8 +35,12 @@ class AttentionOutput(NamedTuple):
 
 @lru_cache(maxsize=32)
 def causal_mask(m: int, n: int, device: torch.device) -> Tensor:
-    """(m, n) boolean mask, True where query i may attend key j <= i (built once per size)."""
-    return torch.ones(m, n, dtype=torch.bool, device=device).tril()
+    """(m, n) boolean mask, True where query i may attend key j <= i (built once per size).
+
+    Built outside inference mode: a cached inference tensor would break a later backward.
+    """
+    with torch.inference_mode(False):
+        return torch.ones(m, n, dtype=torch.bool, device=device).tril()
 
 
 def _lookup(table: dict, name: str, what: str) -> Any:

@@ -1,0 +1,60 @@
+"""CBAM: channel attention from average- and max-pooled descriptors, then spatial attention."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..base import AttentionBlock
+from ..general import AttentionOutput
+from ..registry import register
+from .spatial import SpatialAttention
+
+
+@register(
+    "cbam", kind="feature_map", category="vision / channel + spatial", paper="Woo, Park, Lee & Kweon, ECCV 2018"
+)
+class CBAM(AttentionBlock):
+    """CBAM: a channel gate from avg- and max-pooled features, then a spatial gate.
+
+    ::
+
+        MLP(z) = W2 relu(W1 z + b1) + b2                          shared by both pools
+        s_c    = sigmoid(MLP(mean_{h,w} x) + MLP(max_{h,w} x))    (B, C)
+        y      = x * s_c                                          broadcast over H, W
+        out    = SpatialAttention(y)                              see ``spatial``
+
+    Args:
+        channels: input channels C.
+        reduction: the shared MLP has max(C // reduction, 1) hidden features.
+        kernel_size: k of the spatial module's k x k convolution.
+
+    Shapes:
+        x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
+        ``AttentionOutput(output, weights=(channel gate (B, C), spatial gate (B, H, W)))``.
+
+    Captured weights: the tuple (channel gate (B, C), spatial gate (B, H, W)), one record
+    per call (the ``spatial`` sub-block records its gate too when a capture watches it).
+
+    Paper: Woo, Park, Lee & Kweon, "CBAM: Convolutional Block Attention Module", ECCV 2018.
+    """
+
+    def __init__(self, channels: int, reduction: int = 16, kernel_size: int = 7) -> None:
+        super().__init__()
+        self.channels = channels
+        hidden = max(channels // reduction, 1)
+        self.fc1 = nn.Linear(channels, hidden)
+        self.fc2 = nn.Linear(hidden, channels)
+        self.spatial = SpatialAttention(channels, kernel_size)
+
+    def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+        self.expect("x", x, "B C H W", C=self.channels)
+        pooled = torch.stack([x.mean((2, 3)), x.amax((2, 3))])  # (2, B, C), one MLP pass for both
+        gate = torch.sigmoid(self.fc2(torch.relu(self.fc1(pooled))).sum(0))
+        y = x * gate[:, :, None, None]
+        want = self.wants_weights(need_weights)
+        if not want:
+            return self.spatial(y)
+        out, spatial_gate, _ = self.spatial(y, need_weights=True)
+        self.record((gate, spatial_gate))
+        return AttentionOutput(out, (gate, spatial_gate)) if need_weights else out

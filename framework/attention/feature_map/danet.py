@@ -1,0 +1,151 @@
+"""DANet: position attention (over HW positions) and channel attention (over C channels)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from ..base import AttentionBlock
+from ..general import AttentionOutput
+from ..registry import register
+from .non_local import dot_product_attention, tokens
+
+PAPER = "Fu et al., CVPR 2019"
+
+
+def _finish(block: AttentionBlock, out: Tensor, weights: object, want: bool, need: bool) -> Tensor | AttentionOutput:
+    """Record the weights when wanted; return them too when the caller asked."""
+    if want:
+        block.record(weights)
+    return AttentionOutput(out, weights) if need else out
+
+
+@register("danet_position", kind="feature_map", category="vision / spatial (position attention)", paper=PAPER)
+class PositionAttention(AttentionBlock):
+    """DANet position attention (PAM): every position attends to all positions, gated by gamma.
+
+    With 1 x 1 convolutions Q, K (C -> C / reduction) and V (C -> C), biases included::
+
+        a_ij = softmax_j(Q(x)_i . K(x)_j)          no 1/sqrt(d) scaling
+        out  = gamma * sum_j a_ij V(x)_j + x       gamma a learned scalar, 0 at init
+
+    Args:
+        channels: input channels C.
+        reduction: Q and K have max(C // reduction, 1) channels.
+
+    Shapes:
+        x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
+        ``AttentionOutput(output, weights (B, HW, HW))``.
+
+    Captured weights: the (B, HW, HW) softmax a, one record per call.
+
+    Paper: Fu, Liu, Tian, Li, Bao, Fang & Lu, "Dual Attention Network for Scene Segmentation",
+    CVPR 2019.
+    """
+
+    def __init__(self, channels: int, reduction: int = 8) -> None:
+        super().__init__()
+        self.channels = channels
+        inner = max(channels // reduction, 1)
+        self.query = nn.Conv2d(channels, inner, 1)
+        self.key = nn.Conv2d(channels, inner, 1)
+        self.value = nn.Conv2d(channels, channels, 1)
+        self.gamma = nn.Parameter(torch.zeros(1))
+
+    def attend(self, x: Tensor, want: bool) -> tuple[Tensor, Optional[Tensor]]:
+        """The gated attention term gamma * sum_j a_ij V(x)_j, without the residual, and a."""
+        out, weights = dot_product_attention(tokens(self.query(x)), tokens(self.key(x)), tokens(self.value(x)), want)
+        return self.gamma * out.transpose(1, 2).unflatten(2, x.shape[2:]), weights
+
+    def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+        self.expect("x", x, "B C H W", C=self.channels)
+        want = self.wants_weights(need_weights)
+        out, weights = self.attend(x, want)
+        return _finish(self, x + out, weights, want, need_weights)
+
+
+@register("danet_channel", kind="feature_map", category="vision / channel (channel attention)", paper=PAPER)
+class ChannelAttention(AttentionBlock):
+    """DANet channel attention (CAM): every channel attends to all channels, gated by beta.
+
+    With X the (B, C, HW) input and no projections::
+
+        E   = X X^T                                   (B, C, C)
+        A   = softmax(rowmax(E) - E)                  over the last axis (official code)
+        out = beta * A X + x                          beta a learned scalar, 0 at init
+
+    softmax is shift-invariant, so A = softmax(-E): a channel draws most from the channels
+    least similar to it. That is the form computed here.
+
+    Args:
+        channels: input channels C.
+
+    Shapes:
+        x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
+        ``AttentionOutput(output, weights (B, C, C))``.
+
+    Captured weights: the (B, C, C) softmax A, one record per call.
+
+    Paper: Fu, Liu, Tian, Li, Bao, Fang & Lu, "Dual Attention Network for Scene Segmentation",
+    CVPR 2019.
+    """
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.channels = channels
+        self.beta = nn.Parameter(torch.zeros(1))
+
+    def attend(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The gated attention term beta * A X, without the residual, and A."""
+        flat = x.flatten(2)
+        weights = torch.softmax(-(flat @ flat.transpose(1, 2)), dim=-1)
+        return self.beta * (weights @ flat).view_as(x), weights
+
+    def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+        self.expect("x", x, "B C H W", C=self.channels)
+        out, weights = self.attend(x)
+        return _finish(self, x + out, weights, self.wants_weights(need_weights), need_weights)
+
+
+@register("danet", kind="feature_map", category="vision / channel + spatial (dual attention)", paper=PAPER)
+class DualAttention(AttentionBlock):
+    """DANet dual attention: position and channel attention added to one residual.
+
+    ::
+
+        out = x + alpha * P(x) + beta * C(x)
+
+    where P(x) = sum_j a_ij V(x)_j and C(x) = A X are the two branches of
+    ``danet_position`` and ``danet_channel`` without their residuals; alpha is
+    ``position.gamma`` and beta is ``channel.beta``, both 0 at init, so the block starts
+    as the identity.
+
+    Args:
+        channels: input channels C.
+        reduction: Q and K of the position branch have max(C // reduction, 1) channels.
+
+    Shapes:
+        x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
+        ``AttentionOutput(output, weights=(position (B, HW, HW), channel (B, C, C)))``.
+
+    Captured weights: the tuple (position weights (B, HW, HW), channel weights (B, C, C)),
+    one record per call.
+
+    Paper: Fu, Liu, Tian, Li, Bao, Fang & Lu, "Dual Attention Network for Scene Segmentation",
+    CVPR 2019.
+    """
+
+    def __init__(self, channels: int, reduction: int = 8) -> None:
+        super().__init__()
+        self.channels = channels
+        self.position = PositionAttention(channels, reduction)
+        self.channel = ChannelAttention(channels)
+
+    def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+        self.expect("x", x, "B C H W", C=self.channels)
+        want = self.wants_weights(need_weights)
+        position, position_weights = self.position.attend(x, want)
+        channel, channel_weights = self.channel.attend(x)
+        return _finish(self, x + position + channel, (position_weights, channel_weights), want, need_weights)

@@ -1,0 +1,60 @@
+"""Global context block (GCNet): one attention-pooled context vector, transformed and added everywhere."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..base import AttentionBlock
+from ..general import AttentionOutput
+from ..registry import register
+
+
+@register("gc", kind="feature_map", category="vision / global context", paper="Cao, Xu, Lin, Wei & Hu, ICCVW 2019")
+class GlobalContext(AttentionBlock):
+    """Global context block: softmax attention pooling over positions, a bottleneck, a broadcast add.
+
+    With W_k a 1 x 1 convolution to one channel (with bias) and j over the HW positions::
+
+        a_j       = softmax_j(W_k x_j)                              (B, HW)
+        context   = sum_j a_j x_j                                   (B, C)
+        transform = W2 relu(LayerNorm(W1 context + b1)) + b2        (B, C), W2 and b2 0 at init
+        out       = x + transform                                   broadcast over H and W
+
+    The query-independent context makes it a non-local block at SE cost; the zero W2
+    makes the block the identity at init.
+
+    Args:
+        channels: input channels C.
+        reduction: the bottleneck W1 has max(C // reduction, 8) features.
+
+    Shapes:
+        x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
+        ``AttentionOutput(output, weights (B, HW))``.
+
+    Captured weights: the (B, HW) pooling weights a, one record per call.
+
+    Paper: Cao, Xu, Lin, Wei & Hu, "GCNet: Non-local Networks Meet Squeeze-Excitation
+    Networks and Beyond", ICCV Workshops 2019.
+    """
+
+    def __init__(self, channels: int, reduction: int = 16) -> None:
+        super().__init__()
+        self.channels = channels
+        hidden = max(channels // reduction, 8)
+        self.mask = nn.Conv2d(channels, 1, 1)
+        self.fc1 = nn.Linear(channels, hidden)
+        self.norm = nn.LayerNorm(hidden)
+        self.fc2 = nn.Linear(hidden, channels)
+        nn.init.zeros_(self.fc2.weight)
+        nn.init.zeros_(self.fc2.bias)
+
+    def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+        self.expect("x", x, "B C H W", C=self.channels)
+        weights = torch.softmax(self.mask(x).flatten(1), dim=-1)  # (B, HW)
+        context = (x.flatten(2) @ weights.unsqueeze(-1)).squeeze(-1)  # (B, C)
+        transform = self.fc2(torch.relu(self.norm(self.fc1(context))))
+        out = x + transform[:, :, None, None]
+        if self.wants_weights(need_weights):
+            self.record(weights)
+        return AttentionOutput(out, weights) if need_weights else out

@@ -1,0 +1,87 @@
+"""Non-local block: every position attends to every position of the feature map (embedded Gaussian)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..base import AttentionBlock
+from ..general import AttentionOutput
+from ..registry import register
+
+
+def tokens(x: Tensor) -> Tensor:
+    """(B, C, H, W) -> (B, HW, C), positions in row-major order."""
+    return x.flatten(2).transpose(1, 2)
+
+
+def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, want: bool) -> tuple[Tensor, Optional[Tensor]]:
+    """softmax(q k^T) v, unscaled, for q (B, M, d), k (B, N, d), v (B, N, dv): (output, weights or None).
+
+    Without ``want`` the fused ``scaled_dot_product_attention`` (scale 1) computes it and
+    the (B, M, N) weights are never materialised; with it the same numbers come from an
+    explicit softmax, and the weights are returned.
+    """
+    if not want:
+        return F.scaled_dot_product_attention(q, k, v, scale=1.0), None
+    weights = torch.softmax(q @ k.transpose(1, 2), dim=-1)
+    return weights @ v, weights
+
+
+@register(
+    "non_local",
+    kind="feature_map",
+    category="vision / non-local (self-attention over positions)",
+    paper="Wang, Girshick, Gupta & He, CVPR 2018",
+)
+class NonLocal(AttentionBlock):
+    """Non-local block (embedded Gaussian): self-attention over all positions, added to the input.
+
+    With theta, phi, g and W_z 1 x 1 convolutions (biases included), for positions i, j::
+
+        a_ij = softmax_j(theta(x)_i . phi(x)_j)        no 1/sqrt(d) scaling
+        y_i  = sum_j a_ij g(x)_j                       (B, C', H, W)
+        out  = BN(W_z y) + x
+
+    The BatchNorm's weight starts at 0, so the block starts as the identity. With
+    ``sub_sample`` phi(x) and g(x) are max-pooled by 2 (N' = floor(H/2) floor(W/2) keys).
+
+    Args:
+        channels: input channels C.
+        inner_channels: C' of theta, phi and g (default C // 2).
+        sub_sample: max-pool the keys and values by 2 in each direction.
+
+    Shapes:
+        x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
+        ``AttentionOutput(output, weights (B, HW, N'))``, N' = HW without ``sub_sample``.
+
+    Captured weights: the (B, HW, N') softmax a, one record per call.
+
+    Paper: Wang, Girshick, Gupta & He, "Non-local Neural Networks", CVPR 2018.
+    """
+
+    def __init__(self, channels: int, inner_channels: Optional[int] = None, sub_sample: bool = False) -> None:
+        super().__init__()
+        self.channels = channels
+        inner = inner_channels or max(channels // 2, 1)
+        self.theta = nn.Conv2d(channels, inner, 1)
+        self.phi = nn.Conv2d(channels, inner, 1)
+        self.g = nn.Conv2d(channels, inner, 1)
+        self.pool = nn.MaxPool2d(2) if sub_sample else nn.Identity()
+        self.out = nn.Conv2d(inner, channels, 1)
+        self.norm = nn.BatchNorm2d(channels)
+        nn.init.zeros_(self.norm.weight)
+
+    def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+        self.expect("x", x, "B C H W", C=self.channels)
+        want = self.wants_weights(need_weights)
+        q, k, v = tokens(self.theta(x)), tokens(self.pool(self.phi(x))), tokens(self.pool(self.g(x)))
+        y, weights = dot_product_attention(q, k, v, want)
+        y = y.transpose(1, 2).unflatten(2, x.shape[2:])  # (B, C', H, W)
+        out = self.norm(self.out(y)) + x
+        if want:
+            self.record(weights)
+        return AttentionOutput(out, weights) if need_weights else out

@@ -1,0 +1,50 @@
+"""Squeeze-and-excitation: every channel scaled by a gate computed from all channel means."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..base import AttentionBlock
+from ..general import AttentionOutput
+from ..registry import register
+
+
+@register("se", kind="feature_map", category="vision / channel", paper="Hu, Shen & Sun, CVPR 2018")
+class SqueezeExcite(AttentionBlock):
+    """Squeeze-and-excitation: channels rescaled by a sigmoid gate of their global averages.
+
+    ::
+
+        z   = mean_{h,w} x[:, :, h, w]                 squeeze, (B, C)
+        s   = sigmoid(W2 relu(W1 z + b1) + b2)         excite, (B, C)
+        out = x * s                                    s broadcast over H and W
+
+    Args:
+        channels: input channels C.
+        reduction: the bottleneck W1 has C // reduction features ...
+        min_hidden: ... but at least this many.
+
+    Shapes:
+        x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
+        ``AttentionOutput(output, weights (B, C))``.
+
+    Captured weights: the (B, C) channel gate s, one record per call.
+
+    Paper: Hu, Shen & Sun, "Squeeze-and-Excitation Networks", CVPR 2018.
+    """
+
+    def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8) -> None:
+        super().__init__()
+        self.channels = channels
+        hidden = max(channels // reduction, min_hidden)
+        self.fc1 = nn.Linear(channels, hidden)
+        self.fc2 = nn.Linear(hidden, channels)
+
+    def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+        self.expect("x", x, "B C H W", C=self.channels)
+        gate = torch.sigmoid(self.fc2(torch.relu(self.fc1(x.mean((2, 3))))))
+        out = x * gate[:, :, None, None]
+        if self.wants_weights(need_weights):
+            self.record(gate)
+        return AttentionOutput(out, gate) if need_weights else out

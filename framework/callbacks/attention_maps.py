@@ -1,0 +1,71 @@
+"""Captured attention maps, logged as images every N validation epochs."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import Callback
+from torch import Tensor
+
+from ..attention import capture
+
+# Anchor colours of a perceptually ordered map (dark blue -> teal -> yellow).
+_ANCHORS = torch.tensor(
+    [[0.27, 0.00, 0.33], [0.23, 0.32, 0.55], [0.13, 0.57, 0.55], [0.37, 0.79, 0.38], [0.99, 0.91, 0.14]]
+)
+
+
+def heatmap(values: Tensor, min_side: int = 128) -> Tensor:
+    """(H, W) values -> (H', W', 3) uint8 image, scaled to [0, 1] and enlarged by whole pixels."""
+    values = values.detach().float().cpu()
+    low, high = values.min(), values.max()
+    scaled = (values - low) / (high - low) if high > low else torch.zeros_like(values)
+    position = scaled * (len(_ANCHORS) - 1)
+    lower = position.floor().long().clamp(max=len(_ANCHORS) - 2)
+    frac = (position - lower).unsqueeze(-1)
+    rgb = _ANCHORS[lower] * (1 - frac) + _ANCHORS[lower + 1] * frac
+    factor = max(1, -(-min_side // min(values.shape)))
+    rgb = rgb.repeat_interleave(factor, 0).repeat_interleave(factor, 1)
+    return (rgb * 255).round().to(torch.uint8)
+
+
+class AttentionMaps(Callback):
+    """Log attention maps of the model's blocks to every logger that takes images (W&B).
+
+    Every ``every_n_epochs`` validation epochs, the first validation batch runs once more
+    through the task under :class:`~framework.attention.capture`; each block's record is
+    drawn by the block's ``weights_image`` (one 2-D map of the first example) and logged
+    under ``attention/<block>``.
+
+    Args:
+        every_n_epochs: how often; 0 turns the callback off.
+        blocks: which blocks (glob patterns over module names, or registry names); all by default.
+    """
+
+    def __init__(self, every_n_epochs: int = 1, blocks: Optional[list[str]] = None) -> None:
+        self.every_n_epochs = every_n_epochs
+        self.blocks = blocks or []
+
+    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: object,
+                                batch: object, batch_idx: int, dataloader_idx: int = 0) -> None:
+        if batch_idx or dataloader_idx or trainer.sanity_checking or not self.every_n_epochs:
+            return
+        if (trainer.current_epoch + 1) % self.every_n_epochs:
+            return
+        loggers = [logger for logger in trainer.loggers if hasattr(logger, "log_image")]
+        if not loggers:
+            return
+        # Every rank runs the forward pass (sharded models need all ranks); rank 0 logs.
+        with torch.no_grad(), capture(pl_module.model, *self.blocks) as maps:
+            pl_module.task.step(pl_module.model, batch, "val")
+        if not trainer.is_global_zero:
+            return
+        modules = dict(pl_module.model.named_modules())
+        for name, records in maps.items():
+            block = modules.get(name, pl_module.model)
+            images = [heatmap(m).numpy() for r in records if (m := block.weights_image(r)) is not None]
+            if images:
+                for logger in loggers:
+                    logger.log_image(key=f"attention/{name}", images=images, step=trainer.global_step)

@@ -1,0 +1,169 @@
+"""``python -m framework``: a LightningCLI whose config names a model, a task and data.
+
+    python -m framework fit --config domains/vision/ccnet.yaml --trainer.max_epochs=3
+    python -m framework test --config runs/ccnet/<run>/config.yaml --ckpt_path runs/ccnet/<run>/checkpoints/best.ckpt
+    python -m framework blocks                      # the attention catalogue
+
+A config has the usual LightningCLI sections ``trainer``, ``data``, ``optimizer``,
+``lr_scheduler``, ``seed_everything``, and two of this framework:
+
+* ``model``: any ``nn.Module`` by ``class_path`` (the network; its ``attention`` argument
+  takes a block name, so ``--model.attention=cbam`` swaps the block),
+* ``task``: a :class:`~framework.tasks.Task` (loss, metrics, how a batch becomes predictions).
+
+The CLI builds the one :class:`~framework.TaskModule` from the two, gives every run its own
+folder (``runs/<experiment>/<time>_<subcommand>``, or ``--run_dir``) for checkpoints, config
+and logs, writes checkpoints atomically, and prints a summary when ``fit`` ends.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+import yaml
+from jsonargparse import Namespace
+from lightning.pytorch import LightningDataModule, Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+from lightning.pytorch.loggers import WandbLogger
+from lightning.pytorch.plugins.io import CheckpointIO
+from torch import nn
+
+from . import catalogue, runs
+from .callbacks import AttentionMaps, RunSummary
+from .checkpoint import AtomicCheckpointIO
+from .task_module import TaskModule
+from .tasks import Task
+
+DESCRIPTION = (
+    "Train, validate, test or predict with attention models. "
+    "`python -m framework blocks` prints the attention catalogue."
+)
+CONFIG_PRESETS = Path("configs")
+
+
+class SaveConfig(SaveConfigCallback):
+    """Write the resolved config into the run folder and send all of it to W&B (rank 0 only)."""
+
+    def save_config(self, trainer: Trainer, pl_module: Any, stage: str) -> None:
+        config = yaml.safe_load(self.parser.dump(self.config, skip_none=False))
+        for logger in trainer.loggers:
+            if isinstance(logger, WandbLogger):
+                logger.experiment.config.update(config, allow_val_change=True)
+
+
+class FrameworkCLI(LightningCLI):
+    """LightningCLI with a ``model`` (nn.Module) and a ``task`` instead of a LightningModule."""
+
+    def __init__(self, args: Any = None, run: bool = True) -> None:
+        super().__init__(
+            save_config_callback=SaveConfig,
+            save_config_kwargs={"overwrite": True},  # run folders are unique; a resumed run rewrites its own
+            trainer_defaults={"callbacks": [RunSummary()]},
+            parser_kwargs={"description": DESCRIPTION},
+            seed_everything_default=0,
+            args=args,
+            run=run,
+        )
+
+    def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_lightning_class_args(self.trainer_class, "trainer")
+        parser.add_subclass_arguments(nn.Module, "model", fail_untyped=False, help="The network (any nn.Module).")
+        parser.add_subclass_arguments(Task, "task", fail_untyped=False, help="Loss, metrics and prediction.")
+        parser.add_lightning_class_args(LightningDataModule, "data", subclass_mode=True)
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument("--experiment", type=Optional[str], default=None,
+                            help="Name grouping runs under runs/<experiment>/ (default: the first --config's name).")
+        parser.add_argument("--run_dir", type=Optional[str], default=None,
+                            help="Folder of this run (default: a new runs/<experiment>/<time>_<subcommand>).")
+        parser.add_argument("--compile", type=bool, default=False, help="Compile the model with torch.compile.")
+        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.set_defaults({
+            "checkpoint.filename": "best",
+            "checkpoint.save_last": True,
+            "checkpoint.enable_version_counter": False,
+            "checkpoint.auto_insert_metric_name": False,
+        })
+        parser.add_lightning_class_args(AttentionMaps, "attention_maps")
+        parser.add_optimizer_args((torch.optim.Optimizer,))
+        parser.set_defaults({"optimizer": {"class_path": "torch.optim.AdamW", "init_args": {"lr": 1e-3}}})
+
+    def _parse_ckpt_path(self) -> None:
+        """A checkpoint written by this CLI carries its model and task configs: use them."""
+        subcommand = self.config.get("subcommand")
+        ckpt_path = subcommand and self.config[subcommand].get("ckpt_path")
+        if not ckpt_path or not Path(ckpt_path).is_file():
+            return
+        hparams = torch.load(ckpt_path, map_location="cpu", weights_only=True).get("hyper_parameters", {})
+        given = {key: hparams[key] for key in ("model", "task") if isinstance(hparams.get(key), dict)}
+        if given:
+            self.config = self.parser.parse_object({subcommand: given}, self.config)
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        experiment = config.experiment or _experiment_name(config.get("config"))
+        run_dir = runs.resolve_run_dir(self.subcommand or "run", experiment, config.run_dir, config.get("ckpt_path"))
+        config.run_dir = str(run_dir)
+        config.trainer.default_root_dir = str(run_dir)
+        if config.checkpoint.dirpath is None:
+            config.checkpoint.dirpath = str(run_dir / "checkpoints")
+        _fill_logger_save_dir(config.trainer.logger, run_dir)
+
+    def instantiate_classes(self) -> None:
+        """Build data, model and task, wrap the last two in a TaskModule, then the trainer."""
+        config = self.config[self.subcommand] if self.subcommand else self.config
+        self.config_init = self.parser.instantiate_classes(self.config)
+        init = self._get(self.config_init, "task"), self._get(self.config_init, "model")
+        task, model = init
+        self.datamodule = self._get(self.config_init, "data")
+        self.model = TaskModule(model, task, compile=config.compile)
+        self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
+        checkpoint = self._get(self.config_init, "checkpoint")
+        if checkpoint.monitor is None:  # the task names the metric that picks the best checkpoint
+            checkpoint.monitor, checkpoint.mode = task.monitor, task.mode
+        self._add_configure_optimizers_method_to_model(self.subcommand)
+        self.trainer = self.instantiate_trainer()
+
+    def instantiate_trainer(self, **kwargs: Any) -> Trainer:
+        plugins = self._get(self.config_init, "trainer").get("plugins") or []
+        plugins = plugins if isinstance(plugins, list) else [plugins]
+        if not any(isinstance(p, CheckpointIO) for p in plugins):
+            kwargs["plugins"] = [*plugins, AtomicCheckpointIO()]
+        return super().instantiate_trainer(**kwargs)
+
+
+def _experiment_name(config_paths: Optional[list]) -> str:
+    """The first config file that is not a preset (configs/<group>/x.yaml) names the experiment."""
+    for path in config_paths or []:
+        path = Path(str(path))
+        if path.parent.parent.name != CONFIG_PRESETS.name:
+            return path.stem
+    return "run"
+
+
+def _as_dict(value: Namespace) -> dict:
+    """A config section as plain JSON types (what a ``weights_only`` checkpoint load accepts)."""
+    return json.loads(json.dumps(value.as_dict() if isinstance(value, Namespace) else dict(value), default=str))
+
+
+def _fill_logger_save_dir(logger_config: Any, run_dir: Path) -> None:
+    """Point every configured logger whose ``save_dir`` is unset at the run folder."""
+    specs = logger_config if isinstance(logger_config, list) else [logger_config]
+    for spec in specs:
+        init_args = getattr(spec, "init_args", None)
+        if init_args is not None and "save_dir" in init_args and init_args.save_dir is None:
+            init_args.save_dir = str(run_dir)
+
+
+def main(args: Optional[list[str]] = None) -> Optional[FrameworkCLI]:
+    """Entry point of ``python -m framework``; ``args`` replaces the command line (tests)."""
+    argv = sys.argv[1:] if args is None else list(args)
+    if argv[:1] == ["blocks"]:
+        print(catalogue.markdown() if "--markdown" in argv else catalogue.text())
+        return None
+    return FrameworkCLI(args=args)

@@ -1,0 +1,85 @@
+"""Associative recall: a generated task that needs attention, and no data folder.
+
+An example lists key-value pairs, one token per pair, and ends with a query key::
+
+    (k3,v7) (k0,v2) (k9,v5) ?k0      ->  2
+
+The answer is the value of the pair whose key matches the query: a content-based look-up
+that one attention layer performs, and that a model without attention cannot (it stays near
+chance, 1 / V). The number of pairs varies, so batches carry a padding mask.
+"""
+
+from __future__ import annotations
+
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class RecallDataset(Dataset):
+    """``size`` examples generated from ``seed``; each is a dict of tokens, mask and target.
+
+    Tokens: pair (k, v) is ``k * num_values + v``; the query for key k is
+    ``num_keys * num_values + k``; padding is the last id, ``num_keys * (num_values + 1)``.
+    """
+
+    def __init__(self, size: int, num_keys: int, num_values: int, min_pairs: int, max_pairs: int, seed: int) -> None:
+        g = torch.Generator().manual_seed(seed)
+        pairs = torch.randint(min_pairs, max_pairs + 1, (size,), generator=g)
+        keys = torch.rand(size, num_keys, generator=g).argsort(-1)[:, :max_pairs]  # distinct keys
+        values = torch.randint(num_values, (size, max_pairs), generator=g)
+        asked = (torch.rand(size, generator=g) * pairs).long()
+        rows, pad = torch.arange(size), num_keys * (num_values + 1)
+        self.mask = torch.arange(max_pairs + 1) <= pairs.unsqueeze(1)  # the pairs and the query
+        self.tokens = torch.full((size, max_pairs + 1), pad)
+        self.tokens[:, :max_pairs] = torch.where(self.mask[:, :max_pairs], keys * num_values + values, pad)
+        self.tokens[rows, pairs] = num_keys * num_values + keys[rows, asked]
+        self.target = values[rows, asked]
+
+    def __len__(self) -> int:
+        return len(self.target)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {"tokens": self.tokens[i], "mask": self.mask[i], "target": self.target[i]}
+
+
+class AssociativeRecall(pl.LightningDataModule):
+    """Generated associative-recall data: train, val and test splits from one seed.
+
+    Args:
+        num_keys, num_values: vocabulary of keys and of values (the classes).
+        min_pairs, max_pairs: pairs per example.
+        train_size, val_size, test_size: examples per split.
+        batch_size: examples per batch.
+        seed: the generator seed (splits use seed, seed + 1, seed + 2).
+    """
+
+    def __init__(self, num_keys: int = 16, num_values: int = 10, min_pairs: int = 3, max_pairs: int = 8,
+                 train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 64,
+                 seed: int = 0) -> None:
+        super().__init__()
+        if not 1 <= min_pairs <= max_pairs <= num_keys:
+            raise ValueError(f"data: need 1 <= min_pairs <= max_pairs <= num_keys, got {min_pairs}, {max_pairs}, {num_keys}")
+        self.save_hyperparameters()
+        self.vocab_size = num_keys * (num_values + 1) + 1  # pairs, queries, padding
+        self.num_classes = num_values
+
+    def setup(self, stage: str) -> None:
+        h = self.hparams
+        make = lambda size, offset: RecallDataset(size, h.num_keys, h.num_values, h.min_pairs, h.max_pairs, h.seed + offset)
+        self.splits = {"train": make(h.train_size, 0), "val": make(h.val_size, 1), "test": make(h.test_size, 2)}
+
+    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
+        return DataLoader(self.splits[split], batch_size=self.hparams.batch_size, shuffle=shuffle)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test")
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("test")

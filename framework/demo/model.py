@@ -1,0 +1,37 @@
+"""A token-sequence classifier with a pluggable sequence attention block."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..attention import SequenceBlock
+from ..layers import AttentionEncoder
+
+
+class SequenceClassifier(nn.Module):
+    """Tokens -> class: token and position embeddings, an :class:`AttentionEncoder`, and a
+    linear read-out of the last real token.
+
+    Args:
+        vocab_size, num_classes: sizes of the input vocabulary and of the output.
+        dim, depth: width and number of encoder layers.
+        attention: the sequence block of every layer (``mhsa``, ``local``, ``none`` ...).
+        max_len: longest sequence.
+
+    Shapes: tokens (B, N) long, mask (B, N) bool (True = token) -> logits (B, num_classes).
+    """
+
+    def __init__(self, vocab_size: int, num_classes: int, dim: int = 64, depth: int = 2,
+                 attention: SequenceBlock = "mhsa", max_len: int = 64, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, dim)
+        self.positions = nn.Embedding(max_len, dim)
+        self.encoder = AttentionEncoder(dim, depth, attention, dropout=dropout)
+        self.head = nn.Linear(dim, num_classes)
+
+    def forward(self, tokens: Tensor, mask: Tensor) -> Tensor:
+        x = self.tokens(tokens) + self.positions.weight[: tokens.shape[1]]
+        x = self.encoder(x, mask)
+        last = mask.sum(1) - 1
+        return self.head(x[torch.arange(len(x)), last])

