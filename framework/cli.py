@@ -118,14 +118,12 @@ class FrameworkCLI(LightningCLI):
         """Build data, model and task, wrap the last two in a TaskModule, then the trainer."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         self.config_init = self.parser.instantiate_classes(self.config)
-        init = self._get(self.config_init, "task"), self._get(self.config_init, "model")
-        task, model = init
-        self.datamodule = self._get(self.config_init, "data")
-        self.model = TaskModule(model, task, compile=config.compile)
+        built = self.config_init[self.subcommand] if self.subcommand else self.config_init
+        task, self.datamodule = built.task, built.data
+        self.model = TaskModule(built.model, task, compile=config.compile)
         self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
-        checkpoint = self._get(self.config_init, "checkpoint")
-        if checkpoint.monitor is None:  # the task names the metric that picks the best checkpoint
-            checkpoint.monitor, checkpoint.mode = task.monitor, task.mode
+        if config.checkpoint.monitor is None:  # the task names the metric that picks the best checkpoint
+            built.checkpoint = ModelCheckpoint(**{**config.checkpoint.as_dict(), "monitor": task.monitor, "mode": task.mode})
         self._add_configure_optimizers_method_to_model(self.subcommand)
         self.trainer = self.instantiate_trainer()
 

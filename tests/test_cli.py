@@ -105,3 +105,10 @@ def test_blocks_subcommand_prints_the_catalogue(capsys):
     main(["blocks"])
     out = capsys.readouterr().out
     assert "criss_cross" in out and "feature map" in out and "Huang et al." in out
+
+
+def test_the_best_checkpoint_follows_the_tasks_metric_unless_configured():
+    checkpoint = fit().trainer.checkpoint_callback
+    assert (checkpoint.monitor, checkpoint.mode) == ("val/acc", "max")
+    checkpoint = fit("--checkpoint.monitor=val/loss").trainer.checkpoint_callback
+    assert (checkpoint.monitor, checkpoint.mode) == ("val/loss", "min")

@@ -1,0 +1,5 @@
+"""Data conventions shared by the domains."""
+
+from .paths import DATA_DIR_ENV, DataNotFoundError, data_root, dataset_dir
+
+__all__ = ["DATA_DIR_ENV", "DataNotFoundError", "data_root", "dataset_dir"]

@@ -1,0 +1,46 @@
+"""Where real data sets live: ``$FRAMEWORK_DATA_DIR/<folder>`` (default ``./data``).
+
+Every real loader reads its data set from that folder, in the data set's canonical layout
+(``Planetoid/Cora/raw``, ``babi/tasks_1-20_v1-2/en``, ``CamVid/train`` ...); a config may
+name the folder directly instead (``data.root``). Nothing is downloaded unless asked.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence, Union
+
+DATA_DIR_ENV = "FRAMEWORK_DATA_DIR"
+
+
+class DataNotFoundError(FileNotFoundError):
+    """A data set is not where the config says; the message says where to put it."""
+
+
+def data_root() -> Path:
+    """``$FRAMEWORK_DATA_DIR``, or ``./data``."""
+    return Path(os.environ.get(DATA_DIR_ENV, "data"))
+
+
+def dataset_dir(folder: str, *, root: Union[str, Path, None] = None, source: str,
+                expect: Sequence[str] = (), key: str = "data.root") -> Path:
+    """The folder of a data set, checked to exist and to hold ``expect`` (relative paths).
+
+    Args:
+        folder: the data set's folder under the data root, e.g. ``"CamVid"``.
+        root: a folder given in the config, used as is instead of ``<data root>/<folder>``.
+        source: where the data set can be obtained (a URL or a sentence).
+        expect: files or folders that must be inside, e.g. ``("train", "trainannot")``.
+        key: the config key that sets ``root``, named in the error message.
+    """
+    path = Path(root) if root is not None else data_root() / folder
+    missing = [name for name in expect if not (path / name).exists()]
+    if path.is_dir() and not missing:
+        return path
+    origin = f"given by {key}" if root is not None else f"${DATA_DIR_ENV}/{folder}, with {DATA_DIR_ENV}={data_root()}"
+    what = f"is missing {', '.join(missing)}" if path.is_dir() else "does not exist"
+    raise DataNotFoundError(
+        f"data set folder {path.resolve()} ({origin}) {what}. Get the data set from {source} and put it "
+        f"there{' with ' + ', '.join(expect) + ' inside' if expect else ''}, or point {DATA_DIR_ENV} or {key} at a copy."
+    )
