@@ -10,6 +10,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from framework.attention import ShapeError, capture, create
 from framework.attention.feature_map.criss_cross import CrissCrossAttention
 from tests.attention.reference import assert_matches_reference, randomize_
+from tools.ccnet_reference import criss_cross_authors
 
 
 def dense_reference(block: CrissCrossAttention, x: torch.Tensor) -> torch.Tensor:
@@ -31,25 +32,6 @@ def dense_reference(block: CrissCrossAttention, x: torch.Tensor) -> torch.Tensor
     return x
 
 
-def authors_algorithm(q, k, v):
-    """The CCNet authors' pure-PyTorch algorithm (row/column batched matmuls, a -inf diagonal
-    rebuilt on every call), re-written from its description for comparison."""
-    b, _, h, w = q.shape
-    q_col = q.permute(0, 3, 1, 2).reshape(b * w, -1, h).transpose(1, 2)
-    q_row = q.permute(0, 2, 1, 3).reshape(b * h, -1, w).transpose(1, 2)
-    k_col, k_row = k.permute(0, 3, 1, 2).reshape(b * w, -1, h), k.permute(0, 2, 1, 3).reshape(b * h, -1, w)
-    v_col, v_row = v.permute(0, 3, 1, 2).reshape(b * w, -1, h), v.permute(0, 2, 1, 3).reshape(b * h, -1, w)
-    diagonal = torch.diag(torch.full((h,), float("-inf"))).unsqueeze(0).repeat(b * w, 1, 1)
-    e_col = (torch.bmm(q_col, k_col) + diagonal).view(b, w, h, h).permute(0, 2, 1, 3)
-    e_row = torch.bmm(q_row, k_row).view(b, h, w, w)
-    a = torch.cat([e_col, e_row], 3).softmax(3)
-    a_col = a[..., :h].permute(0, 2, 1, 3).reshape(b * w, h, h)
-    a_row = a[..., h:].reshape(b * h, w, w)
-    out_col = torch.bmm(v_col, a_col.transpose(1, 2)).view(b, w, -1, h).permute(0, 2, 3, 1)
-    out_row = torch.bmm(v_row, a_row.transpose(1, 2)).view(b, h, -1, w).permute(0, 2, 1, 3)
-    return out_col + out_row
-
-
 @pytest.mark.parametrize("shape", [(2, 8, 5, 7), (1, 16, 6, 6), (2, 4, 1, 3)])
 @pytest.mark.parametrize("recurrence", [1, 2])
 def test_matches_dense_row_and_column_attention(shape, recurrence):
@@ -61,7 +43,7 @@ def test_matches_the_authors_algorithm_in_float32():
     torch.manual_seed(0)
     block = randomize_(CrissCrossAttention(64, recurrence=1), scale=0.2)
     x = torch.randn(2, 64, 13, 11)
-    want = x + block.gamma * authors_algorithm(block.query_conv(x), block.key_conv(x), block.value_conv(x))
+    want = x + block.gamma * criss_cross_authors(block.query_conv(x), block.key_conv(x), block.value_conv(x))
     torch.testing.assert_close(block(x), want, atol=1e-5, rtol=1e-5)
 
 

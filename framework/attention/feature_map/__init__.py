@@ -8,6 +8,7 @@ package registers them all.
 
 from . import cbam, criss_cross, danet, eca, gc, non_local, se, spatial  # noqa: F401  (register the blocks)
 from .cbam import CBAM
+from .criss_cross import CrissCrossAttention
 from .danet import ChannelAttention, DualAttention, PositionAttention
 from .eca import EfficientChannelAttention, eca_kernel_size
 from .gc import GlobalContext
@@ -18,6 +19,7 @@ from .spatial import SpatialAttention
 __all__ = [
     "CBAM",
     "ChannelAttention",
+    "CrissCrossAttention",
     "DualAttention",
     "EfficientChannelAttention",
     "GlobalContext",
