@@ -339,3 +339,17 @@ def test_catalogue_presets_match_the_formulas(name):
     mask = torch.ones(B, 6, dtype=torch.bool)
     mask[0, 4:] = False
     assert_matches_reference(block, _reference, x, key_padding_mask=mask)
+
+
+def test_dropout_acts_on_the_weights_only_while_training():
+    torch.manual_seed(0)
+    block = Attention(8, num_heads=2, dropout=0.5)
+    x = torch.randn(2, 6, 8)
+    reference = block.eval()(x)
+    block.train()
+    assert not torch.allclose(block(x), reference), "the fused path drops weights while training"
+    dropped = block(x, need_weights=True)
+    assert not torch.allclose(dropped.output, reference), "so does the explicit path"
+    torch.testing.assert_close(dropped.weights.sum(-1), torch.ones(2, 2, 6))  # returned weights are pre-dropout
+    block.dropout = 0.0
+    torch.testing.assert_close(block(x), reference)
