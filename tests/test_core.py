@@ -79,9 +79,15 @@ def test_run_summary_reports_last_and_best_by_the_checkpoint_monitor():
 
 
 def test_heatmap_scales_colours_and_enlarges():
-    image = heatmap(torch.tensor([[0.0, 1.0], [0.5, 0.25]]), min_side=8)
+    from framework.callbacks.attention_maps import _ANCHORS
+
+    image = heatmap(torch.tensor([[2.0, 6.0], [4.0, 3.0]]), min_side=8)
     assert image.shape == (8, 8, 3) and image.dtype == torch.uint8
-    assert image[0, 0].tolist() != image[0, 7].tolist()
+    palette = (_ANCHORS * 255).round().to(torch.uint8)
+    assert image[0, 0].tolist() == palette[0].tolist(), "the minimum takes the first colour"
+    assert image[0, 7].tolist() == palette[-1].tolist(), "the maximum takes the last colour"
+    assert image[7, 0].tolist() == palette[2].tolist(), "the midpoint takes the middle colour"
+    assert (image[:4, :4] == image[0, 0]).all() and (image[4:, 4:] == image[7, 7]).all(), "each value fills a 4x4 block"
     assert heatmap(torch.zeros(3, 5)).shape[:2] == (128 // 3 * 3 + 3, (128 // 3 + 1) * 5)
 
 

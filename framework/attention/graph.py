@@ -38,7 +38,6 @@ class _GraphAttention(AttentionBlock):
     ) -> None:
         super().__init__()
         self.in_channels = in_channels
-        self.out_features = heads * out_channels if concat else out_channels
         conv_class = getattr(importlib.import_module("torch_geometric.nn"), self.conv_name)
         self.conv = conv_class(
             in_channels,
