@@ -55,6 +55,8 @@ class TaskModule(pl.LightningModule):
         on_step = stage == "train"
         self.log(f"{stage}/loss", step.loss, on_step=on_step, on_epoch=True, prog_bar=True,
                  sync_dist=not on_step, batch_size=size)
+        for name, value in (step.logs or {}).items():
+            self.log(f"{stage}/{name}", value, on_step=False, on_epoch=True, sync_dist=True, batch_size=size)
         metrics = getattr(self, f"{stage}_metrics")
         metrics.update(step.preds.detach(), step.target)
         self.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=stage == "val", batch_size=size)

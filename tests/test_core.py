@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
 import lightning.pytorch as pl
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,8 +16,9 @@ from lightning.pytorch.loggers import Logger
 from framework import TaskModule
 from framework.callbacks import AttentionMaps, RunSummary, heatmap
 from framework.checkpoint import AtomicCheckpointIO
-from framework.data import DataNotFoundError, dataset_dir
+from framework.data import DataNotFoundError, SplitDataModule, dataset_dir
 from framework.demo import AssociativeRecall, SequenceClassifier
+from framework.layers import PositionalEncoding
 from framework.tasks import Classification, split_batch
 
 
@@ -126,6 +129,51 @@ def test_attention_maps_are_logged_as_images_for_every_block(tmp_path):
     assert image.shape[-1] == 3 and image.shape[0] >= 128
 
 
+class PicturingClassification(Classification):
+    """A task that draws the first example's tokens, to check the callback logs task pictures."""
+
+    def images(self, model, batch):
+        assert not torch.is_grad_enabled()
+        return {"tokens": [heatmap(batch["tokens"][:1].float())]}
+
+
+def test_the_task_pictures_are_logged_beside_the_attention_maps(tmp_path):
+    logger = ImageLogger()
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), PicturingClassification(10))
+    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
+    trainer = pl.Trainer(max_epochs=1, logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path,
+                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(module, _small_demo())
+    (image,) = logger.images["images/tokens"]
+    assert image.dtype == np.uint8 and image.shape[-1] == 3
+
+
+def test_split_data_module_loads_its_splits_and_names_a_missing_one():
+    data = _small_demo()
+    batch = next(iter(data.train_dataloader()))
+    assert batch["tokens"].shape[0] == 32 and len(data.test_dataloader().dataset) == 32
+
+    class TrainOnly(SplitDataModule):
+        def make_splits(self):
+            return {"train": torch.utils.data.TensorDataset(torch.zeros(4, 2))}
+
+    with pytest.raises(KeyError, match="no 'val' split; it has \\['train'\\]"):
+        TrainOnly(batch_size=2).val_dataloader()
+    with pytest.raises(ValueError, match="data.predict_split"):
+        TrainOnly(predict_split="dev")
+
+
+def test_positional_encoding_sinusoids_and_length_check():
+    encoding = PositionalEncoding(8, max_len=16)
+    out = encoding(torch.zeros(2, 5, 8), offset=3)
+    position, i = 4, 1  # token 1 sits at position 4; features 2i, 2i + 1
+    angle = position / 10000 ** (2 * i / 8)
+    assert torch.allclose(out[0, 1, 2:4], torch.tensor([math.sin(angle), math.cos(angle)]))
+    with pytest.raises(ValueError, match="max_len=16"):
+        encoding(torch.zeros(1, 17, 8))
+    assert PositionalEncoding(8, learned=True).table.requires_grad
+
+
 def test_the_demo_learns_with_attention_and_not_without():
     """A few hundred steps: attention learns the look-up; the no-attention baseline cannot."""
     data = AssociativeRecall(train_size=8192, val_size=512)
@@ -149,3 +197,20 @@ def test_the_demo_learns_with_attention_and_not_without():
         if attention == "mhsa":
             assert sum(losses[-10:]) < 0.5 * sum(losses[:10]), "the training loss must fall"
     assert accuracy["mhsa"] > 0.85 and accuracy["none"] < 0.2, accuracy
+
+
+class PenalisedClassification(Classification):
+    """A task with an extra logged scalar, as an auxiliary loss or a penalty would be."""
+
+    def step(self, model, batch, stage):
+        step = super().step(model, batch, stage)
+        return step._replace(logs={"penalty": step.loss.detach() * 0 + 2.0})
+
+
+def test_extra_step_scalars_are_logged_under_the_stage(tmp_path):
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), PenalisedClassification(10))
+    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
+    trainer = pl.Trainer(max_epochs=1, logger=False, default_root_dir=tmp_path, enable_progress_bar=False,
+                         enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(module, _small_demo())
+    assert trainer.callback_metrics["train/penalty"] == 2.0 and trainer.callback_metrics["val/penalty"] == 2.0

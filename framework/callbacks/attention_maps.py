@@ -31,13 +31,20 @@ def heatmap(values: Tensor, min_side: int = 128) -> Tensor:
     return (rgb * 255).round().to(torch.uint8)
 
 
+def _as_array(image: object) -> object:
+    """A tensor image as a numpy array for the loggers; anything else as is."""
+    return image.detach().cpu().numpy() if isinstance(image, Tensor) else image
+
+
 class AttentionMaps(Callback):
-    """Log attention maps of the model's blocks to every logger that takes images (W&B).
+    """Log attention maps of the model's blocks, and the task's pictures, to every logger
+    that takes images (W&B).
 
     Every ``every_n_epochs`` validation epochs, the first validation batch runs once more
     through the task under :class:`~framework.attention.capture`; each block's record is
     drawn by the block's ``weights_image`` (one 2-D map of the first example) and logged
-    under ``attention/<block>``.
+    under ``attention/<block>``. The task's :meth:`~framework.tasks.Task.images` of the same
+    batch (predicted masks, alignments ...) are logged under ``images/<name>``.
 
     Args:
         every_n_epochs: how often; 0 turns the callback off.
@@ -60,8 +67,13 @@ class AttentionMaps(Callback):
         # Every rank runs the forward pass (sharded models need all ranks); rank 0 logs.
         with torch.no_grad(), capture(pl_module.model, *self.blocks) as maps:
             pl_module.task.step(pl_module.model, batch, "val")
+        with torch.no_grad():
+            pictures = pl_module.task.images(pl_module.model, batch)
         if not trainer.is_global_zero:
             return
+        for name, images in pictures.items():
+            for logger in loggers:
+                logger.log_image(key=f"images/{name}", images=[_as_array(i) for i in images], step=trainer.global_step)
         modules = dict(pl_module.model.named_modules())
         for name, records in maps.items():
             block = modules.get(name, pl_module.model)

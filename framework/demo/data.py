@@ -11,9 +11,10 @@ chance, 1 / V). The number of pairs varies, so batches carry a padding mask.
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
+
+from ..data import SplitDataModule
 
 
 class RecallDataset(Dataset):
@@ -43,7 +44,7 @@ class RecallDataset(Dataset):
         return {"tokens": self.tokens[i], "mask": self.mask[i], "target": self.target[i]}
 
 
-class AssociativeRecall(pl.LightningDataModule):
+class AssociativeRecall(SplitDataModule):
     """Generated associative-recall data: train, val and test splits from one seed.
 
     Args:
@@ -57,29 +58,14 @@ class AssociativeRecall(pl.LightningDataModule):
     def __init__(self, num_keys: int = 16, num_values: int = 10, min_pairs: int = 3, max_pairs: int = 8,
                  train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 64,
                  seed: int = 0) -> None:
-        super().__init__()
+        super().__init__(batch_size)
         if not 1 <= min_pairs <= max_pairs <= num_keys:
             raise ValueError(f"data: need 1 <= min_pairs <= max_pairs <= num_keys, got {min_pairs}, {max_pairs}, {num_keys}")
         self.save_hyperparameters()
         self.vocab_size = num_keys * (num_values + 1) + 1  # pairs, queries, padding
         self.num_classes = num_values
 
-    def setup(self, stage: str) -> None:
+    def make_splits(self) -> dict[str, RecallDataset]:
         h = self.hparams
         make = lambda size, offset: RecallDataset(size, h.num_keys, h.num_values, h.min_pairs, h.max_pairs, h.seed + offset)
-        self.splits = {"train": make(h.train_size, 0), "val": make(h.val_size, 1), "test": make(h.test_size, 2)}
-
-    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
-        return DataLoader(self.splits[split], batch_size=self.hparams.batch_size, shuffle=shuffle)
-
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("test")
+        return {"train": make(h.train_size, 0), "val": make(h.val_size, 1), "test": make(h.test_size, 2)}

@@ -8,7 +8,7 @@ the model's keyword arguments (``{"tokens": ..., "mask": ..., "target": ...}``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
@@ -20,6 +20,7 @@ class Step(NamedTuple):
     loss: Tensor
     preds: Tensor  # what the metrics consume (logits, scores ...)
     target: Tensor
+    logs: Optional[dict[str, Tensor]] = None  # further scalars, logged as <stage>/<name> (aux loss, penalty ...)
 
 
 def call_model(model: nn.Module, inputs: Any) -> Any:
@@ -71,3 +72,11 @@ class Task(nn.Module):
     def predict(self, model: nn.Module, batch: Any) -> Any:
         """What ``predict`` returns for a batch; by default the model's raw output."""
         return call_model(model, inputs_of(batch))
+
+    def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
+        """Pictures of a validation batch for the loggers (predicted masks beside the truth,
+        alignments ...): name -> list of (H, W, 3) uint8 images. None by default.
+
+        Called by the ``attention_maps`` callback under ``torch.no_grad``, on every rank.
+        """
+        return {}

@@ -1,0 +1,78 @@
+"""A data module whose splits are datasets built once: the loader plumbing every domain shares."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+SPLITS = ("train", "val", "test")
+
+
+class SplitDataModule(pl.LightningDataModule):
+    """Base of the domains' data modules: a subclass builds its datasets, this class loads them.
+
+    A subclass implements :meth:`make_splits`, returning ``{"train": ..., "val": ...,
+    "test": ...}`` datasets (a missing split is an error only when a loop asks for it), and
+    may set ``collate_fn`` (padding, graph batching ...). ``predict`` reads ``predict_split``.
+
+    Args:
+        batch_size: examples per training batch.
+        eval_batch_size: examples per validation/test/predict batch (default ``batch_size``).
+        num_workers: loader worker processes (0 = in the main process).
+        predict_split: the split that ``predict`` reads.
+    """
+
+    collate_fn: Optional[Callable[[list], Any]] = None
+
+    def __init__(self, batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0,
+                 predict_split: str = "test") -> None:
+        super().__init__()
+        if batch_size < 1:
+            raise ValueError(f"data.batch_size must be at least 1, got {batch_size}")
+        if predict_split not in SPLITS:
+            raise ValueError(f"data.predict_split must be one of {SPLITS}, got {predict_split!r}")
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
+        self.num_workers, self.predict_split = num_workers, predict_split
+        self.splits: dict[str, Dataset] = {}
+
+    def make_splits(self) -> dict[str, Dataset]:
+        """The datasets of the splits, by name (``train``, ``val``, ``test``)."""
+        raise TypeError(f"{type(self).__name__} must define make_splits(), returning the datasets by split")
+
+    def setup(self, stage: str) -> None:
+        if not self.splits:
+            self.splits = dict(self.make_splits())
+
+    def split(self, name: str) -> Dataset:
+        """The dataset of one split; a clear error when the data module has none."""
+        self.setup("fit")
+        if name not in self.splits:
+            raise KeyError(f"{type(self).__name__} has no {name!r} split; it has {sorted(self.splits)}")
+        return self.splits[name]
+
+    def loader(self, name: str, shuffle: bool = False) -> DataLoader:
+        """A DataLoader over one split, with this module's batch size, workers and collate."""
+        return DataLoader(
+            self.split(name),
+            batch_size=self.batch_size if shuffle else self.eval_batch_size,
+            shuffle=shuffle,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            pin_memory=torch.cuda.is_available(),
+            collate_fn=self.collate_fn,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self.loader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self.loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self.loader("test")
+
+    def predict_dataloader(self) -> DataLoader:
+        return self.loader(self.predict_split)

@@ -1,0 +1,1 @@
+"""Tests of the domain packages, one folder per domain."""
