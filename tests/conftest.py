@@ -29,7 +29,7 @@ def shared_data():
 
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
-    """No W&B account, no W&B files outside tmp, runs under tmp, no inherited run folder."""
+    """No W&B account, no W&B files outside tmp, runs and caches under tmp, no inherited run folder."""
     home = tmp_path_factory.mktemp("wandb-home")
     for key in ("WANDB_API_KEY", "WANDB_MODE", "FRAMEWORK_RUN_DIR"):
         monkeypatch.delenv(key, raising=False)
@@ -38,4 +38,5 @@ def hermetic(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("WANDB_DATA_DIR", str(home))
     monkeypatch.setenv("NETRC", str(home / "netrc"))
     monkeypatch.setenv("FRAMEWORK_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+    monkeypatch.setenv("FRAMEWORK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.chdir(ROOT)

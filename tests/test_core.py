@@ -16,9 +16,9 @@ from lightning.pytorch.loggers import Logger
 from framework import TaskModule
 from framework.callbacks import AttentionMaps, RunSummary, heatmap
 from framework.checkpoint import AtomicCheckpointIO
-from framework.data import DataNotFoundError, SplitDataModule, dataset_dir
+from framework.data import DataNotFoundError, SplitDataModule, cache_dir, dataset_dir
 from framework.demo import AssociativeRecall, SequenceClassifier
-from framework.layers import PositionalEncoding
+from framework.layers import AttentiveConvNet, PositionalEncoding
 from framework.tasks import Classification, split_batch
 
 
@@ -214,3 +214,28 @@ def test_extra_step_scalars_are_logged_under_the_stage(tmp_path):
                          enable_checkpointing=False, enable_model_summary=False)
     trainer.fit(module, _small_demo())
     assert trainer.callback_metrics["train/penalty"] == 2.0 and trainer.callback_metrics["val/penalty"] == 2.0
+
+
+def test_cache_dir_is_created_under_the_cache_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRAMEWORK_CACHE_DIR", str(tmp_path))
+    assert cache_dir("Planetoid/Cora") == tmp_path / "Planetoid" / "Cora" and (tmp_path / "Planetoid" / "Cora").is_dir()
+
+
+@pytest.mark.parametrize("attention", ["none", "cbam"])
+def test_attentive_convnet_puts_the_block_in_every_stage_and_learns(attention):
+    torch.manual_seed(0)
+    model = AttentiveConvNet(1, 2, widths=(8, 16), attention=attention)
+    assert len([m for m in model.modules() if type(m).__name__ == {"none": "NoAttention", "cbam": "CBAM"}[attention]]) == 2
+    x = torch.randn(32, 1, 16, 16)
+    y = (x[:, 0, :8].mean((1, 2)) > x[:, 0, 8:].mean((1, 2))).long()  # which half is brighter
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(30):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    with pytest.raises(ValueError, match=r"\(B, C, H, W\), got \(1, 16, 16\)"):
+        model(torch.zeros(1, 16, 16))

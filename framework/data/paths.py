@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence, Union
 
 DATA_DIR_ENV = "FRAMEWORK_DATA_DIR"
+CACHE_DIR_ENV = "FRAMEWORK_CACHE_DIR"
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -21,6 +22,16 @@ class DataNotFoundError(FileNotFoundError):
 def data_root() -> Path:
     """``$FRAMEWORK_DATA_DIR``, or ``./data``."""
     return Path(os.environ.get(DATA_DIR_ENV, "data"))
+
+
+def cache_dir(name: str) -> Path:
+    """A writable folder for files derived from a data set (processed graphs, features ...):
+    ``$FRAMEWORK_CACHE_DIR/<name>`` (default ``~/.cache/attention-framework/<name>``), created
+    on demand, so that the data folder itself may be read-only."""
+    root = Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "attention-framework")
+    path = root / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def dataset_dir(folder: str, *, root: Union[str, Path, None] = None, source: str,

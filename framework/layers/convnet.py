@@ -1,0 +1,60 @@
+"""A small CNN with a feature-map attention block in every stage (tiny images, spectrograms)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import Tensor, nn
+
+from ..attention import FeatureMapBlock, build
+
+
+class ConvStage(nn.Module):
+    """Two 3x3 conv-BN-ReLU layers, the attention block, then 2x2 max pooling.
+
+    Shapes: (B, C_in, H, W) -> (B, C_out, H // 2, W // 2).
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, attention: FeatureMapBlock = "none") -> None:
+        super().__init__()
+        layers = []
+        for channels in (in_channels, out_channels):
+            layers += [nn.Conv2d(channels, out_channels, 3, padding=1, bias=False), nn.BatchNorm2d(out_channels),
+                       nn.ReLU(inplace=True)]
+        self.convs = nn.Sequential(*layers)
+        self.attention = build(attention, out_channels, kind="feature_map")
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.pool(self.attention(self.convs(x)))
+
+
+class AttentiveConvNet(nn.Module):
+    """Stages of :class:`ConvStage` (each halves H and W), global average pooling, a linear head.
+
+    The same feature-map block (``se``, ``cbam``, ``criss_cross`` ... or ``none``) sits in
+    every stage, after its convolutions, as SE and CBAM place theirs in a residual branch.
+
+    Args:
+        in_channels: input channels (1 for digits and spectrograms, 3 for colour images).
+        num_classes: K.
+        widths: output channels of the stages; their number is the number of stages.
+        attention: the feature-map block of every stage.
+        dropout: dropout before the head.
+
+    Shapes: x (B, in_channels, H, W) with H, W >= 2^stages -> logits (B, K).
+    """
+
+    def __init__(self, in_channels: int, num_classes: int, widths: Sequence[int] = (32, 64, 128),
+                 attention: FeatureMapBlock = "none", dropout: float = 0.0) -> None:
+        super().__init__()
+        if not widths:
+            raise ValueError("model.widths must name at least one stage width")
+        channels = [in_channels, *widths]
+        self.stages = nn.Sequential(*(ConvStage(a, b, attention) for a, b in zip(channels, channels[1:])))
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(dropout), nn.Linear(widths[-1], num_classes))
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim != 4:
+            raise ValueError(f"AttentiveConvNet: x must have shape (B, C, H, W), got {tuple(x.shape)}")
+        return self.head(self.stages(x))

@@ -1,0 +1,43 @@
+"""A Transformer-style encoder over any sequence block (NLP, audio, recommender)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from torch import Tensor, nn
+
+from ..attention import SequenceBlock, build
+
+
+class EncoderLayer(nn.Module):
+    """Pre-norm residual layer: x + block(LN(x), mask), then x + MLP(LN(x)).
+
+    Shapes: x (B, N, D), mask (B, N) boolean (True = token) -> (B, N, D).
+    """
+
+    def __init__(self, dim: int, attention: SequenceBlock = "mhsa", mlp_ratio: float = 4.0, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.attention = build(attention, dim, kind="sequence")
+        hidden = int(dim * mlp_ratio)
+        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, dim))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+        x = x + self.dropout(self.attention(self.norm1(x), mask))
+        return x + self.dropout(self.mlp(self.norm2(x)))
+
+
+class AttentionEncoder(nn.Module):
+    """``depth`` encoder layers, each with its own block built from ``attention``, and a final norm."""
+
+    def __init__(self, dim: int, depth: int = 2, attention: SequenceBlock = "mhsa", mlp_ratio: float = 4.0,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(dim, attention, mlp_ratio, dropout) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x)
