@@ -75,6 +75,12 @@ def _criss_cross_case(impl: str, side: int, reps: int) -> dict:
     from tools.ccnet_reference import criss_cross_authors
 
     x = torch.randn(2, 512, side, side, requires_grad=True)
+    if impl == "difference":  # outputs of one pass, ours against the authors', same weights
+        block = CrissCrossAttention(512, recurrence=1)
+        with torch.no_grad():
+            block.gamma.fill_(1.0)
+            authors = x + criss_cross_authors(block.query_conv(x), block.key_conv(x), block.value_conv(x))
+            return {"max_abs": (block(x) - authors).abs().max().item()}
     if impl.startswith("non_local"):
         block = NonLocal(512)
         if impl == "non_local":
@@ -108,6 +114,22 @@ def _run(*args: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def criss_cross_table(sides) -> None:
+    """Print section 2: criss-cross against the authors' algorithm and non-local at each side."""
+    print("Criss-cross vs the CCNet authors' algorithm and non-local, C=512, B=2, forward + backward, CPU")
+    print(f"{'H=W':>4}{'impl':>22}{'ms':>10}{'peak MB':>10}{'time / ours':>13}{'memory / ours':>15}")
+    for side in sides:
+        reps = 5 if side < 97 else 3
+        results = {impl: _run("criss_cross", impl, str(side), str(reps if "non_local" not in impl else 2))
+                   for impl in ("criss_cross", "authors", "non_local", "non_local_dense")}
+        ours = results["criss_cross"]
+        for impl, r in results.items():
+            print(f"{side:>4}{impl:>22}{r['ms']:>10.1f}{r['peak_mb']:>10.0f}{r['ms'] / ours['ms']:>12.2f}x"
+                  f"{r['peak_mb'] / max(ours['peak_mb'], 1):>14.1f}x")
+        difference = _run("criss_cross", "difference", str(side), "0")["max_abs"]
+        print(f"{side:>4}{'max |ours - authors|':>22}{difference:>10.1e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
@@ -126,18 +148,10 @@ def main() -> None:
         fused, explicit = _run("attention", f"{score}-fused"), _run("attention", f"{score}-explicit")
         print(f"{label:<34}{fused['ms']:>10.1f}{explicit['ms']:>13.1f}{explicit['ms'] / fused['ms']:>9.2f}x"
               f"{fused['peak_mb']:>10.0f}{explicit['peak_mb']:>13.0f}")
+    print("\n2. ", end="")
 
-    print("\n2. Criss-cross vs the CCNet authors' algorithm and non-local, C=512, B=2, forward + backward, CPU")
-    print(f"{'H=W':>4}{'impl':>22}{'ms':>10}{'peak MB':>10}{'time / ours':>13}{'memory / ours':>15}")
-    for side in (32,) if args.quick else (32, 64, 97):
-        reps = 5 if side < 97 else 3
-        results = {impl: _run("criss_cross", impl, str(side), str(reps if "non_local" not in impl else 2))
-                   for impl in ("criss_cross", "authors", "non_local", "non_local_dense")}
-        ours = results["criss_cross"]
-        for impl, r in results.items():
-            print(f"{side:>4}{impl:>22}{r['ms']:>10.1f}{r['peak_mb']:>10.0f}{r['ms'] / ours['ms']:>12.2f}x"
-                  f"{r['peak_mb'] / max(ours['peak_mb'], 1):>14.1f}x")
-
+    print()
+    criss_cross_table((32,) if args.quick else (32, 64, 97))
 
 if __name__ == "__main__":
     main()

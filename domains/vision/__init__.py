@@ -1,0 +1,1 @@
+"""Vision: attention in image classifiers and segmentation networks."""

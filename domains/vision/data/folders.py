@@ -1,0 +1,121 @@
+"""Semantic segmentation data sets read from their canonical folders (CamVid, Pascal VOC, Cityscapes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+from PIL import Image
+from torch import Tensor
+from torch.utils.data import Dataset
+from torchvision import tv_tensors
+
+from framework.data import SPLITS, SplitDataModule, dataset_dir
+
+from .layouts import LAYOUTS, Layout, Pairs
+from .transforms import IGNORE_INDEX, IMAGENET_MEAN, IMAGENET_STD, check_normalisation, check_scale_range, \
+    segmentation_transform
+
+
+def read_label_map(path: Path, lookup: Tensor) -> Tensor:
+    """A label PNG (mode L, or P: palette indices) as class indices (H, W) uint8, through ``lookup`` (256,)."""
+    values = np.asarray(Image.open(path))
+    if values.ndim != 2 or values.dtype != np.uint8:
+        raise ValueError(f"{path}: a label map must be a single-channel 8-bit PNG, got shape {values.shape} {values.dtype}")
+    return lookup[torch.from_numpy(values.astype(np.int64))]
+
+
+class SegmentationFiles(Dataset):
+    """(image, label map) file pairs read on demand and transformed jointly.
+
+    Items: image float (3, H, W), target long (H, W) with ``IGNORE_INDEX`` for void pixels.
+    """
+
+    def __init__(self, pairs: Pairs, lookup: Tensor, transform: Callable) -> None:
+        self.pairs, self.lookup, self.transform = pairs, lookup, transform
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
+        image_path, label_path = self.pairs[i]
+        with Image.open(image_path) as image:
+            pixels = torch.from_numpy(np.array(image.convert("RGB"))).permute(2, 0, 1)
+        labels = read_label_map(label_path, self.lookup)
+        if labels.shape != pixels.shape[1:]:
+            raise ValueError(f"{label_path}: label map {tuple(labels.shape)} differs from its image "
+                             f"{tuple(pixels.shape[1:])}")
+        image, target = self.transform(tv_tensors.Image(pixels), tv_tensors.Mask(labels))
+        return image, target.long()
+
+
+class SegmentationFolders(SplitDataModule):
+    """CamVid, Pascal VOC 2012 or Cityscapes, from ``$FRAMEWORK_DATA_DIR/<CamVid|VOCdevkit|cityscapes>``.
+
+    Layouts (``layout``):
+
+    * ``camvid``: SegNet's ``train/ trainannot/ val/ valannot/ test/ testannot/`` PNGs, 11 classes;
+      label 11 (void) -> ignore.
+    * ``voc``: ``VOCdevkit/VOC2012`` with ``JPEGImages``, ``SegmentationClass`` (palette PNGs) and
+      ``ImageSets/Segmentation/{train,val}.txt``, 21 classes; 255 (borders) -> ignore; test = val.
+    * ``cityscapes``: ``leftImg8bit/<split>/<city>/*_leftImg8bit.png`` and
+      ``gtFine/<split>/<city>/*_gtFine_labelIds.png``; label ids -> the 19 train ids, all other
+      ids -> ignore; test = val.
+
+    Training: random scale in ``scale_range``, random ``crop_size`` crop (padded with the ignore
+    index where the image is smaller), horizontal flip, normalisation. Evaluation: whole images,
+    no rescaling (so metrics count every labelled pixel), padded to ``pad_to`` (bottom and right,
+    ignore in the mask) when the layout's images differ in size (VOC: 512 x 512).
+
+    Args:
+        layout: ``camvid``, ``voc`` or ``cityscapes``.
+        root: the data set's folder, instead of ``$FRAMEWORK_DATA_DIR/<folder>``.
+        crop_size: (H, W) of the training crops.
+        scale_range: range of the random training scale factor.
+        base_scale: a fixed factor all splits are resized by first (0.5: CamVid at 240 x 180 for CPU
+            runs; metrics are then computed at that resolution).
+        flip: random horizontal flips in training.
+        pad_to: (H, W) evaluation images are padded to; default the layout's (None for CamVid and
+            Cityscapes, whose images all have one size).
+        max_images: read at most this many pairs per split (the first by file name), for quick runs.
+        mean, std: normalisation (default ImageNet's, as pretrained backbones expect).
+        batch_size, eval_batch_size, num_workers: of the loaders.
+
+    Batches: image (B, 3, H, W) float, target (B, H, W) long, 255 = ignore.
+    """
+
+    def __init__(self, layout: str = "camvid", root: Optional[str] = None, crop_size: Sequence[int] = (256, 256),
+                 scale_range: Sequence[float] = (0.5, 2.0), base_scale: float = 1.0, flip: bool = True,
+                 pad_to: Optional[Sequence[int]] = None, max_images: Optional[int] = None,
+                 mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD, batch_size: int = 8,
+                 eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+        super().__init__(batch_size, eval_batch_size, num_workers)
+        if layout not in LAYOUTS:
+            raise ValueError(f"data.layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
+        if len(crop_size) != 2 or min(crop_size) < 1:
+            raise ValueError(f"data.crop_size must be (H, W) with positive sides, got {crop_size}")
+        if base_scale <= 0 or (max_images is not None and max_images < 1):
+            raise ValueError(f"data.base_scale must be > 0 and data.max_images >= 1 or null, "
+                             f"got {base_scale} and {max_images}")
+        check_scale_range(scale_range)
+        check_normalisation(mean, std, 3)
+        self.save_hyperparameters()
+        self.layout: Layout = LAYOUTS[layout]
+        self.root = dataset_dir(self.layout.folder, root=root, source=self.layout.source, expect=self.layout.expect)
+        self.num_classes, self.in_channels, self.ignore_index = len(self.layout.class_names), 3, IGNORE_INDEX
+        self.class_names, self.palette = list(self.layout.class_names), self.layout.palette.clone()
+        self.mean, self.std = tuple(mean), tuple(std)
+
+    def make_splits(self) -> dict[str, SegmentationFiles]:
+        h, lookup = self.hparams, self.layout.lookup()
+        pad_to = h.pad_to if h.pad_to is not None else self.layout.pad_to
+        splits = {}
+        for split in SPLITS:
+            transform = segmentation_transform(split == "train", self.mean, self.std, h.crop_size, h.scale_range, h.flip,
+                                               h.base_scale, pad_to=None if split == "train" else pad_to)
+            pairs = self.layout.find_pairs(self.root, split)[:h.max_images]
+            splits[split] = SegmentationFiles(pairs, lookup, transform)
+        return splits

@@ -1,0 +1,137 @@
+"""Semantic segmentation: per-pixel cross-entropy with CCNet's auxiliary loss, mIoU and pixel accuracy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torchmetrics import MetricCollection
+from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardIndex
+
+from framework.attention import capture
+from framework.tasks import Step, Task, call_model, inputs_of, split_batch
+
+from .models import SegmentationOutput
+from .pictures import as_rgb, attention_overlay, colour_mask, palette, pixel_attention, side_by_side
+
+
+def _logits(output: Any) -> tuple[Tensor, Tensor | None]:
+    """(logits, aux logits or None) of a model's output: a SegmentationOutput or bare logits."""
+    if isinstance(output, SegmentationOutput):
+        return output.logits, output.aux
+    return output, None
+
+
+class Segmentation(Task):
+    """Labels per pixel: loss = CE(logits, y) + aux_weight * CE(aux logits, y), pixels equal to
+    ``ignore_index`` excluded from both and from the metrics.
+
+    Metrics: ``miou`` (mean over classes of TP / (TP + FP + FN), accumulated over the whole
+    split) and ``pixel_acc`` (correct labelled pixels / labelled pixels). The best checkpoint
+    is the one with the highest ``val/miou``.
+
+    Pictures (``images``): for the first ``num_images`` examples, the image, the truth and the
+    prediction side by side; and the attention of the feature pixel at relative position
+    ``pixel`` (row, column in [0, 1]) in every block whose weights relate pixels (criss-cross,
+    non-local, DANet position), drawn beside the image.
+
+    Args:
+        num_classes: K.
+        ignore_index: the label of unlabelled pixels (255 in VOC, Cityscapes and our CamVid reader).
+        aux_weight: weight of the auxiliary loss (CCNet and PSPNet: 0.4).
+        num_images: examples drawn per picture.
+        pixel: the query pixel of the attention pictures, as fractions of height and width.
+
+    Shapes: batch (image (B, C, H, W), target (B, H, W) long); model output logits (B, K, H, W)
+    or a SegmentationOutput; ``predict`` gives label maps (B, H, W).
+    """
+
+    monitor = "val/miou"
+    mode = "max"
+
+    def __init__(self, num_classes: int, ignore_index: int = 255, aux_weight: float = 0.4, num_images: int = 4,
+                 pixel: Sequence[float] = (0.5, 0.5)) -> None:
+        super().__init__()
+        if num_classes < 2:
+            raise ValueError(f"task.num_classes must be at least 2, got {num_classes}")
+        if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):
+            raise ValueError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
+        self.num_classes, self.ignore_index, self.aux_weight = num_classes, ignore_index, aux_weight
+        self.num_images, self.pixel = num_images, tuple(pixel)
+        self.register_buffer("colours", palette(num_classes), persistent=False)
+
+    def loss(self, output: Any, target: Tensor) -> Tensor:
+        return self._losses(output, target)[0]
+
+    def _losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        logits, aux = _logits(output)
+        if logits.shape[1] != self.num_classes:
+            raise ValueError(f"segmentation: the model gives {logits.shape[1]} classes but task.num_classes={self.num_classes}")
+        if logits.shape[-2:] != target.shape[-2:]:
+            raise ValueError(f"segmentation: logits are {tuple(logits.shape[-2:])} but the target mask is {tuple(target.shape[-2:])}")
+        loss = F.cross_entropy(logits, target, ignore_index=self.ignore_index)
+        if aux is None or not self.aux_weight:
+            return loss, {}
+        aux_loss = F.cross_entropy(aux, target, ignore_index=self.ignore_index)
+        return loss + self.aux_weight * aux_loss, {"aux_loss": aux_loss.detach()}
+
+    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
+        inputs, target = split_batch(batch)
+        output = call_model(model, inputs)
+        loss, logs = self._losses(output, target)
+        return Step(loss, _logits(output)[0], target, logs or None)
+
+    def metrics(self) -> MetricCollection:
+        options = dict(num_classes=self.num_classes, ignore_index=self.ignore_index)
+        return MetricCollection({"miou": MulticlassJaccardIndex(average="macro", **options),
+                                 "pixel_acc": MulticlassAccuracy(average="micro", **options)})
+
+    def predict(self, model: nn.Module, batch: Any) -> Tensor:
+        return _logits(call_model(model, inputs_of(batch)))[0].argmax(1)
+
+    def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
+        inputs, target = split_batch(batch)
+        inputs, target = inputs[: self.num_images], target[: self.num_images]
+        with capture(model) as maps:
+            prediction = _logits(call_model(model, inputs))[0].argmax(1)
+        pictures = {"masks": [side_by_side(as_rgb(x), colour_mask(t, self.colours.cpu(), self.ignore_index),
+                                           colour_mask(p, self.colours.cpu(), self.ignore_index))
+                              for x, t, p in zip(inputs, target, prediction)]}
+        modules = dict(model.named_modules())
+        height, width = inputs.shape[-2:]
+        for name, records in maps.items():
+            drawn = self._pixel_pictures(modules.get(name), records[-1], inputs, height, width)
+            if drawn:
+                pictures[f"pixel_attention/{name}"] = drawn
+        return pictures
+
+    def _pixel_pictures(self, block: nn.Module, record: object, inputs: Tensor, height: int, width: int) -> list[Tensor]:
+        """One picture per example of where the query pixel looks, or [] for records that are not pixel maps."""
+        size = _record_size(record, height, width)
+        if size is None:
+            return []
+        i, j = (min(int(f * n), n - 1) for f, n in zip(self.pixel, size))
+        weights = pixel_attention(block, record, i, j, size)
+        if weights is None:
+            return []
+        query = (min(int(self.pixel[0] * height), height - 1), min(int(self.pixel[1] * width), width - 1))
+        return [attention_overlay(as_rgb(x), w, query) for x, w in zip(inputs, weights)]
+
+
+def _record_size(record: object, height: int, width: int) -> tuple[int, int] | None:
+    """(h, w) of the feature map a record was computed on: a criss-cross record says it, an
+    all-pairs record (B, hw, hw) is matched against the strides that keep the image's aspect."""
+    first = record[0] if isinstance(record, (tuple, list)) else record
+    if not isinstance(first, Tensor):
+        return None
+    if first.dim() == 4:  # criss-cross: (B, h, w, h + w)
+        return first.shape[1], first.shape[2]
+    if first.dim() == 3 and first.shape[1] == first.shape[2]:
+        for stride in (1, 2, 4, 8, 16, 32):
+            h, w = -(-height // stride), -(-width // stride)
+            if h * w == first.shape[1]:
+                return h, w
+    return None

@@ -1,0 +1,81 @@
+"""The segmentation task against naive formulas: loss with the ignore index and the auxiliary
+term, mIoU and pixel accuracy from a confusion matrix, and the pictures."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from domains.vision.models import SegmentationNet, SegmentationOutput
+from domains.vision.pictures import pixel_attention
+from domains.vision.tasks import Segmentation
+from framework.attention import create
+
+K, IGNORE = 4, 255
+
+
+def _batch(seed, n=3, h=6, w=5):
+    g = torch.Generator().manual_seed(seed)
+    target = torch.randint(K, (n, h, w), generator=g)
+    target[torch.rand(n, h, w, generator=g) < 0.2] = IGNORE
+    return torch.randn(n, K, h, w, generator=g), target
+
+
+def test_loss_ignores_unlabelled_pixels_and_weights_the_auxiliary_head():
+    (logits, target), (aux, _) = _batch(0), _batch(1)
+    task = Segmentation(K, aux_weight=0.4)
+    keep = target != IGNORE
+    naive = lambda z: -(z.log_softmax(1).gather(1, target.clamp(max=K - 1)[:, None])[:, 0][keep]).mean()
+    assert torch.allclose(task.loss(logits, target), naive(logits))
+    assert torch.allclose(task.loss(SegmentationOutput(logits, aux), target), naive(logits) + 0.4 * naive(aux))
+    with pytest.raises(ValueError, match="task.num_classes=5"):
+        Segmentation(5).loss(logits, target)
+
+
+def test_miou_and_pixel_accuracy_match_a_confusion_matrix_over_batches():
+    task = Segmentation(K)
+    metrics = task.metrics()
+    confusion = torch.zeros(K, K)
+    for seed in range(3):
+        logits, target = _batch(seed)
+        metrics.update(logits, target)
+        keep = target != IGNORE
+        pred = logits.argmax(1)
+        confusion += torch.bincount(target[keep] * K + pred[keep], minlength=K * K).view(K, K).float()
+    tp = confusion.diag()
+    iou = tp / (confusion.sum(0) + confusion.sum(1) - tp)
+    result = metrics.compute()
+    assert torch.allclose(result["miou"], iou.mean()) and torch.allclose(result["pixel_acc"], tp.sum() / confusion.sum())
+
+
+def test_non_local_pixel_map_is_the_softmax_row_of_the_query_pixel():
+    torch.manual_seed(0)
+    block = create("non_local", 6).eval()
+    x = torch.randn(2, 6, 4, 5)
+    weights = block(x, need_weights=True).weights
+    q, k = block.theta(x).flatten(2), block.phi(x).flatten(2)  # (B, C', hw)
+    i, j = 2, 3
+    expected = torch.softmax(torch.einsum("bc,bcn->bn", q[:, :, i * 5 + j], k), dim=-1).view(2, 4, 5)
+    assert torch.allclose(pixel_attention(block, weights, i, j, (4, 5)), expected, atol=1e-6)
+
+
+def test_pictures_show_masks_and_where_the_chosen_pixel_looks():
+    torch.manual_seed(0)
+    model = SegmentationNet(K, attention="criss_cross", backbone="resnet18", channels=(8, 16, 32, 64), stem_width=8)
+    image, target = torch.randn(2, 3, 32, 40), torch.randint(K, (2, 32, 40))
+    with torch.no_grad():
+        pictures = Segmentation(K, num_images=1, pixel=(0.25, 0.5)).images(model.eval(), (image, target))
+    (masks,) = pictures["masks"]
+    assert masks.dtype == torch.uint8 and masks.shape == (32, 3 * 40 + 2 * 2, 3)
+    (attention,) = pictures["pixel_attention/head.attention"]
+    assert attention.shape == (32, 2 * 40 + 2, 3)
+    heat = attention[:, 42:].float()
+    # Query: feature pixel (1, 2) of the 4 x 5 map, 8 x 8 image pixels each. Criss-cross weights
+    # live on its row (image rows 8-15) and column (image columns 16-23); elsewhere all are 0.
+    outside = torch.cat([heat[24:, :16].reshape(-1, 3), heat[:8, 24:].reshape(-1, 3)])
+    assert (outside == outside[0]).all()
+    cross = torch.cat([heat[8:16, :16].reshape(-1, 3), heat[24:, 16:24].reshape(-1, 3)])
+    assert (cross != outside[0]).any(-1).float().mean() > 0.9
+    with pytest.raises(ValueError, match="task.pixel"):
+        Segmentation(K, pixel=(1.5, 0.5))

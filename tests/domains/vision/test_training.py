@@ -1,0 +1,70 @@
+"""Vision models learn: a few steps on the digit scenes and on the digits, and every config runs
+end to end through the command line (fast_dev_run), real-data ones on ../shared/data/CamVid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from domains.vision.data import DigitScenes, Digits
+from domains.vision.models import AttentionResNet, SegmentationNet
+from domains.vision.tasks import Segmentation
+from framework.cli import main
+from framework.tasks import Classification
+
+CONFIGS = sorted(Path("domains/vision").glob("*.yaml"))
+QUICK = ["--trainer.fast_dev_run=true", "--trainer.logger=false", "--trainer.enable_progress_bar=false",
+         "--trainer.enable_model_summary=false"]
+
+
+def _losses(model, task, batches, steps, lr):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    losses = []
+    for step in range(steps):
+        loss = task.step(model, batches[step % len(batches)], "train").loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_ccnet_learns_the_digit_scenes():
+    torch.manual_seed(0)
+    data = DigitScenes(train_size=64, val_size=8, test_size=8, batch_size=16)
+    data.setup("fit")
+    batches = list(data.train_dataloader())
+    model = SegmentationNet(11, attention="criss_cross", backbone="resnet18", channels=(16, 32, 64, 128), stem_width=16)
+    losses = _losses(model, Segmentation(11), batches, steps=24, lr=3e-3)
+    assert sum(losses[-4:]) < 0.6 * sum(losses[:4]), losses
+
+
+def test_an_se_resnet_learns_the_digits():
+    torch.manual_seed(0)
+    data = Digits(image_size=16, batch_size=64)
+    data.setup("fit")
+    batches = list(data.train_dataloader())[:4]
+    model = AttentionResNet(10, attention="se", in_chans=1, channels=(8, 16, 32, 64), stem_width=8, small_input=True)
+    losses = _losses(model, Classification(10), batches, steps=32, lr=3e-3)
+    assert sum(losses[-4:]) < 0.6 * sum(losses[:4]), losses
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if "camvid" not in c.name], ids=lambda c: c.stem)
+def test_config_runs_on_embedded_data(config):
+    small = ["--data.train_size=32", "--data.val_size=16", "--data.test_size=16"] if "DigitScenes" in _data_of(config) else []
+    cli = main(["fit", "--config", str(config), *QUICK, *small])
+    assert cli.trainer.state.finished
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if "camvid" in c.name], ids=lambda c: c.stem)
+def test_camvid_config_runs_on_the_real_data(config, shared_data):
+    shared_data("CamVid")
+    cli = main(["fit", "--config", str(config), *QUICK, "--data.max_images=4", "--data.batch_size=2"])
+    assert cli.trainer.state.finished and set(cli.trainer.callback_metrics) >= {"val/miou", "val/pixel_acc"}
+
+
+def _data_of(config: Path) -> str:
+    text = config.read_text()
+    return text + (config.parent / text.split("data: ", 1)[1].split()[0]).read_text() if "data: datasets/" in text else text
