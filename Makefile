@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 fit: $(STAMP)
-	$(BIN)/python -m framework fit --config configs/demo.yaml
+	$(BIN)/python -m framework fit --config domains/vision/ccnet.yaml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
