@@ -12,10 +12,10 @@ from .digits import Digits, load_digit_images, stratified_split
 from .folders import SegmentationFiles, SegmentationFolders
 from .image_folder import ImageFolderClassification
 from .layouts import LAYOUTS, Layout
-from .scenes import DigitScenes, Scenes, render_scenes
+from .scenes import DigitScenes, Scenes
 from .torchvision_sets import TorchvisionClassification, read_idx
 from .transforms import IGNORE_INDEX, PadTo, RandomScale, segmentation_transform
 
 __all__ = ["IGNORE_INDEX", "LAYOUTS", "DigitScenes", "Digits", "ImageFolderClassification", "Layout", "PadTo",
            "RandomScale", "Scenes", "SegmentationFiles", "SegmentationFolders", "TorchvisionClassification",
-           "load_digit_images", "read_idx", "render_scenes", "segmentation_transform", "stratified_split"]
+           "load_digit_images", "read_idx", "segmentation_transform", "stratified_split"]

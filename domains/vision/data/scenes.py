@@ -198,8 +198,8 @@ class DigitScenes(SplitDataModule):
     channel, ink and tile colours below 0.15 or above 0.85 (random dark or bright, random hue), and
     Gaussian noise of std ``noise`` is added. Colour and size carry no information on the class.
 
-    Scenes are generated vectorised, a thousand at a time (about 4000 64 x 64 scenes a second on
-    one CPU core), identically for a seed; each split and chunk has its own random stream derived
+    Scenes are generated vectorised, a thousand at a time (4000 64 x 64 scenes take about 2.5 s
+    of one CPU core), identically for a seed; each split and chunk has its own random stream derived
     from (seed, split, chunk), and the splits draw their glyphs from disjoint stratified shares of
     the digits. They are cached in memory.
 

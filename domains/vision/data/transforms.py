@@ -4,9 +4,11 @@ Segmentation, training (the mmsegmentation / CCNet recipe)::
 
     RandomScale(scale_range) -> RandomCrop(crop_size, pad: image 0, mask ignore) -> h-flip -> float -> normalise
 
-Segmentation, evaluation (deterministic): no crop and no rescaling, so every labelled pixel is
-scored at its own resolution; images only get padded (bottom and right: image 0, mask ignore)
-to ``pad_to`` when a data set's images differ in size (VOC), so that they batch.
+Segmentation, evaluation (deterministic): no crop and no random scale, so every labelled pixel
+is scored (at the stored resolution, or after the fixed ``base_scale`` when one is set for CPU
+runs); images only get padded (bottom and right: image 0, mask ignore) to ``pad_to`` when a data
+set's images differ in size (VOC), so that they batch. Cropping would drop labelled pixels from
+the metric and random choices would make it noisy; that is why neither is used.
 
 Masks are ``tv_tensors.Mask``: v2 resizes them with nearest interpolation, and pads them with
 the ignore index, so no interpolated or invented labels reach the loss.

@@ -15,6 +15,7 @@ from PIL import Image
 
 from domains.vision.data import (IGNORE_INDEX, DigitScenes, Digits, ImageFolderClassification, SegmentationFolders,
                                  TorchvisionClassification, load_digit_images, read_idx, segmentation_transform)
+from domains.vision.data.digits import digit_split_indices
 from domains.vision.data.palettes import voc_palette
 from domains.vision.data.scenes import INK_BRIGHT, INK_DARK, INK_THRESHOLD, scene_split
 from framework.data import DataNotFoundError
@@ -120,9 +121,10 @@ def test_digits_splits_are_disjoint_complete_and_stratified():
     images, labels = load_digit_images()
     sizes = {name: len(module.split(name)) for name in ("train", "val", "test")}
     assert sum(sizes.values()) == 1797 and sizes["val"] == sizes["test"] == round(0.15 * 1797)
-    seen = torch.cat([module.split(name).images.flatten(1) for name in ("train", "val", "test")])
-    all_images = F.interpolate(images[:, None], size=(16, 16), mode="bilinear", align_corners=False).flatten(1)
-    assert len(torch.unique(seen, dim=0)) == len(torch.unique(all_images, dim=0)), "every digit in exactly one split"
+    index = digit_split_indices(0.15, 0.15, seed=0)
+    assert torch.equal(torch.cat(list(index.values())).sort().values, torch.arange(1797)), "each digit in one split"
+    upscaled = F.interpolate(images[index["val"], None], size=(16, 16), mode="bilinear", align_corners=False)
+    assert torch.equal(module.split("val").images, upscaled) and torch.equal(module.split("val").targets, labels[index["val"]])
     overall = torch.bincount(labels, minlength=10).float() / len(labels)
     for name, size in sizes.items():
         counts = torch.bincount(module.split(name).targets, minlength=10)
