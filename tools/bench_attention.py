@@ -114,9 +114,9 @@ def _run(*args: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def criss_cross_table(sides) -> None:
-    """Print section 2: criss-cross against the authors' algorithm and non-local at each side."""
-    print("Criss-cross vs the CCNet authors' algorithm and non-local, C=512, B=2, forward + backward, CPU")
+def criss_cross_table(sides, title: str = "") -> None:
+    """Print the criss-cross comparison: against the authors' algorithm and non-local at each side."""
+    print(f"{title}Criss-cross vs the CCNet authors' algorithm and non-local, C=512, B=2, forward + backward, CPU")
     print(f"{'H=W':>4}{'impl':>22}{'ms':>10}{'peak MB':>10}{'time / ours':>13}{'memory / ours':>15}")
     for side in sides:
         reps = 5 if side < 97 else 3
@@ -148,10 +148,9 @@ def main() -> None:
         fused, explicit = _run("attention", f"{score}-fused"), _run("attention", f"{score}-explicit")
         print(f"{label:<34}{fused['ms']:>10.1f}{explicit['ms']:>13.1f}{explicit['ms'] / fused['ms']:>9.2f}x"
               f"{fused['peak_mb']:>10.0f}{explicit['peak_mb']:>13.0f}")
-    print("\n2. ", end="")
 
     print()
-    criss_cross_table((32,) if args.quick else (32, 64, 97))
+    criss_cross_table((32,) if args.quick else (32, 64, 97), title="2. ")
 
 if __name__ == "__main__":
     main()

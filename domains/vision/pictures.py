@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import colorsys
 from typing import Optional
 
 import torch
@@ -12,12 +11,6 @@ from torch import Tensor, nn
 from framework.callbacks import heatmap
 
 IGNORE_COLOUR = (128, 128, 128)
-
-
-def palette(num_classes: int) -> Tensor:
-    """(K, 3) uint8 colours, well apart in hue; class 0 is black (background, or CamVid's sky stays distinct)."""
-    colours = [(0.0, 0.0, 0.0)] + [colorsys.hsv_to_rgb((k * 0.618034) % 1.0, 0.75, 0.95) for k in range(num_classes - 1)]
-    return (torch.tensor(colours) * 255).round().to(torch.uint8)
 
 
 def colour_mask(mask: Tensor, colours: Tensor, ignore_index: int) -> Tensor:

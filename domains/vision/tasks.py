@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -15,7 +15,8 @@ from framework.attention import capture
 from framework.tasks import Step, Task, call_model, inputs_of, split_batch
 
 from .models import SegmentationOutput
-from .pictures import as_rgb, attention_overlay, colour_mask, palette, pixel_attention, side_by_side
+from .data.palettes import as_palette, voc_palette
+from .pictures import as_rgb, attention_overlay, colour_mask, pixel_attention, side_by_side
 
 
 def _logits(output: Any) -> tuple[Tensor, Tensor | None]:
@@ -44,6 +45,8 @@ class Segmentation(Task):
         aux_weight: weight of the auxiliary loss (CCNet and PSPNet: 0.4).
         num_images: examples drawn per picture.
         pixel: the query pixel of the attention pictures, as fractions of height and width.
+        palette: K RGB colours of the classes in the pictures (default: Pascal VOC's colour map,
+            which the digit scenes use too).
 
     Shapes: batch (image (B, C, H, W), target (B, H, W) long); model output logits (B, K, H, W)
     or a SegmentationOutput; ``predict`` gives label maps (B, H, W).
@@ -53,7 +56,7 @@ class Segmentation(Task):
     mode = "max"
 
     def __init__(self, num_classes: int, ignore_index: int = 255, aux_weight: float = 0.4, num_images: int = 4,
-                 pixel: Sequence[float] = (0.5, 0.5)) -> None:
+                 pixel: Sequence[float] = (0.5, 0.5), palette: Optional[Sequence[Sequence[int]]] = None) -> None:
         super().__init__()
         if num_classes < 2:
             raise ValueError(f"task.num_classes must be at least 2, got {num_classes}")
@@ -61,7 +64,9 @@ class Segmentation(Task):
             raise ValueError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
         self.num_classes, self.ignore_index, self.aux_weight = num_classes, ignore_index, aux_weight
         self.num_images, self.pixel = num_images, tuple(pixel)
-        self.register_buffer("colours", palette(num_classes), persistent=False)
+        if palette is not None and len(palette) != num_classes:
+            raise ValueError(f"task.palette must give {num_classes} colours (task.num_classes), got {len(palette)}")
+        self.colours = as_palette(palette) if palette is not None else voc_palette(num_classes)
 
     def loss(self, output: Any, target: Tensor) -> Tensor:
         return self._losses(output, target)[0]
@@ -97,8 +102,8 @@ class Segmentation(Task):
         inputs, target = inputs[: self.num_images], target[: self.num_images]
         with capture(model) as maps:
             prediction = _logits(call_model(model, inputs))[0].argmax(1)
-        pictures = {"masks": [side_by_side(as_rgb(x), colour_mask(t, self.colours.cpu(), self.ignore_index),
-                                           colour_mask(p, self.colours.cpu(), self.ignore_index))
+        pictures = {"masks": [side_by_side(as_rgb(x), colour_mask(t, self.colours, self.ignore_index),
+                                           colour_mask(p, self.colours, self.ignore_index))
                               for x, t, p in zip(inputs, target, prediction)]}
         modules = dict(model.named_modules())
         height, width = inputs.shape[-2:]

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from domains.vision.data.palettes import voc_palette
 from domains.vision.models import SegmentationNet, SegmentationOutput
 from domains.vision.pictures import pixel_attention
 from domains.vision.tasks import Segmentation
@@ -68,6 +69,7 @@ def test_pictures_show_masks_and_where_the_chosen_pixel_looks():
         pictures = Segmentation(K, num_images=1, pixel=(0.25, 0.5)).images(model.eval(), (image, target))
     (masks,) = pictures["masks"]
     assert masks.dtype == torch.uint8 and masks.shape == (32, 3 * 40 + 2 * 2, 3)
+    assert torch.equal(masks[:, 42:82], voc_palette(K)[target[0]])  # image | truth | prediction
     (attention,) = pictures["pixel_attention/head.attention"]
     assert attention.shape == (32, 2 * 40 + 2, 3)
     heat = attention[:, 42:].float()
@@ -79,3 +81,5 @@ def test_pictures_show_masks_and_where_the_chosen_pixel_looks():
     assert (cross != outside[0]).any(-1).float().mean() > 0.9
     with pytest.raises(ValueError, match="task.pixel"):
         Segmentation(K, pixel=(1.5, 0.5))
+    with pytest.raises(ValueError, match="task.palette must give 4 colours"):
+        Segmentation(K, palette=[[0, 0, 0]])
