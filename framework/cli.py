@@ -47,7 +47,19 @@ CONFIG_PRESETS = Path("configs")
 
 
 class SaveConfig(SaveConfigCallback):
-    """Write the resolved config into the run folder and send all of it to W&B (rank 0 only)."""
+    """Write the resolved config into the run folder and send all of it to W&B (rank 0 only).
+
+    The written file leaves out the run's own folders (``run_dir``, ``default_root_dir``,
+    the checkpoint folder, the loggers' ``save_dir``), so that a ``test`` or another ``fit``
+    started from it gets a folder of its own instead of writing into this run's.
+    """
+
+    def setup(self, trainer: Trainer, pl_module: Any, stage: str) -> None:
+        full, self.config = self.config, _without_run_folders(self.config)
+        try:
+            super().setup(trainer, pl_module, stage)
+        finally:
+            self.config = full
 
     def save_config(self, trainer: Trainer, pl_module: Any, stage: str) -> None:
         config = yaml.safe_load(self.parser.dump(self.config, skip_none=False))
@@ -60,6 +72,7 @@ class FrameworkCLI(LightningCLI):
     """LightningCLI with a ``model`` (nn.Module) and a ``task`` instead of a LightningModule."""
 
     def __init__(self, args: Any = None, run: bool = True) -> None:
+        self.argv = [str(arg) for arg in (sys.argv[1:] if args is None else args)]
         super().__init__(
             save_config_callback=SaveConfig,
             save_config_kwargs={"overwrite": True},  # run folders are unique; a resumed run rewrites its own
@@ -90,23 +103,32 @@ class FrameworkCLI(LightningCLI):
             "checkpoint.auto_insert_metric_name": False,
         })
         parser.add_lightning_class_args(AttentionMaps, "attention_maps")
-        parser.add_optimizer_args((torch.optim.Optimizer,))
-        parser.set_defaults({"optimizer": {"class_path": "torch.optim.AdamW", "init_args": {"lr": 1e-3}}})
+        parser.add_optimizer_args((torch.optim.Optimizer,))  # unset: TaskModule's default AdamW
 
     def _parse_ckpt_path(self) -> None:
-        """A checkpoint written by this CLI carries its model and task configs: use them."""
+        """A checkpoint written by this CLI carries its model and task configs: use them.
+
+        The model's config always comes from the checkpoint (its weights need that very
+        network). The task's comes from the checkpoint too, except for the ``--task.*``
+        flags given on the command line, which win (``--task.beam_size=5`` at test time).
+        """
         subcommand = self.config.get("subcommand")
         ckpt_path = subcommand and self.config[subcommand].get("ckpt_path")
         if not ckpt_path or not Path(ckpt_path).is_file():
             return
         hparams = torch.load(ckpt_path, map_location="cpu", weights_only=True).get("hyper_parameters", {})
         given = {key: hparams[key] for key in ("model", "task") if isinstance(hparams.get(key), dict)}
-        if given:
-            self.config = self.parser.parse_object({subcommand: given}, self.config)
+        if not given:
+            return
+        self.config = self.parser.parse_object({subcommand: given}, self.config)
+        task_flags = _flags(self.argv, "task")
+        if task_flags:
+            subparser = self.parser._subcommands_action._name_parser_map[subcommand]
+            self.config[subcommand] = subparser.parse_args(task_flags, namespace=self.config[subcommand].clone())
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
-        experiment = config.experiment or _experiment_name(config.get("config"))
+        experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
         run_dir = runs.resolve_run_dir(self.subcommand or "run", experiment, config.run_dir, config.get("ckpt_path"))
         config.run_dir = str(run_dir)
         config.trainer.default_root_dir = str(run_dir)
@@ -117,6 +139,9 @@ class FrameworkCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         """Build data, model and task, wrap the last two in a TaskModule, then the trainer."""
         config = self.config[self.subcommand] if self.subcommand else self.config
+        if config.get("lr_scheduler") and not config.get("optimizer"):
+            self.parser.error("lr_scheduler is set but optimizer is not: name the optimizer the schedule drives "
+                              "(for example --optimizer=torch.optim.AdamW --optimizer.lr=0.001)")
         self.config_init = self.parser.instantiate_classes(self.config)
         built = self.config_init[self.subcommand] if self.subcommand else self.config_init
         task, self.datamodule = built.task, built.data
@@ -142,6 +167,29 @@ def _experiment_name(config_paths: Optional[list]) -> str:
         if path.parent.parent.name != CONFIG_PRESETS.name:
             return path.stem
     return "run"
+
+
+def _flags(argv: list[str], section: str) -> list[str]:
+    """The command-line flags that set ``section`` or one of its keys, each with its value."""
+    flags: list[str] = []
+    for i, arg in enumerate(argv):
+        name = arg.split("=", 1)[0]
+        if name == f"--{section}" or name.startswith(f"--{section}."):
+            has_value = "=" in arg or i + 1 == len(argv) or argv[i + 1].startswith("--")
+            flags += [arg] if has_value else [arg, argv[i + 1]]
+    return flags
+
+
+def _without_run_folders(config: Namespace) -> Namespace:
+    """A copy of a subcommand's config with the run's own folders unset."""
+    config = config.clone()
+    config.run_dir = config.trainer.default_root_dir = config.checkpoint.dirpath = None
+    specs = config.trainer.logger if isinstance(config.trainer.logger, list) else [config.trainer.logger]
+    for spec in specs:
+        init_args = getattr(spec, "init_args", None)
+        if init_args is not None and "save_dir" in init_args:
+            init_args.save_dir = None
+    return config
 
 
 def _as_dict(value: Namespace) -> dict:

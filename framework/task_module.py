@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import lightning.pytorch as pl
+import torch
 from torch import Tensor, nn
 
 from .tasks import Task
@@ -21,7 +22,8 @@ class TaskModule(pl.LightningModule):
 
     Logs ``<stage>/loss`` and each task metric as ``<stage>/<name>`` (``train/loss``,
     ``val/acc``, ``test/miou`` ...), the same names in every domain. The optimizer and the
-    learning-rate schedule come from the CLI (``--optimizer``, ``--lr_scheduler``).
+    learning-rate schedule come from the CLI (``--optimizer``, ``--lr_scheduler``); without
+    ``--optimizer`` it trains with AdamW at learning rate 1e-3 and torch's other defaults.
 
     Args:
         model: the network.
@@ -45,6 +47,10 @@ class TaskModule(pl.LightningModule):
     def configure_model(self) -> None:
         if self.compile_model:
             self.model.compile()
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        """The default optimizer; the CLI replaces this method when a config names ``optimizer``."""
+        return torch.optim.AdamW(self.parameters(), lr=1e-3)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.model(*args, **kwargs)

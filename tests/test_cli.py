@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from framework import TaskModule
 from framework.cli import main
@@ -33,10 +34,15 @@ def test_fit_then_test_from_the_checkpoint(capsys):
     summary = capsys.readouterr().out
     assert f"Run summary: {run}" in summary and "val/acc" in summary and str(best) in summary
 
+    fit_metrics = (run / "metrics.csv").read_text()
     tested = main(["test", "--config", str(run / "config.yaml"), "--ckpt_path", str(best),
                    "--trainer.enable_progress_bar=false"])
     metrics = tested.trainer.callback_metrics
     assert {"test/acc", "test/f1", "test/loss"} <= set(metrics)
+    # The saved config names no folder of the fit run: the test run has its own, fit's files stay.
+    test_run = Path(tested.trainer.default_root_dir)
+    assert test_run != run and test_run.parent == run.parent and test_run.name.endswith("_test")
+    assert (run / "metrics.csv").read_text() == fit_metrics and (test_run / "metrics.csv").is_file()
 
     # The checkpoint alone rebuilds the module, and it predicts what the CLI's module predicts.
     loaded = TaskModule.load_from_checkpoint(best).eval()
@@ -52,6 +58,37 @@ def test_checkpoint_carries_model_and_task_so_test_needs_only_data():
     cli = main(["validate", *SMALL, "--model.attention=mhsa", "--ckpt_path", str(run / "checkpoints" / "last.ckpt")])
     assert type(cli.model.model.encoder.layers[0].attention).__name__ == "LocalAttention"
     assert "val/acc" in cli.trainer.callback_metrics
+
+
+def test_task_flags_on_the_command_line_win_over_the_checkpoints_task():
+    run = Path(fit().trainer.default_root_dir)
+    ckpt = str(run / "checkpoints" / "last.ckpt")
+    assert main(["validate", *SMALL, "--ckpt_path", ckpt]).model.task.label_smoothing == 0.0
+    cli = main(["validate", *SMALL, "--ckpt_path", ckpt, "--task.label_smoothing", "0.2"])
+    assert cli.model.task.label_smoothing == 0.2 and cli.model.task.num_classes == 10
+
+
+def test_an_optimizer_named_in_a_config_gets_its_own_defaults(tmp_path):
+    config = yaml.safe_load(Path("configs/demo.yaml").read_text())
+    del config["optimizer"]
+    (tmp_path / "no_optimizer.yaml").write_text(yaml.safe_dump(config))
+    sgd = tmp_path / "sgd.yaml"
+    sgd.write_text(yaml.safe_dump({"optimizer": {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.1}}}))
+    args = ["--config", str(tmp_path / "no_optimizer.yaml"), *SMALL[2:], "--trainer.max_steps=1"]
+    default = main(["fit", *args]).trainer.optimizers[0]
+    assert type(default) is torch.optim.AdamW and default.defaults["lr"] == 1e-3
+    named = main(["fit", *args, "--config", str(sgd)]).trainer.optimizers[0]
+    assert type(named) is torch.optim.SGD and named.defaults["weight_decay"] == 0  # SGD's own default
+
+
+def test_a_schedule_without_an_optimizer_is_refused(tmp_path, capsys):
+    config = yaml.safe_load(Path("configs/demo.yaml").read_text())
+    del config["optimizer"]
+    config["lr_scheduler"] = {"class_path": "torch.optim.lr_scheduler.StepLR", "init_args": {"step_size": 1}}
+    (tmp_path / "schedule_only.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", str(tmp_path / "schedule_only.yaml"), *SMALL[2:]])
+    assert "lr_scheduler is set but optimizer is not" in capsys.readouterr().err
 
 
 def test_predict_returns_logits():

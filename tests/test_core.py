@@ -18,7 +18,7 @@ from framework.callbacks import AttentionMaps, RunSummary, heatmap
 from framework.checkpoint import AtomicCheckpointIO
 from framework.data import DataNotFoundError, SplitDataModule, cache_dir, dataset_dir
 from framework.demo import AssociativeRecall, SequenceClassifier
-from framework.layers import AttentiveConvNet, PositionalEncoding
+from framework.layers import AttentionEncoder, AttentiveConvNet, PositionalEncoding
 from framework.tasks import Classification, split_batch
 
 
@@ -172,6 +172,29 @@ def test_positional_encoding_sinusoids_and_length_check():
     with pytest.raises(ValueError, match="max_len=16"):
         encoding(torch.zeros(1, 17, 8))
     assert PositionalEncoding(8, learned=True).table.requires_grad
+
+
+@pytest.mark.parametrize("attention", ["mhsa", "local"])
+def test_a_causal_encoder_never_reads_later_tokens(attention):
+    torch.manual_seed(0)
+    encoder = AttentionEncoder(16, depth=2, attention=attention, causal=True).eval()
+    x = torch.randn(2, 7, 16)
+    changed = x.clone()
+    changed[:, 4:] = torch.randn(2, 3, 16)  # tokens 4..6 differ
+    out, out_changed = encoder(x), encoder(changed)
+    torch.testing.assert_close(out[:, :4], out_changed[:, :4])
+    assert not torch.allclose(out[:, 4:], out_changed[:, 4:])
+
+
+class BlockWithoutCausal(torch.nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+
+
+def test_a_causal_encoder_refuses_a_block_without_causal():
+    AttentionEncoder(16, attention=f"{__name__}.BlockWithoutCausal")
+    with pytest.raises(ValueError, match="a causal encoder needs a sequence block that takes causal=True"):
+        AttentionEncoder(16, attention=f"{__name__}.BlockWithoutCausal", causal=True)
 
 
 def test_the_demo_learns_with_attention_and_not_without():

@@ -266,14 +266,21 @@ def hierarchical_reference(block, x, mask):
         sentence_vectors.append(torch.einsum("bw,bwd->bd", a, x[:, i]))
     sentences = torch.stack(sentence_vectors, 1)
     if block.sentence_encoder is not None:
-        sentences = block.sentence_encoder(sentences)
+        sentences = block.sentence_encoder(sentences, mask.any(-1))
     a = pooling_weights(block.sentences, sentences, mask.any(-1))[:, 0]
     return torch.einsum("bs,bsd->bd", a, sentences)
 
 
+class MaskedLinear(nn.Linear):
+    """A sentence encoder that uses its mask: padded sentences become b (not 0)."""
+
+    def forward(self, x, mask):
+        return torch.where(mask.unsqueeze(-1), super().forward(x), self.bias)
+
+
 @pytest.mark.parametrize("encoder", [False, True])
 def test_hierarchical_matches_reference(encoder):
-    block = randomize_(HierarchicalAttention(D, hidden=6, sentence_encoder=nn.Linear(D, D) if encoder else None)).double()
+    block = randomize_(HierarchicalAttention(D, hidden=6, sentence_encoder=MaskedLinear(D, D) if encoder else None)).double()
     x = torch.randn(B, 3, 4, D).double()
     mask = torch.stack([lengths_mask([4, 2, 0], 4), lengths_mask([1, 3, 4], 4), lengths_mask([0, 0, 0], 4)])
     assert_matches_reference(block, hierarchical_reference, x, mask)

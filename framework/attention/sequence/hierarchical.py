@@ -23,7 +23,7 @@ class HierarchicalAttention(AttentionBlock):
     ::
 
         s_i = sum_t a_it h_it,   a_it = softmax_t(u_w^T tanh(W_w h_it + b_w))      (words)
-        s_i <- sentence_encoder(s)_i                                              (optional)
+        s_i <- sentence_encoder(s, sentence mask)_i                               (optional)
         d   = sum_i b_i s_i,     b_i  = softmax_i(u_s^T tanh(W_s s_i + b_s))       (sentences)
 
     Both levels are :class:`AttentionPooling` blocks (``words``, shared by all sentences,
@@ -32,8 +32,9 @@ class HierarchicalAttention(AttentionBlock):
     Args:
         dim: word features D (the sentence vectors have D features too).
         hidden: d_w of both poolings (default ``dim``).
-        sentence_encoder: a module (B, S, D) -> (B, S, D) run on the sentence vectors,
-            e.g. a bidirectional GRU wrapper; none by default.
+        sentence_encoder: a module called as ``sentence_encoder(s, sentence_mask)``,
+            (B, S, D) and (B, S) boolean or None -> (B, S, D), run on the sentence vectors,
+            e.g. a bidirectional GRU that skips padded sentences; none by default.
 
     Shapes:
         x (B, S, W, D); ``mask`` (B, S, W) boolean, True = a real word (a sentence is valid
@@ -59,10 +60,10 @@ class HierarchicalAttention(AttentionBlock):
         word_mask = None if mask is None else mask.reshape(b * s, w)
         words = self.words(x.reshape(b * s, w, d), word_mask, need_weights=want)
         sentences = (words.output if want else words).reshape(b, s, d)
-        if self.sentence_encoder is not None:
-            sentences = self.sentence_encoder(sentences)
-            self.expect("sentence_encoder output", sentences, "B S D", B=b, S=s, D=d)
         sentence_mask = None if mask is None else mask.any(-1)
+        if self.sentence_encoder is not None:
+            sentences = self.sentence_encoder(sentences, sentence_mask)
+            self.expect("sentence_encoder output", sentences, "B S D", B=b, S=s, D=d)
         document = self.sentences(sentences, sentence_mask, need_weights=want)
         if not want:
             return document
