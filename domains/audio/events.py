@@ -1,0 +1,135 @@
+"""Generated audio events: the embedded default of the audio domain (no data folder, no download).
+
+Each clip holds one event in white background noise. The ten classes differ in the pitch
+pattern of a tone (or are a noise burst); what varies within a class is the pitch, the
+pitch span, the duration, the onset, the loudness and the signal-to-noise ratio, so a
+model must recognise a shape in the spectrogram, not a position or a frequency.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor
+from torch.utils.data import Dataset
+
+from .clips import AudioDataModule
+
+#: The classes, by label: pitch patterns of a tone (:data:`CONTOURS`; beeps: a steady tone
+#: switched on and off) and a white-noise burst.
+CLASSES = ("rise", "fall", "steady", "arch", "valley", "step_up", "step_down", "vibrato", "beeps", "noise")
+RAMP_S = 0.01  # attack and release of every event (linear ramps), seconds
+CHUNK = 256  # clips synthesised at once (bounds the (CHUNK, T) buffers)
+
+#: log2(f / f0) of the tone classes over the event time u (B, T) in [0, 1], for a span s (B, 1)
+#: in octaves, a vibrato rate r (B, 1) in Hz and the time t (T,) in seconds; centred on f0
+#: (rise: -s/2 -> +s/2). The other classes (steady, beeps, noise) keep f0.
+CONTOURS = {
+    "rise": lambda u, s, r, t: s * (u - 0.5),
+    "fall": lambda u, s, r, t: s * (0.5 - u),
+    "arch": lambda u, s, r, t: s * (0.5 - (2 * u - 1).abs()),
+    "valley": lambda u, s, r, t: s * ((2 * u - 1).abs() - 0.5),
+    "step_up": lambda u, s, r, t: s * ((u >= 0.5).to(u.dtype) - 0.5),
+    "step_down": lambda u, s, r, t: s * (0.5 - (u >= 0.5).to(u.dtype)),
+    "vibrato": lambda u, s, r, t: 0.25 * torch.sin(2 * math.pi * r * t),
+}
+
+
+def pitch_contour(label: Tensor, u: Tensor, t: Tensor, span: Tensor, rate: Tensor) -> Tensor:
+    """(B, T) log2(f / f0) of each clip's class (:data:`CONTOURS`)."""
+    contour = torch.zeros_like(u)
+    for name, shape in CONTOURS.items():
+        rows = label == CLASSES.index(name)
+        contour[rows] = shape(u[rows], span[rows, None], rate[rows, None], t)
+    return contour
+
+
+def synthesize(label: Tensor, num_samples: int, sample_rate: int, generator: torch.Generator,
+               snr_db: tuple[float, float]) -> Tensor:
+    """(B,) labels -> (B, T) waveforms, every random choice drawn from ``generator``.
+
+    Per clip: onset and duration (0.25 - 0.7 s, inside the clip), f0 log-uniform in
+    300 - 1500 Hz, span 0.5 - 1.5 octaves, vibrato rate 5 - 9 Hz, 3 - 5 beeps, amplitude
+    0.3 - 1, SNR uniform in ``snr_db`` (event power over the noise power); the sum is scaled
+    by 0.3 (peaks mostly within +-1, like recorded audio).
+    """
+    b = label.shape[0]
+    rand = lambda low, high: low + (high - low) * torch.rand(b, generator=generator)
+    clip_s = num_samples / sample_rate
+    duration = rand(0.25, 0.7).clamp(max=clip_s)
+    onset = rand(0, 1) * (clip_s - duration)
+    f0 = torch.exp(rand(math.log(300), math.log(1500)))
+    span, rate, amplitude, snr = rand(0.5, 1.5), rand(5, 9), rand(0.3, 1.0), rand(*snr_db)
+    beeps = torch.randint(3, 6, (b,), generator=generator)
+
+    t = torch.arange(num_samples) / sample_rate
+    u = ((t - onset.unsqueeze(1)) / duration.unsqueeze(1)).clamp(0, 1)
+    time_left = torch.minimum(t - onset.unsqueeze(1), onset.unsqueeze(1) + duration.unsqueeze(1) - t)
+    envelope = (time_left / RAMP_S).clamp(0, 1)
+    gate = (torch.floor(u * 2 * beeps.unsqueeze(1)) % 2 == 0) | (label != CLASSES.index("beeps")).unsqueeze(1)
+    envelope = envelope * gate
+
+    frequency = f0.unsqueeze(1) * torch.exp2(pitch_contour(label, u, t, span, rate))
+    cycles = torch.cumsum(frequency, 1, dtype=torch.float64) / sample_rate  # float64: thousands of cycles
+    tone = torch.sin(2 * math.pi * (cycles - cycles.floor()).float())
+    burst = torch.randn(b, num_samples, generator=generator)
+    is_noise = (label == CLASSES.index("noise")).unsqueeze(1)
+    event = amplitude.unsqueeze(1) * envelope * torch.where(is_noise, burst, tone * math.sqrt(2))  # unit power
+    noise_std = amplitude * 10 ** (-snr / 20)
+    noise = torch.randn(b, num_samples, generator=generator) * noise_std.unsqueeze(1)
+    return 0.3 * (event + noise)
+
+
+class AudioEventDataset(Dataset):
+    """``size`` generated clips of ``num_samples`` samples at ``sample_rate``, from ``seed``.
+
+    Examples follow the audio batch format: ``{"waveform": (T,), "lengths": (), "target": ()}``
+    (every clip is T samples long, so ``lengths`` is T).
+    """
+
+    def __init__(self, size: int, sample_rate: int, num_samples: int, snr_db: tuple[float, float], seed: int) -> None:
+        generator = torch.Generator().manual_seed(seed)
+        self.target = torch.randint(len(CLASSES), (size,), generator=generator)
+        self.waveform = torch.cat([synthesize(self.target[i:i + CHUNK], num_samples, sample_rate, generator, snr_db)
+                                   for i in range(0, size, CHUNK)]) if size else torch.zeros(0, num_samples)
+        self.lengths = torch.full((size,), num_samples)
+
+    def __len__(self) -> int:
+        return len(self.target)
+
+    def __getitem__(self, i: int) -> dict[str, Tensor]:
+        return {"waveform": self.waveform[i], "lengths": self.lengths[i], "target": self.target[i]}
+
+
+class AudioEvents(AudioDataModule):
+    """Generated audio events (:data:`CLASSES`, 10 classes): train, val and test from one seed.
+
+    Args:
+        train_size, val_size, test_size: clips per split.
+        sample_rate, duration: clip format (default 8 kHz, 1 s, as FSDD's configs).
+        snr_db: range of the signal-to-noise ratio in dB, ``[low, high]``.
+        seed: the generator seed (the splits use seed, seed + 1, seed + 2).
+        batch_size, eval_batch_size, num_workers: as in SplitDataModule.
+    """
+
+    num_classes = len(CLASSES)
+
+    def __init__(self, train_size: int = 3000, val_size: int = 500, test_size: int = 500, sample_rate: int = 8000,
+                 duration: float = 1.0, snr_db: tuple[float, float] = (-10.0, 10.0), seed: int = 0,
+                 batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+        super().__init__(sample_rate, duration, batch_size, eval_batch_size, num_workers)
+        if min(train_size, val_size, test_size) < 0:
+            raise ValueError("data.train_size, val_size and test_size must be >= 0, "
+                             f"got {train_size}, {val_size}, {test_size}")
+        if len(snr_db) != 2 or snr_db[0] > snr_db[1]:
+            raise ValueError(f"data.snr_db must be [low, high] with low <= high, got {list(snr_db)}")
+        if duration < 0.3:
+            raise ValueError(f"data.duration must be at least 0.3 s to hold an event, got {duration}")
+        self.sizes = {"train": train_size, "val": val_size, "test": test_size}
+        self.snr_db, self.seed = (float(snr_db[0]), float(snr_db[1])), seed
+
+    def make_splits(self) -> dict[str, AudioEventDataset]:
+        return {name: AudioEventDataset(size, self.sample_rate, self.num_samples, self.snr_db, self.seed + offset)
+                for offset, (name, size) in enumerate(self.sizes.items())}

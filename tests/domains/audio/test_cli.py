@@ -1,0 +1,36 @@
+"""Every audio config runs through the CLI (fast_dev_run), and a wrong block name fails at parse time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from framework.cli import main
+
+CONFIGS = sorted(Path("domains/audio").glob("*.yaml")) if Path("domains/audio").is_dir() else []
+QUICK = ["--config", "configs/logger/csv.yaml", "--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false",
+         "--trainer.enable_model_summary=false", "--data.batch_size=4"]
+SMALL_EVENTS = ["--data.train_size=8", "--data.val_size=4", "--data.test_size=4"]
+
+
+def test_the_domain_has_the_issues_configs():
+    names = {path.stem for path in Path(__file__).parents[3].joinpath("domains/audio").glob("*.yaml")}
+    base = {"cnn", "cnn_cbam", "transformer", "crnn_attention"}
+    assert names == base | {f"{name}_fsdd" for name in base}
+
+
+@pytest.mark.parametrize("config", [p.stem for p in CONFIGS])
+def test_config_runs_with_fast_dev_run(config, shared_data):
+    if config.endswith("_fsdd"):
+        shared_data("fsdd")
+    extra = [] if config.endswith("_fsdd") else SMALL_EVENTS
+    cli = main(["fit", "--config", f"domains/audio/{config}.yaml", *QUICK, *extra])
+    assert {"train/loss", "val/acc", "val/f1"} <= set(cli.trainer.callback_metrics)
+
+
+def test_a_block_of_the_wrong_kind_fails_while_parsing_with_the_key(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", "domains/audio/transformer.yaml", *QUICK, "--model.pooling=mhsa"])
+    err = capsys.readouterr().err
+    assert "pooling" in err and "unknown pooling block 'mhsa'" in err
