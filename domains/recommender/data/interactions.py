@@ -1,0 +1,103 @@
+"""User histories from interaction logs: readers, minimum-count filtering, item ids, leave-one-out.
+
+A *history* is one user's item ids in time order (a 1-D int64 array). The readers return
+one history per user with the log's raw item ids; :func:`filter_min_counts` and
+:func:`index_items` turn them into histories over items ``1 .. I`` (0 is padding), and
+:func:`leave_one_out` splits every history into training items, a validation item and a
+test item.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+Histories = list[np.ndarray]
+
+
+def _table(path: Path, columns: int, what: str, delimiter: str | None = None) -> np.ndarray:
+    """An integer table of at least ``columns`` columns; errors name the file and the layout."""
+    try:
+        table = np.loadtxt(path, dtype=np.int64, delimiter=delimiter, ndmin=2)
+    except ValueError as err:
+        raise ValueError(f"{path}: expected {what} per line ({err})") from None
+    if table.shape[0] == 0 or table.shape[1] < columns:
+        raise ValueError(f"{path}: expected {what} per line, got a table of shape {table.shape}")
+    return table
+
+
+def group_by_user(users: np.ndarray, items: np.ndarray) -> Histories:
+    """Histories in ascending user id, each in the order the rows are given (a stable grouping)."""
+    order = np.argsort(users, kind="stable")
+    users, items = users[order], items[order]
+    starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+    return np.split(items, starts[1:])
+
+
+def read_movielens(path: Path) -> Histories:
+    """MovieLens ``u.data``: tab-separated ``user item rating timestamp`` lines.
+
+    Every rating counts as an interaction (implicit feedback, as in SASRec and BERT4Rec).
+    A user's items are ordered by timestamp; equal timestamps keep the file's order.
+    """
+    table = _table(path, 4, "4 tab-separated integers (user, item, rating, timestamp)", delimiter="\t")
+    by_time = np.argsort(table[:, 3], kind="stable")
+    return group_by_user(table[by_time, 0], table[by_time, 1])
+
+
+def read_user_item_lines(path: Path) -> Histories:
+    """The SASRec data format: ``user item`` per line, each user's lines already in time order."""
+    table = _table(path, 2, "2 whitespace-separated integers (user, item)")
+    return group_by_user(table[:, 0], table[:, 1])
+
+
+def filter_min_counts(histories: Histories, min_user: int, min_item: int) -> Histories:
+    """Drop items with fewer than ``min_item`` interactions and users with fewer than
+    ``min_user``, repeatedly until both hold (the k-core of the user-item graph; dropping
+    items can push a user below the threshold and the other way round)."""
+    while True:
+        items = np.concatenate(histories) if histories else np.zeros(0, np.int64)
+        ids, counts = np.unique(items, return_counts=True)
+        rare = ids[counts < min_item]
+        kept = [h[~np.isin(h, rare)] for h in histories] if len(rare) else histories
+        kept = [h for h in kept if len(h) >= min_user]
+        if len(kept) == len(histories) and not len(rare):
+            return kept
+        histories = kept
+
+
+def index_items(histories: Histories) -> tuple[Histories, int]:
+    """Raw item ids -> ``1 .. I`` in ascending raw id (0 stays free for padding); returns I too."""
+    ids = np.unique(np.concatenate(histories)) if histories else np.zeros(0, np.int64)
+    return [np.searchsorted(ids, h) + 1 for h in histories], len(ids)
+
+
+class LeaveOneOut(NamedTuple):
+    """Per user: training items, then the validation item and the test item (the last two)."""
+
+    train: Histories
+    val_target: np.ndarray
+    test_target: np.ndarray
+
+    @property
+    def val_history(self) -> Histories:
+        """What the model sees to predict the validation item: the training items."""
+        return self.train
+
+    @property
+    def test_history(self) -> Histories:
+        """What the model sees to predict the test item: the training items and the validation item."""
+        return [np.append(h, v) for h, v in zip(self.train, self.val_target)]
+
+
+def leave_one_out(histories: Histories) -> LeaveOneOut:
+    """The last item of each history is for test, the one before for validation, the rest
+    for training (Kang & McAuley, SASRec, ICDM 2018; Sun et al., BERT4Rec, CIKM 2019)."""
+    short = [i for i, h in enumerate(histories) if len(h) < 3]
+    if short:
+        raise ValueError(f"leave-one-out needs at least 3 items per user; {len(short)} users have fewer "
+                         "(raise data.min_user_interactions to 3 or more)")
+    return LeaveOneOut([h[:-2] for h in histories], np.array([h[-2] for h in histories]),
+                       np.array([h[-1] for h in histories]))

@@ -1,0 +1,68 @@
+"""What every recommender model shares: the scoring interface the tasks call.
+
+    scores = model(history, candidates=None, last=False)
+
+* ``history`` (B, N): item ids, left-padded with 0, most recent item last.
+* ``last=False``: scores at every position n (the prediction after items ..n);
+  ``last=True``: at the last position only (the next item after the whole history).
+* ``candidates=None``: every item id 0 .. I, scores (B, N, I + 1) or (B, I + 1); column 0
+  is padding, which the tasks mask. ``candidates`` (B, N, C) or (B, C): those items only,
+  scores of the same shape.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+
+def check_history(model: nn.Module, history: Tensor, vocabulary: int) -> None:
+    """History ids must lie in ``0 .. vocabulary - 1``: a clear error instead of an index error."""
+    if history.dim() != 2 or history.dtype != torch.long:
+        raise ValueError(f"{type(model).__name__}: history must be (B, N) int64 item ids, got "
+                         f"{tuple(history.shape)} {history.dtype}")
+    if history.numel() and (int(history.max()) >= vocabulary or int(history.min()) < 0):
+        raise ValueError(f"{type(model).__name__}: history holds item id {int(history.max())} but "
+                         f"model.num_items={model.num_items}; set model.num_items to the data's item count "
+                         "(printed when the data is set up)")
+
+
+class SequentialRecommender(nn.Module):
+    """Base of the models with one state per position: a subclass defines :meth:`encode`.
+
+    Scores are dot products of the states with the item embeddings, shared between input
+    and output (SASRec): s(n, i) = h_n . E_i.
+
+    Args:
+        num_items: I; item ids are 1 .. I, 0 is padding.
+        dim: D, the width of embeddings and states.
+        extra_tokens: ids after I that the model uses itself (BERT4Rec's [mask]).
+    """
+
+    def __init__(self, num_items: int, dim: int, extra_tokens: int = 0) -> None:
+        super().__init__()
+        if num_items < 1:
+            raise ValueError(f"model.num_items must be at least 1, got {num_items}")
+        self.num_items, self.dim = num_items, dim
+        self.items = nn.Embedding(num_items + 1 + extra_tokens, dim, padding_idx=0)
+        nn.init.normal_(self.items.weight, std=1.0 / math.sqrt(dim))
+        with torch.no_grad():
+            self.items.weight[0].zero_()
+
+    def encode(self, history: Tensor) -> Tensor:
+        """States (B, N, D) of a left-padded history (B, N)."""
+        raise TypeError(f"{type(self).__name__} must define encode(history)")
+
+    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False) -> Tensor:
+        check_history(self, history, self.items.num_embeddings)
+        states = self.encode(history)
+        return self.score(states[:, -1] if last else states, candidates)
+
+    def score(self, states: Tensor, candidates: Optional[Tensor]) -> Tensor:
+        """States (..., D) against every item (..., I + 1) or against ``candidates`` (..., C)."""
+        if candidates is None:
+            return states @ self.items.weight[: self.num_items + 1].T
+        return (self.items(candidates) @ states.unsqueeze(-1)).squeeze(-1)

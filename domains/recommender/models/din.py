@@ -1,0 +1,83 @@
+"""DIN (Zhou et al., Deep Interest Network for Click-Through Rate Prediction, KDD 2018):
+the history is pooled by attention *to the candidate item*, one user vector per candidate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from framework.attention import CrossBlock, build
+
+from .base import check_history
+
+
+class DIN(nn.Module):
+    """Target attention over the history, then an MLP on the user vector and the candidate::
+
+        u_c  = sum_j a(e_c, e_j) e_j                      (e_j: history items, e_c: the candidate)
+        s(c) = MLP([u_c; e_c; u_c * e_c])                  (PReLU hidden layers)
+
+    ``attention`` is a registry cross block called as ``block(queries, history,
+    key_padding_mask=, attn_mask=)``. The default ``additive`` is DIN's activation unit as
+    the survey's additive score: a one-hidden-layer MLP of candidate and history item,
+    e_j = w^T tanh(W1 e_c + W2 e_j + b) (the paper's inputs e_c, e_j and e_c - e_j are all
+    inside W1 e_c + W2 e_j; its product input e_c * e_j is not), weights softmax-normalised.
+    ``none`` keeps u_c = e_c: a history-blind item model.
+
+    At every position n (``last=False``) the candidates of n attend history items j <= n
+    only, so one pass trains on every next item of a history, as SASRec does.
+
+    Args:
+        num_items: I; item ids 1 .. I, 0 is padding.
+        dim: D, the item embedding width.
+        attention: the target-attention block (a cross block).
+        hidden: widths of the MLP's hidden layers (the paper's 80, 40).
+        chunk_size: candidates scored at once; bounds the memory of the (candidates x
+            history x hidden) tensor of MLP scores when ranking every item.
+
+    Shapes: as :mod:`.base`: history (B, N); candidates None, (B, N, C) or (B, C).
+    """
+
+    def __init__(self, num_items: int, dim: int = 64, attention: CrossBlock = "additive",
+                 hidden: Sequence[int] = (80, 40), chunk_size: int = 256) -> None:
+        super().__init__()
+        if num_items < 1:
+            raise ValueError(f"model.num_items must be at least 1, got {num_items}")
+        if chunk_size < 1:
+            raise ValueError(f"model.chunk_size must be at least 1, got {chunk_size}")
+        self.num_items, self.chunk_size = num_items, chunk_size
+        self.items = nn.Embedding(num_items + 1, dim, padding_idx=0)
+        self.attention = build(attention, dim, kind="cross")
+        widths = [3 * dim, *hidden]
+        layers: list[nn.Module] = []
+        for a, b in zip(widths, widths[1:]):
+            layers += [nn.Linear(a, b), nn.PReLU()]
+        self.mlp = nn.Sequential(*layers, nn.Linear(widths[-1], 1))
+
+    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False) -> Tensor:
+        check_history(self, history, self.num_items + 1)
+        batch, n = history.shape
+        if candidates is None:
+            every = torch.arange(self.num_items + 1, device=history.device)
+            candidates = every.expand((batch, self.num_items + 1) if last else (batch, n, self.num_items + 1))
+        keys, mask = self.items(history), history > 0
+        if last:
+            return self._score_chunks(candidates, keys, mask, None)
+        per_position = candidates.shape[-1]
+        causal = torch.ones(n, n, dtype=torch.bool, device=history.device).tril()  # candidate at n sees j <= n
+        scores = self._score_chunks(candidates.flatten(1), keys, mask, causal.repeat_interleave(per_position, 0))
+        return scores.view(batch, n, per_position)
+
+    def _score_chunks(self, candidates: Tensor, keys: Tensor, mask: Tensor, attn_mask: Optional[Tensor]) -> Tensor:
+        """Scores (B, M) of candidates (B, M); ``attn_mask`` (M, N) says which history items each may see."""
+        chunks = []
+        for start in range(0, candidates.shape[1], self.chunk_size):
+            part = slice(start, start + self.chunk_size)
+            queries = self.items(candidates[:, part])
+            rows = None if attn_mask is None else attn_mask[part]
+            interest = self.attention(queries, keys, key_padding_mask=mask, attn_mask=rows)
+            chunks.append(self.mlp(torch.cat([interest, queries, interest * queries], -1)).squeeze(-1))
+        return torch.cat(chunks, 1)

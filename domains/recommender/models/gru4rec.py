@@ -1,0 +1,52 @@
+"""GRU4Rec (Hidasi et al., Session-based Recommendations with Recurrent Neural Networks,
+ICLR 2016): a GRU over the history, the no-attention recurrent baseline."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .base import SequentialRecommender
+
+
+def realign(x: Tensor, shift: Tensor) -> Tensor:
+    """Roll every row of x (B, N, ...) left by ``shift`` (B,) positions: a left-padded row
+    with ``shift`` pads becomes right-padded, and ``realign(x, -shift)`` undoes it."""
+    n = x.shape[1]
+    index = (torch.arange(n, device=x.device) + shift.unsqueeze(1)) % n  # (B, N)
+    return x.gather(1, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
+
+
+class GRU4Rec(SequentialRecommender):
+    """Embeddings, a GRU over the real items of each history (packed: padding never enters
+    the recurrence), a linear map to D, and dot products with the shared item embeddings::
+
+        h_n = GRU(E[x_1], ..., E[x_n]),   s(n, i) = (W h_n + b) . E_i
+
+    Trained with the same full cross-entropy as SASRec here (the paper used session-parallel
+    batches with ranking losses).
+
+    Args:
+        num_items: I.
+        dim: D, the embedding width.
+        hidden: GRU width.
+        layers: stacked GRU layers.
+        dropout: on the embeddings and between GRU layers.
+
+    Shapes: see :mod:`.base`.
+    """
+
+    def __init__(self, num_items: int, dim: int = 64, hidden: int = 100, layers: int = 1, dropout: float = 0.2) -> None:
+        super().__init__(num_items, dim)
+        self.dropout = nn.Dropout(dropout)
+        self.gru = nn.GRU(dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
+        self.out = nn.Linear(hidden, dim)
+
+    def encode(self, history: Tensor) -> Tensor:
+        lengths = (history > 0).sum(1)
+        shift = history.shape[1] - lengths
+        x = realign(self.dropout(self.items(history)), shift)
+        packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        states, _ = pad_packed_sequence(self.gru(packed)[0], batch_first=True, total_length=history.shape[1])
+        return self.out(realign(states, -shift))

@@ -1,0 +1,146 @@
+"""Readers on the real MovieLens-100K, the SASRec file format, filtering, leave-one-out,
+negatives and the generated histories."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+import torch
+
+from domains.recommender.data import (
+    GeneratedSequences,
+    MovieLens100K,
+    TasteChain,
+    UserItemSequences,
+    filter_min_counts,
+    leave_one_out,
+    left_pad,
+    read_movielens,
+    sample_negatives,
+    taste_histories,
+)
+from framework.data import DataNotFoundError
+
+
+def naive_k_core(histories, min_user, min_item):
+    """Filtering written out with dictionaries, one pass at a time until nothing changes."""
+    users = {u: list(h) for u, h in enumerate(histories)}
+    while True:
+        counts = Counter(i for h in users.values() for i in h)
+        kept = {u: [i for i in h if counts[i] >= min_item] for u, h in users.items()}
+        kept = {u: h for u, h in kept.items() if len(h) >= min_user}
+        if kept == users:
+            return list(users.values())
+        users = kept
+
+
+def test_movielens_reader_orders_every_user_by_time(shared_data):
+    path = shared_data("MovieLens100K") / "raw" / "u.data"
+    rows = defaultdict(list)
+    with open(path) as f:
+        for index, (user, item, _, stamp) in enumerate(csv.reader(f, delimiter="\t")):
+            rows[int(user)].append((int(stamp), index, int(item)))
+    expected = [[item for _, _, item in sorted(rows[u])] for u in sorted(rows)]
+    histories = read_movielens(path)
+    assert len(histories) == 943 and sum(map(len, histories)) == 100_000
+    assert [h.tolist() for h in histories] == expected
+
+
+def test_movielens_module_filters_and_splits_leave_one_out(shared_data):
+    data = MovieLens100K(root=str(shared_data("MovieLens100K") / "raw"), max_len=20, num_negatives=50)
+    data.setup("fit")
+    assert data.num_items == 1349  # items with >= 5 ratings; every user has >= 20
+    raw = [h.tolist() for h in read_movielens(shared_data("MovieLens100K") / "raw" / "u.data")]
+    kept = sum(map(len, naive_k_core(raw, 5, 5)))
+    assert kept == sum(int((r > 0).sum()) for r in data.split("val").seen) + 2 * 943
+
+    test, val, train = data.split("test"), data.split("val"), data.split("train")
+    assert len(test) == len(val) == len(train) == 943
+    user = 0
+    seen = test.seen[user][test.seen[user] > 0]
+    assert seen[-1] == val.target[user] and torch.equal(val.seen[user][val.seen[user] > 0], seen[:-1])
+    assert torch.equal(test.history[user], seen[-20:]) and torch.equal(train[user]["sequence"], seen[:-1][-21:])
+    negatives = test.negatives[user]
+    assert len(negatives.unique()) == 50
+    assert not torch.isin(negatives, torch.cat([seen, test.target[user:user + 1]])).any()
+
+
+def test_user_item_file_reads_like_movielens(shared_data, tmp_path):
+    histories = read_movielens(shared_data("MovieLens100K") / "raw" / "u.data")
+    path = tmp_path / "ml-100k.txt"
+    path.write_text("".join(f"{u} {i}\n" for u, h in enumerate(histories, 1) for i in h))
+    from_file = UserItemSequences(path=str(path), max_len=10)
+    from_file.setup("fit")
+    movielens = MovieLens100K(max_len=10)
+    movielens.setup("fit")
+    assert from_file.num_items == movielens.num_items
+    for split in ("val", "test"):
+        assert torch.equal(from_file.split(split).seen, movielens.split(split).seen)
+        assert torch.equal(from_file.split(split).negatives, movielens.split(split).negatives)
+
+
+def test_filtering_matches_the_naive_loop():
+    rng = np.random.default_rng(0)
+    histories = [rng.integers(1, 40, rng.integers(1, 12)) for _ in range(60)]
+    got = filter_min_counts(histories, 4, 3)
+    assert [h.tolist() for h in got] == naive_k_core([h.tolist() for h in histories], 4, 3)
+    assert got and len(got) < len(histories)
+
+
+def test_leave_one_out_and_left_padding():
+    split = leave_one_out([np.array([5, 6, 7, 8]), np.array([1, 2, 3])])
+    assert [h.tolist() for h in split.train] == [[5, 6], [1]]
+    assert split.val_target.tolist() == [7, 2] and split.test_target.tolist() == [8, 3]
+    assert [h.tolist() for h in split.test_history] == [[5, 6, 7], [1, 2]]
+    assert left_pad(split.test_history, 2).tolist() == [[6, 7], [1, 2]]
+    assert left_pad(split.train, 3).tolist() == [[0, 5, 6], [0, 0, 1]]
+    with pytest.raises(ValueError, match="at least 3 items per user"):
+        leave_one_out([np.array([1, 2])])
+
+
+def test_negatives_avoid_what_the_user_saw_and_repeat_with_the_seed():
+    seen = [np.array([1, 2, 3]), np.arange(1, 16)]
+    first = sample_negatives(seen, 20, 5, np.random.default_rng(3))
+    assert torch.equal(first, sample_negatives(seen, 20, 5, np.random.default_rng(3)))
+    for row, items in zip(first, seen):
+        assert len(row.unique()) == 5 and not np.isin(row.numpy(), items).any() and row.min() >= 1 and row.max() <= 20
+    with pytest.raises(ValueError, match="data.num_negatives=6 but a user has only 5 unseen items"):
+        sample_negatives(seen, 20, 6, np.random.default_rng(0))
+
+
+def test_generated_histories_follow_successors_and_tastes():
+    histories = taste_histories(300, 200, 20, 30, num_tastes=5, branching=3, follow=0.5, taste=0.4, seed=1)
+    assert all(len(set(h.tolist())) == len(h) for h in histories)  # no repeats within a history
+    assert [h.tolist() for h in histories] == [h.tolist() for h in taste_histories(300, 200, 20, 30, 5, seed=1)]
+    chain = TasteChain(200, 5, 3, 0.5, 0.4, 1.0, np.random.default_rng(1))  # the same tables: the same first draws
+    assert not any(a in chain.successors[a - 1] for a in range(1, 201))
+    pairs = [(a, b) for h in histories for a, b in zip(h[:-1], h[1:])]
+    followed = np.mean([b in chain.successors[a - 1] for a, b in pairs])
+    assert 0.4 < followed < 0.55  # follow = 0.5 (less when every successor was seen, more by chance)
+    # a user's own group holds about follow / 5 + taste + (1 - follow - taste) / 5 = 0.52 of the items,
+    # against about 0.3 for the largest group of a user without a taste
+    share = np.mean([np.bincount(chain.group[h - 1], minlength=5).max() / len(h) for h in histories])
+    assert 0.45 < share < 0.65
+
+
+def test_bad_data_settings_name_the_key(tmp_path):
+    with pytest.raises(ValueError, match="data.min_user_interactions must be at least 3"):
+        MovieLens100K(min_user_interactions=2)
+    with pytest.raises(ValueError, match="data.max_len must be at least 1"):
+        GeneratedSequences(max_len=0)
+    with pytest.raises(ValueError, match="data: need 3 <= min_length <= max_length <= num_items"):
+        GeneratedSequences(min_length=2)
+    with pytest.raises(ValueError, match="data.follow and data.taste must be probabilities with follow \\+ taste <= 1"):
+        GeneratedSequences(follow=0.7, taste=0.5)
+    with pytest.raises(ValueError, match="data.num_tastes"):
+        GeneratedSequences(num_tastes=0)
+    with pytest.raises(DataNotFoundError, match="given by data.root"):
+        MovieLens100K(root=str(tmp_path / "nowhere")).setup("fit")
+    with pytest.raises(DataNotFoundError, match="data.path"):
+        UserItemSequences(path=str(tmp_path / "missing.txt")).setup("fit")
+    (tmp_path / "bad.txt").write_text("1 2 3\n4 5\n")
+    with pytest.raises(ValueError, match="bad.txt: expected 2 whitespace-separated integers"):
+        UserItemSequences(path=str(tmp_path / "bad.txt")).setup("fit")
