@@ -1,0 +1,139 @@
+"""The bAbI question-answering tasks 1-20 (Weston et al., arXiv:1502.05698), 1k English set.
+
+Read from ``$FRAMEWORK_DATA_DIR/babi/tasks_1-20_v1-2/en`` (or ``data.root``), the official
+file names ``qa1_single-supporting-fact_train.txt`` ... A file lists stories; a line is
+``ID sentence`` or ``ID question<TAB>answer<TAB>supporting IDs``, and the ID restarts at 1
+with each new story. Every question becomes one example whose story is every sentence of
+its story before it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Optional, Union
+
+from framework.data import DataNotFoundError, dataset_dir
+
+from .stories import Example, StoryDataModule, Vocabulary, words_of
+
+FOLDER = "babi/tasks_1-20_v1-2/en"
+SOURCE = "https://research.facebook.com/downloads/babi/ (tasks_1-20_v1-2.tar.gz, folder en/)"
+NAMES = {
+    1: "single-supporting-fact", 2: "two-supporting-facts", 3: "three-supporting-facts", 4: "two-arg-relations",
+    5: "three-arg-relations", 6: "yes-no-questions", 7: "counting", 8: "lists-sets", 9: "simple-negation",
+    10: "indefinite-knowledge", 11: "basic-coreference", 12: "conjunction", 13: "compound-coreference",
+    14: "time-reasoning", 15: "basic-deduction", 16: "basic-induction", 17: "positional-reasoning",
+    18: "size-reasoning", 19: "path-finding", 20: "agents-motivations",
+}
+ANSWER = re.compile(r"\t([^\t\n]+)\t")
+ANSWER_AND_SUPPORT = re.compile(r"\t[^\n]*")
+WORDS = re.compile(r"[^\W\d_]+")  # letters only: bAbI words have no digits, line numbers go
+FILES = tuple(f"qa{task}_{name}_{split}.txt" for task, name in NAMES.items() for split in ("train", "test"))
+
+
+def parse_babi(lines: Iterable[str], task: int, source: str = "<lines>") -> list[Example]:
+    """The questions of a bAbI file, each with the sentences of its story before it."""
+    examples: list[Example] = []
+    story: list[list[str]] = []
+    places: dict[int, int] = {}  # line ID -> index in story
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        head, _, text = line.partition(" ")
+        if not head.isdigit() or not text:
+            raise ValueError(f"{source}, line {number}: expected 'ID text', got {line!r}")
+        if head == "1":
+            story, places = [], {}
+        if "\t" not in text:
+            places[int(head)] = len(story)
+            story.append(words_of(text))
+            continue
+        fields = text.split("\t")
+        if len(fields) != 3 or not all(s.isdigit() and int(s) in places for s in fields[2].split()):
+            raise ValueError(f"{source}, line {number}: expected 'ID question<TAB>answer<TAB>supporting "
+                             f"sentence IDs', got {line!r}")
+        support = [places[int(s)] for s in fields[2].split()]
+        examples.append(Example(list(story), words_of(fields[0]), fields[1].strip().lower(), support, task))
+    return examples
+
+
+@cache
+def read_babi(folder: Path, task: int, split: str) -> tuple[Example, ...]:
+    """The examples of one task's ``train`` or ``test`` file (read once per process)."""
+    path = folder / f"qa{task}_{NAMES[task]}_{split}.txt"
+    with open(path, encoding="utf-8") as lines:
+        return tuple(parse_babi(lines, task, str(path)))
+
+
+@cache
+def babi_vocabulary(folder: Path) -> Vocabulary:
+    """The words of all 40 files and their answers, read without parsing the stories: the
+    answer and supporting IDs are cut from the question lines, the rest is lower-cased words."""
+    words: set[str] = set()
+    for name in FILES:
+        text = (folder / name).read_text(encoding="utf-8").lower()
+        words.update(answer.strip() for answer in ANSWER.findall(text))
+        words.update(WORDS.findall(ANSWER_AND_SUPPORT.sub("", text)))
+    return Vocabulary(words)
+
+
+class BabiStories(StoryDataModule):
+    """bAbI 1k, one task or several trained jointly.
+
+    Splits: ``test`` is the task's official test file (1000 questions). bAbI has no
+    validation file: the last ``val_fraction`` of each task's training questions are held
+    out (10% in the paper; the authors' code holds out the last 10%, so that few stories
+    are split between the two), the rest is ``train``.
+
+    The vocabulary is that of all 20 tasks' train and test files (words and answers, 175
+    ids with the padding), whatever tasks are chosen, so ``model.vocab_size: 175`` fits
+    every choice.
+
+    Args:
+        tasks: a task number (1-20) or a list of them (joint training).
+        root: the ``en`` folder itself, instead of ``$FRAMEWORK_DATA_DIR/babi/tasks_1-20_v1-2/en``.
+        val_fraction: share of each task's training questions held out for validation.
+        memory_size: the most recent sentences kept of a story (50 in the paper).
+        similar_lengths: batches of similar story lengths (see ``StoryDataModule``; 0 = off).
+        batch_size, eval_batch_size, num_workers: loader settings.
+    """
+
+    def __init__(self, tasks: Union[int, list[int]] = 1, root: Optional[str] = None, val_fraction: float = 0.1,
+                 memory_size: int = 50, similar_lengths: int = 0, batch_size: int = 32,
+                 eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+        super().__init__(memory_size, similar_lengths, batch_size, eval_batch_size, num_workers)
+        self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
+        wrong = [t for t in self.tasks if t not in NAMES]
+        if not self.tasks or wrong:
+            raise ValueError(f"data.tasks must be bAbI task numbers 1-20 (one or a list), got {tasks!r}")
+        if not 0 < val_fraction < 1:
+            raise ValueError(f"data.val_fraction must be in (0, 1), got {val_fraction}")
+        self.root, self.val_fraction = root, val_fraction
+
+    def folder(self) -> Path:
+        """The ``en`` folder, checked to hold the 40 official files (all 20 tasks make the vocabulary)."""
+        folder = dataset_dir(FOLDER, root=self.root, source=SOURCE, expect=FILES[:1]).resolve()
+        missing = [name for name in FILES if not (folder / name).is_file()]
+        if missing:
+            raise DataNotFoundError(f"bAbI folder {folder} lacks {len(missing)} of the 40 files of the 1k set "
+                                    f"({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); the vocabulary "
+                                    f"is built over all 20 tasks. Get them from {SOURCE}.")
+        return folder
+
+    def vocabulary(self) -> Vocabulary:
+        return babi_vocabulary(self.folder())
+
+    def examples(self) -> dict[str, list[Example]]:
+        folder = self.folder()
+        splits: dict[str, list[Example]] = {"train": [], "val": [], "test": []}
+        for task in self.tasks:
+            train = read_babi(folder, task, "train")
+            kept = len(train) - round(self.val_fraction * len(train))
+            splits["train"] += train[:kept]
+            splits["val"] += train[kept:]
+            splits["test"] += read_babi(folder, task, "test")
+        return splits

@@ -1,0 +1,182 @@
+"""Stories with a question, as tensors: what both the bAbI reader and the generator produce.
+
+A batch is a mapping::
+
+    story    (B, N, L) long   word ids of the N most recent sentences, oldest first, 0 = padding
+    question (B, Lq)   long
+    target   (B,)      long   the answer's word id (an answer such as "n,w" is one word)
+    task     (B,)      long   the bAbI task number of the question
+    support  (B, N)    bool   the supporting facts among the story's sentences
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple, Optional
+
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data._utils.collate import default_collate
+
+from framework.data import SplitDataModule
+
+from .encoding import PAD
+
+WORD = re.compile(r"\w+")
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-case words, punctuation dropped: ``"Where is Mary?"`` -> ``["where", "is", "mary"]``."""
+    return WORD.findall(text.lower())
+
+
+class Example(NamedTuple):
+    """One question about a story."""
+
+    story: list[list[str]]  # sentences, oldest first
+    question: list[str]
+    answer: str
+    support: list[int]  # indices into story
+    task: int
+
+
+class Vocabulary:
+    """Word <-> id, with id 0 the padding; answers are words too."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = ["<pad>", *sorted(set(words))]
+        self.ids = {w: i for i, w in enumerate(self.words)}
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def encode(self, words: Sequence[str]) -> list[int]:
+        try:
+            return [self.ids[w] for w in words]
+        except KeyError as err:
+            raise KeyError(f"word {err.args[0]!r} is not in the vocabulary of {len(self)} words") from None
+
+
+class StoryDataset(Dataset):
+    """Examples as padded tensors, the story cut to its ``memory_size`` most recent sentences
+    (supporting facts that fall out of the window are dropped)."""
+
+    def __init__(self, examples: Sequence[Example], vocab: Vocabulary, memory_size: int) -> None:
+        if not examples:
+            raise ValueError("a story dataset needs at least one example")
+        slots = min(memory_size, max(len(ex.story) for ex in examples))
+        kept = [ex.story[-slots:] for ex in examples]
+        width = max(len(s) for story in kept for s in story)
+        # Each distinct sentence is encoded once (the questions of a story share their
+        # sentences); row 0 of the table is the empty sentence that pads short stories.
+        table, rows = [[PAD] * width], {}
+        slot_rows = []
+        for story in kept:
+            for sentence in story:
+                if id(sentence) not in rows:
+                    rows[id(sentence)] = len(table)
+                    table.append(vocab.encode(sentence) + [PAD] * (width - len(sentence)))
+            slot_rows.append([rows[id(s)] for s in story] + [0] * (slots - len(story)))
+        self.story = torch.tensor(table)[torch.tensor(slot_rows)]  # (M, N, L)
+        longest = max(len(ex.question) for ex in examples)
+        self.question = torch.tensor([vocab.encode(ex.question) + [PAD] * (longest - len(ex.question)) for ex in examples])
+        self.support = torch.zeros(len(examples), slots, dtype=torch.bool)
+        cut = [(row, i - (len(ex.story) - len(story))) for row, (ex, story) in enumerate(zip(examples, kept))
+               for i in ex.support]
+        cut = [(row, slot) for row, slot in cut if slot >= 0]  # supporting facts that fell out of the window
+        if cut:
+            self.support[tuple(torch.tensor(cut).T)] = True
+        self.target = torch.tensor([vocab.ids[ex.answer] for ex in examples])
+        self.task = torch.tensor([ex.task for ex in examples])
+
+    def __len__(self) -> int:
+        return len(self.target)
+
+    def __getitem__(self, i: int) -> dict[str, Tensor]:
+        return {"story": self.story[i], "question": self.question[i], "target": self.target[i],
+                "task": self.task[i], "support": self.support[i]}
+
+
+def collate_stories(items: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """Stack examples and cut the padding that no example of the batch uses."""
+    batch = default_collate(items)
+    slots = int(batch["story"].ne(PAD).any(-1).sum(1).max().clamp(min=1))
+    width = int(batch["story"].ne(PAD).sum(-1).max().clamp(min=1))
+    question = int(batch["question"].ne(PAD).sum(-1).max().clamp(min=1))
+    batch["story"] = batch["story"][:, :slots, :width]
+    batch["support"] = batch["support"][:, :slots]
+    batch["question"] = batch["question"][:, :question]
+    return batch
+
+
+class SimilarLengthSampler(Sampler[int]):
+    """A random order of the examples in which each run of ``batch_size`` has stories of
+    similar length, so that batches carry little padding (``collate_stories`` cuts it).
+
+    Each epoch the examples are shuffled, cut into pools of ``pool_batches`` batches, sorted
+    by story length within a pool and cut into batches, and the batches are shuffled. The
+    randomness comes from torch's global generator, like ``RandomSampler``.
+    """
+
+    def __init__(self, lengths: Tensor, batch_size: int, pool_batches: int) -> None:
+        self.lengths, self.batch_size, self.pool = lengths, batch_size, batch_size * pool_batches
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self) -> Iterator[int]:
+        generator = torch.Generator().manual_seed(int(torch.empty((), dtype=torch.int64).random_()))
+        order = torch.randperm(len(self.lengths), generator=generator)
+        pools = [pool[self.lengths[pool].argsort(stable=True)] for pool in order.split(self.pool)]
+        batches = torch.cat(pools).split(self.batch_size)
+        yield from torch.cat([batches[i] for i in torch.randperm(len(batches), generator=generator)]).tolist()
+
+
+class StoryDataModule(SplitDataModule):
+    """Base of the story data modules: examples by split -> padded tensors, batches cut to size.
+
+    A subclass implements :meth:`examples` (``{"train": [...], "val": [...], "test": [...]}``)
+    and :meth:`vocabulary`.
+
+    Args:
+        memory_size: the most recent sentences kept of each story (50 in the paper).
+        similar_lengths: 0 shuffles the training questions plainly; n > 0 makes training
+            batches of stories of similar length, sorted within random pools of n batches
+            (:class:`SimilarLengthSampler`): a joint bAbI epoch pads batches to 9 sentences on
+            average instead of 41, about 4x faster. Under DDP, Lightning's distributed
+            sampler replaces it (plain shuffling).
+        batch_size, eval_batch_size, num_workers: as in ``SplitDataModule``.
+    """
+
+    collate_fn = staticmethod(collate_stories)
+
+    def __init__(self, memory_size: int = 50, similar_lengths: int = 0, batch_size: int = 32,
+                 eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+        super().__init__(batch_size, eval_batch_size, num_workers)
+        if memory_size < 1:
+            raise ValueError(f"data.memory_size must be at least 1, got {memory_size}")
+        if similar_lengths < 0:
+            raise ValueError(f"data.similar_lengths must be >= 0 (0 = off), got {similar_lengths}")
+        self.memory_size, self.similar_lengths = memory_size, similar_lengths
+
+    def train_dataloader(self) -> DataLoader:
+        if not self.similar_lengths:
+            return super().train_dataloader()
+        train = self.split("train")
+        lengths = train.story.ne(PAD).any(-1).sum(1)
+        return DataLoader(train, batch_size=self.batch_size, num_workers=self.num_workers,
+                          sampler=SimilarLengthSampler(lengths, self.batch_size, self.similar_lengths),
+                          persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available(),
+                          collate_fn=self.collate_fn)
+
+    def examples(self) -> dict[str, list[Example]]:
+        raise TypeError(f"{type(self).__name__} must define examples(), returning the examples by split")
+
+    def vocabulary(self) -> Vocabulary:
+        raise TypeError(f"{type(self).__name__} must define vocabulary()")
+
+    def make_splits(self) -> dict[str, StoryDataset]:
+        vocab = self.vocabulary()
+        return {name: StoryDataset(examples, vocab, self.memory_size) for name, examples in self.examples().items()}

@@ -1,0 +1,111 @@
+"""The question-answering task: per-task metrics against counts by hand, the hop picture,
+the linear-start callback's decisions, and a clear error for a vocabulary mismatch."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from domains.memory import AnswerMetric, GeneratedStories, LinearStart, MemN2N, QuestionAnswering
+from domains.memory.task import SUPPORT_COLOUR, hop_image
+
+
+def logits_for(answers):
+    return torch.nn.functional.one_hot(torch.tensor(answers), 5).float()
+
+
+def test_per_task_and_mean_error_match_counts_by_hand():
+    # task 1: 3 questions, 1 wrong; task 4: 1 question, right; task 7 never asked.
+    target = torch.tensor([[1, 1], [2, 1], [3, 1], [4, 4]])
+    logits = logits_for([1, 2, 0, 4])
+    tasks = [1, 4, 7]
+    figures = {}
+    for figure in ("acc", "error", "mean_error", 1, 4, 7):
+        metric = AnswerMetric(tasks, figure)
+        metric.update(logits[:2], target[:2])  # two batches
+        metric.update(logits[2:], target[2:])
+        figures[figure] = float(metric.compute())
+    assert figures["acc"] == pytest.approx(3 / 4) and figures["error"] == pytest.approx(1 / 4)
+    assert figures[1] == pytest.approx(1 / 3) and figures[4] == 0.0
+    assert figures["mean_error"] == pytest.approx((1 / 3 + 0) / 2)  # over the asked tasks only
+    assert figures[7] != figures[7]  # NaN: no question of task 7
+
+
+def test_a_task_the_metric_does_not_know_is_an_error_naming_the_key():
+    with pytest.raises(ValueError, match=r"task 3, but task.tasks = \[1, 2\]"):
+        AnswerMetric([1, 2], "acc").update(logits_for([1]), torch.tensor([[1, 3]]))
+
+
+def test_task_logs_overall_and_per_task_figures():
+    names = set(QuestionAnswering([1, 2, 20]).metrics().keys())
+    assert names == {"acc", "error", "mean_error", "error_task1", "error_task2", "error_task20"}
+    with pytest.raises(ValueError, match="task.tasks must be distinct task numbers"):
+        QuestionAnswering([1, 1])
+
+
+def test_hop_image_marks_the_supporting_facts():
+    weights = torch.tensor([[0.1, 0.7, 0.2], [0.0, 0.1, 0.9]])
+    image = hop_image(weights, torch.tensor([False, True, True]))
+    assert image.dtype == torch.uint8 and image.shape[1] % 3 == 0
+    column = image.shape[1] // 3
+    strip = image[-1]  # the bottom row of the marker strip
+    assert torch.equal(strip[column + column // 2], SUPPORT_COLOUR) and torch.equal(strip[-1], SUPPORT_COLOUR)
+    assert strip[column // 2].tolist() == [255, 255, 255]
+    top_row = image[0]  # hop 1: its largest weight is the brightest (yellow: most red + green)
+    assert top_row[column + 1].int().sum() > top_row[1].int().sum()
+
+
+@pytest.fixture(scope="module")
+def generated_batch():
+    dm = GeneratedStories(train_size=32, val_size=8, test_size=8)
+    dm.setup("fit")
+    return next(iter(dm.val_dataloader()))
+
+
+def test_images_draw_the_first_validation_question(generated_batch):
+    pictures = QuestionAnswering().images(MemN2N(34).eval(), generated_batch)
+    (image,) = pictures["memory_hops"]
+    sentences = int(generated_batch["story"][0].ne(0).any(-1).sum())
+    assert image.shape[1] % sentences == 0 and image.shape[-1] == 3
+    assert QuestionAnswering().images(MemN2N(34, attention="none"), generated_batch) == {}
+
+
+def test_a_vocabulary_mismatch_names_the_setting(generated_batch):
+    with pytest.raises(ValueError, match="model.vocab_size = 10"):
+        QuestionAnswering().step(MemN2N(10), generated_batch, "train")
+
+
+def run_callback(losses, **kwargs):
+    """The epoch after which a LinearStart callback turns linear start off (None: never), and
+    the learning rate after the last epoch."""
+    model = MemN2N(34, linear_start=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.005)
+    callback = LinearStart(**kwargs)
+    module = SimpleNamespace(model=model)
+    for epoch, loss in enumerate(losses):
+        trainer = SimpleNamespace(sanity_checking=False, state=SimpleNamespace(fn="fit"), current_epoch=epoch,
+                                  optimizers=[optimizer], callback_metrics={"val/loss": torch.tensor(loss)})
+        callback.on_validation_end(trainer, module)
+        if not model.linear_start:
+            return epoch, optimizer.param_groups[0]["lr"]
+    return None, optimizer.param_groups[0]["lr"]
+
+
+def test_linear_start_ends_when_the_validation_loss_stops_falling_or_after_max_epochs():
+    assert run_callback([3.0, 2.0, 1.5, 1.6, 1.0]) == (3, 0.005)
+    assert run_callback([3.0, 2.0, 1.5, 1.6, 1.0], patience=1) == (None, 0.005)
+    assert run_callback([3.0, 2.0, 1.5, 1.6, 1.7], patience=1)[0] == 4
+    assert run_callback([3.0, 2.0, 1.5, 1.4], max_epochs=2)[0] == 1
+    assert run_callback([3.0, 2.9], min_delta=0.2)[0] == 1
+    assert run_callback([3.0, 3.5, 4.0, 4.5], patience=None, max_epochs=3, lr_factor=2.0) == (2, 0.01)
+
+
+def test_linear_start_refuses_a_model_without_the_switch():
+    with pytest.raises(ValueError, match="no linear_start switch"):
+        LinearStart().on_fit_start(None, SimpleNamespace(model=torch.nn.Linear(2, 2)))
+    with pytest.raises(ValueError, match="LinearStart: need patience >= 0"):
+        LinearStart(patience=-1)
+    with pytest.raises(ValueError, match="set patience or max_epochs"):
+        LinearStart(patience=None)
