@@ -1,0 +1,50 @@
+"""Multi30k (Elliott et al., 2016), task 1: image captions in German and English, line-aligned."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any, Optional
+
+from framework.data import dataset_dir
+
+from .translation import TranslationData
+
+SPLIT_FILES = {"train": "train", "val": "val", "test": "test_2016_flickr"}
+SOURCE = "https://github.com/multi30k/dataset (data/task1/raw: train, val and test_2016_flickr .de.gz/.en.gz)"
+
+
+def read_parallel(source: Path, target: Path, limit: Optional[int] = None) -> list[tuple[str, str]]:
+    """Line-aligned ``(source, target)`` sentence pairs of two gzip text files."""
+    with gzip.open(source, "rt", encoding="utf-8") as s, gzip.open(target, "rt", encoding="utf-8") as t:
+        sources, targets = s.read().splitlines(), t.read().splitlines()
+    if len(sources) != len(targets):
+        raise ValueError(f"{source} has {len(sources)} lines but {target} has {len(targets)}; they must be line-aligned")
+    return [(a.strip(), b.strip()) for a, b in zip(sources, targets)][:limit]
+
+
+class Multi30k(TranslationData):
+    """Multi30k from ``$FRAMEWORK_DATA_DIR/multi30k`` (raw gzip files): 29000 training, 1014
+    validation and 1000 test (test_2016_flickr) pairs.
+
+    Args:
+        root: the folder, instead of ``$FRAMEWORK_DATA_DIR/multi30k``.
+        source_lang, target_lang: ``de`` and ``en`` (either way round).
+        train_size: use only the first ``train_size`` training pairs (quick runs).
+        **kwargs: tokeniser and loader options of ``TranslationData`` (``tokenizer: bpe``).
+    """
+
+    def __init__(self, root: Optional[str] = None, source_lang: str = "de", target_lang: str = "en",
+                 train_size: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if {source_lang, target_lang} != {"de", "en"}:
+            raise ValueError(f"data.source_lang and data.target_lang must be 'de' and 'en' (either way round), "
+                             f"got {source_lang!r} and {target_lang!r}")
+        self.root, self.source_lang, self.target_lang, self.train_size = root, source_lang, target_lang, train_size
+
+    def make_splits(self) -> dict[str, list[tuple[str, str]]]:
+        names = [f"{f}.{lang}.gz" for f in SPLIT_FILES.values() for lang in ("de", "en")]
+        folder = dataset_dir("multi30k", root=self.root, source=SOURCE, expect=names)
+        return {split: read_parallel(folder / f"{name}.{self.source_lang}.gz", folder / f"{name}.{self.target_lang}.gz",
+                                     self.train_size if split == "train" else None)
+                for split, name in SPLIT_FILES.items()}

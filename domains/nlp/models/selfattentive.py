@@ -1,0 +1,96 @@
+"""The structured self-attentive sentence embedding (Lin et al., ICLR 2017)."""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import torch
+from torch import Tensor, nn
+
+from framework.attention import BlockSpec, build, info
+from framework.attention.spec import NONE
+
+from ..tokenization import PAD
+from .common import ClassifierOutput, masked_mean, query_key_weights, uniform_weights
+from .recurrent import RecurrentEncoder
+
+#: kinds of registry blocks this model can pool with
+POOLING_KINDS = ("pooling", "cross")
+
+
+def _kind(attention: Union[str, object]) -> str:
+    """How the block is called: ``none``, ``pooling`` (x, mask) or ``cross`` (learned queries, x)."""
+    if attention is None or attention == NONE:
+        return NONE
+    if not isinstance(attention, str) or "." in attention:
+        return "pooling"  # a class path or factory: called like the pooling blocks
+    kind = info(attention).kind
+    if kind not in POOLING_KINDS or attention == "hierarchical":
+        raise ValueError(f"model.attention: {attention!r} ({kind}) cannot pool one sequence; use a pooling block "
+                         "('pooling') or a cross block queried by learned vectors ('multi_dimensional', 'additive' ...)")
+    return kind
+
+
+class SelfAttentiveClassifier(nn.Module):
+    """BiLSTM states summarised by r attention rows, then an MLP (Lin et al., ICLR 2017).
+
+    ::
+
+        H = BiLSTM(E x)                                   (B, N, D)
+        A = softmax(W_s2 tanh(W_s1 H^T))                  (B, r, N)   ``pooling`` with r queries
+        M = A H                                           (B, r, D)
+        logits = MLP(flatten(M))
+        penalty = ||A A^T - I||_F^2                       (the task adds it to the loss)
+
+    ``attention`` names the block: ``pooling`` (the paper's, ``num_queries`` = r rows), a
+    cross block such as ``multi_dimensional`` (Shen et al., feature-wise weights) queried by
+    r learned vectors, or ``none`` (mean of the states, the baseline).
+
+    Args:
+        vocab_size, num_classes: sizes of the vocabulary and of the output.
+        embed_dim: E. dim: D (two LSTM directions of D / 2). cell: ``lstm`` or ``gru``.
+        attention: the pooling block; num_queries: r; attention_hidden: d_a of ``pooling``.
+        hidden: the MLP's hidden width. dropout: on embeddings and in the MLP.
+
+    Shapes: tokens (B, N) long, mask (B, N) bool (True = token) -> logits (B, K); with
+    ``need_weights=True`` a :class:`ClassifierOutput` (token weights = A averaged over rows).
+    """
+
+    def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 100, dim: int = 200,
+                 attention: BlockSpec = "pooling", num_queries: int = 4, attention_hidden: int = 100,
+                 hidden: int = 200, cell: str = "lstm", dropout: float = 0.2) -> None:
+        super().__init__()
+        if num_queries < 1:
+            raise ValueError(f"model.num_queries must be at least 1, got {num_queries}")
+        self.vocab_size, self.kind = vocab_size, _kind(attention)
+        self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
+        self.encoder = RecurrentEncoder(embed_dim, dim, cell)
+        self.queries: Optional[nn.Parameter] = None
+        if self.kind == "cross":
+            self.queries = nn.Parameter(torch.randn(num_queries, dim) / dim**0.5)
+            self.attention = build(attention, dim, kind="cross")
+        elif self.kind == "pooling":
+            self.attention = build(attention, dim, hidden=attention_hidden, num_queries=num_queries)
+        rows = 1 if self.kind == NONE else num_queries
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Sequential(nn.Linear(rows * dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes))
+
+    def _pool(self, states: Tensor, mask: Tensor, want: bool) -> tuple[Tensor, Optional[Tensor]]:
+        """(summary (B, r, D) or (B, D), attention rows (B, r, N) when wanted)."""
+        if self.kind == NONE:
+            return masked_mean(states, mask), None
+        if self.kind == "cross":
+            queries = self.queries.expand(states.shape[0], -1, -1)
+            result = self.attention(queries, states, key_padding_mask=mask, need_weights=want)
+            return (result.output, query_key_weights(result.weights)) if want else (result, None)
+        result = self.attention(states, mask, need_weights=want)
+        return (result.output, result.weights) if want else (result, None)
+
+    def forward(self, tokens: Tensor, mask: Tensor, need_weights: bool = False) -> Union[Tensor, ClassifierOutput]:
+        states, _ = self.encoder(self.dropout(self.embed(tokens)), mask)
+        summary, rows = self._pool(states, mask, need_weights)
+        logits = self.head(summary.flatten(1))
+        if not need_weights:
+            return logits
+        weights = uniform_weights(mask, logits.dtype) if rows is None else rows.mean(1)
+        return ClassifierOutput(logits, weights, rows)

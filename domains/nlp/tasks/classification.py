@@ -1,0 +1,70 @@
+"""Text classification: cross-entropy, Lin et al.'s Frobenius penalty, label names, word highlights."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor, nn
+
+from framework.attention.sequence import frobenius_penalty
+from framework.tasks import Classification, Step, call_model, inputs_of, split_batch
+
+from ..tokenization import tokens_of
+from ..visuals import highlight_image
+from .state import TokenizerState
+
+
+class TextClassification(TokenizerState, Classification):
+    """Classification of texts (logs ``acc`` and macro ``f1``), with an optional penalty on
+    the model's attention rows A (B, r, N) (Lin et al., ICLR 2017)::
+
+        loss = cross_entropy(logits, y) + penalty * mean_batch ||A A^T - I||_F^2
+
+    The penalty is logged as ``<stage>/penalty``. ``predict`` returns class names;
+    ``images`` draws the words of the first example coloured by their attention weight.
+
+    Args:
+        num_classes: K (the data module checks it against its classes).
+        penalty: the coefficient of the Frobenius penalty (0 = none; the model must then
+            return attention rows with ``need_weights=True``, as ``SelfAttentiveClassifier`` does).
+        label_smoothing: as in ``torch.nn.functional.cross_entropy``.
+    """
+
+    def __init__(self, num_classes: int, penalty: float = 0.0, label_smoothing: float = 0.0) -> None:
+        super().__init__(num_classes, label_smoothing)
+        if penalty < 0:
+            raise ValueError(f"task.penalty must be >= 0, got {penalty}")
+        self.penalty = penalty
+
+    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
+        if not self.penalty:
+            return super().step(model, batch, stage)
+        inputs, target = split_batch(batch)
+        output = call_model(model, {**inputs, "need_weights": True})
+        if getattr(output, "attention", None) is None:
+            raise ValueError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
+                             f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not")
+        penalty = frobenius_penalty(output.attention)
+        return Step(self.loss(output.logits, target) + self.penalty * penalty, output.logits, target,
+                    {"penalty": penalty.detach()})
+
+    def _name(self, index: int) -> str:
+        return self.labels[index] if index < len(self.labels) else str(index)
+
+    def predict(self, model: nn.Module, batch: Any) -> list[str]:
+        """The predicted class name of every text."""
+        logits = call_model(model, inputs_of(batch))
+        return [self._name(i) for i in logits.argmax(-1).tolist()]
+
+    def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
+        """``word_attention``: the first example's words, coloured by their weight in the read-out."""
+        if self.tokenizer is None:
+            return {}
+        inputs, target = split_batch(batch)
+        first = {key: value[:1] for key, value in inputs.items()}
+        output = call_model(model, {**first, "need_weights": True})
+        tokens, weights = first["tokens"][0], output.token_weights[0]
+        rows = [(tokens, weights)] if tokens.dim() == 1 else list(zip(tokens, weights))
+        lines = [list(zip(tokens_of(self.tokenizer, ids.tolist()), w.tolist())) for ids, w in rows]
+        title = f"true: {self._name(int(target[0]))}   predicted: {self._name(int(output.logits[0].argmax()))}"
+        return {"word_attention": [highlight_image([line for line in lines if line], title)]}
