@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from domains.vision.data.palettes import voc_palette
 from domains.vision.models import SegmentationNet, SegmentationOutput
