@@ -44,6 +44,12 @@ class TaskModule(pl.LightningModule):
         self._set_hparams({**config, "_instantiator": INSTANTIATOR})
         self._hparams_initial = copy.deepcopy(self._hparams)
 
+    def setup(self, stage: str) -> None:
+        """Let the task check the model against the set-up data module (``Task.check``)."""
+        datamodule = self.trainer.datamodule
+        if datamodule is not None:
+            self.task.check(self.model, datamodule)
+
     def configure_model(self) -> None:
         if self.compile_model:
             self.model.compile()

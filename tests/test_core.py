@@ -229,6 +229,24 @@ class PenalisedClassification(Classification):
         return step._replace(logs={"penalty": step.loss.detach() * 0 + 2.0})
 
 
+class VocabularyCheckedClassification(Classification):
+    """A task whose check compares the model's vocabulary with the set-up data's."""
+
+    def check(self, model, data):
+        if model.tokens.num_embeddings < data.vocab_size:
+            raise ValueError(f"model.vocab_size is {model.tokens.num_embeddings} but data.vocab_size is {data.vocab_size}")
+
+
+def test_the_task_checks_the_model_against_the_set_up_data_when_a_run_starts(tmp_path):
+    data = _small_demo()
+    module = TaskModule(SequenceClassifier(20, 10, dim=16, depth=1), VocabularyCheckedClassification(10))
+    trainer = pl.Trainer(max_epochs=1, logger=False, default_root_dir=tmp_path, enable_progress_bar=False,
+                         enable_checkpointing=False, enable_model_summary=False)
+    with pytest.raises(ValueError, match="model.vocab_size is 20 but data.vocab_size is 177"):
+        trainer.fit(module, data)
+    assert trainer.global_step == 0
+
+
 def test_extra_step_scalars_are_logged_under_the_stage(tmp_path):
     module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), PenalisedClassification(10))
     module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)

@@ -46,6 +46,13 @@ class AudioClassification(Classification):
     spectrogram alone. Both are cut to the clip's real frames.
     """
 
+    def check(self, model: nn.Module, data: Any) -> None:
+        """The front end must expect the data's sample rate (its mel scale depends on it)."""
+        frontend, rate = getattr(model, "frontend", None), getattr(data, "sample_rate", None)
+        if frontend is not None and rate is not None and frontend.sample_rate != rate:
+            raise ValueError(f"model.frontend.init_args.sample_rate is {frontend.sample_rate} Hz but "
+                             f"data.sample_rate is {rate} Hz: set both to the recordings' rate")
+
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
         frontend = getattr(model, "frontend", None)
         if frontend is None:

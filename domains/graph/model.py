@@ -55,7 +55,7 @@ class NodeClassifier(nn.Module):
         for key, value in dict(dropout=dropout, attention_dropout=attention_dropout).items():
             if not 0 <= value < 1:
                 raise ValueError(f"model.{key} must be in [0, 1), got {value}")
-        self.dropout = dropout
+        self.in_channels, self.num_classes, self.dropout = in_channels, num_classes, dropout
         width = hidden_channels * heads if concat_hidden else hidden_channels
         sizes = [in_channels] + [width] * (num_layers - 1)
         self.layers = nn.ModuleList(

@@ -3,7 +3,7 @@ of one node's neighbourhood attention."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from torch import Tensor, nn
 from torch_geometric.data import Data
@@ -42,6 +42,21 @@ class NodeClassification(Classification):
         if max_drawn_neighbours < 1:
             raise ValueError(f"task.max_drawn_neighbours must be at least 1, got {max_drawn_neighbours}")
         self.image_node, self.max_drawn_neighbours = image_node, max_drawn_neighbours
+
+    def check(self, model: nn.Module, data: Any) -> None:
+        """The model must read the graph's features and both must know all its classes."""
+        graph = getattr(data, "graph", None)
+        if graph is None:
+            return
+        features, classes = graph.num_features, int(graph.y.max()) + 1
+        given = getattr(model, "in_channels", features)
+        if given != features:
+            raise ValueError(f"model.in_channels is {given} but the graph's nodes have {features} features: "
+                             f"set model.in_channels={features}")
+        for key, value in (("task.num_classes", self.num_classes),
+                           ("model.num_classes", getattr(model, "num_classes", classes))):
+            if value < classes:
+                raise ValueError(f"{key} is {value} but the graph's labels go up to {classes - 1}: set {key}={classes}")
 
     def step(self, model: nn.Module, batch: Data, stage: str) -> Step:
         logits = model(batch.x, batch.edge_index)[batch.target_mask]

@@ -74,6 +74,13 @@ class SequentialRanking(Task):
         metrics = {f"hr@{k}{label}": HitRate(k), f"ndcg@{k}{label}": NDCG(k), f"mrr{label}": MRR()}
         return MetricCollection(metrics, compute_groups=False)  # equal states after one batch must not merge them
 
+    def check(self, model: nn.Module, data: Any) -> None:
+        """The model scores exactly the data's items (more would add never-seen candidates)."""
+        items = getattr(data, "num_items", None)
+        if items is not None and _number_of_items(model) != items:
+            raise ValueError(f"model.num_items is {model.num_items} but the data has {items} items: "
+                             f"set model.num_items={items}")
+
     def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
         if stage == "train":
             return self.train_step(model, batch)

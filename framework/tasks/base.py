@@ -64,6 +64,14 @@ class Task(nn.Module):
         """A fresh metric collection; the TaskModule keeps one copy per stage."""
         return MetricCollection({})
 
+    def check(self, model: nn.Module, data: Any) -> None:
+        """Raise a ``ValueError`` that names the config keys when ``model`` or this task does not
+        fit ``data``, for sizes a config states twice (a sample rate, a feature count ...).
+
+        The TaskModule calls it when a run starts, after the data module's ``setup``, so a
+        mismatch fails at once instead of training on wrong inputs. Nothing by default.
+        """
+
     def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
         inputs, target = split_batch(batch)
         output = call_model(model, inputs)

@@ -34,3 +34,9 @@ def test_a_block_of_the_wrong_kind_fails_while_parsing_with_the_key(capsys):
         main(["fit", "--config", "domains/audio/transformer.yaml", *QUICK, "--model.pooling=mhsa"])
     err = capsys.readouterr().err
     assert "pooling" in err and "unknown pooling block 'mhsa'" in err
+
+
+def test_a_front_end_at_another_sample_rate_than_the_data_fails_when_the_run_starts():
+    with pytest.raises(ValueError, match="model.frontend.init_args.sample_rate is 16000 Hz but data.sample_rate is 8000"):
+        main(["fit", "--config", "domains/audio/cnn.yaml", *QUICK, *SMALL_EVENTS,
+              "--model.frontend.init_args.sample_rate=16000"])

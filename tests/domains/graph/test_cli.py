@@ -55,3 +55,10 @@ def test_neighbourhood_pictures_reach_wandb():
     (log,) = Path(cli.trainer.default_root_dir).glob("wandb/offline-run-*/run-*.wandb")
     pictures = list(log.parent.glob("files/media/images/images/neighbourhood_attention*.png"))
     assert len(pictures) == 2  # one per attention layer
+
+
+def test_sizes_that_do_not_fit_the_graph_fail_when_the_run_starts():
+    with pytest.raises(ValueError, match="model.in_channels is 5 but the graph's nodes have 34 features"):
+        run("gat", "--trainer.fast_dev_run=true", "--model.in_channels=5")
+    with pytest.raises(ValueError, match="task.num_classes is 2 but the graph's labels go up to 3"):
+        run("gat", "--trainer.fast_dev_run=true", "--task.num_classes=2")

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from domains.recommender import NextItemRanking
-from framework import TaskModule
 from framework.cli import main
 
 CONFIGS = Path(__file__).resolve().parents[3] / "domains" / "recommender"
@@ -38,11 +36,10 @@ def test_a_fitted_checkpoint_is_tested_under_both_protocols():
                    "--ckpt_path", str(best), *SMALL_DATA, *QUIET])
     full = float(tested.trainer.callback_metrics["test/hr@10"])
     assert full > 0.05  # the counts came back with the checkpoint
-    # The checkpoint's task config wins over --task.* in the CLI, so the other protocol is a
-    # new TaskModule around the loaded model (what tools/bench_recommender.py does).
-    loaded = TaskModule.load_from_checkpoint(best)
-    sampled = TaskModule(loaded.model, NextItemRanking(protocol="sampled"))
-    metrics = tested.trainer.test(sampled, datamodule=tested.datamodule, verbose=False)[0]
+    # --task.* on the command line wins over the checkpoint's task: the other protocol.
+    sampled = main(["test", "--config", str(CONFIGS / "popularity.yaml"), "--config", "configs/logger/csv.yaml",
+                    "--ckpt_path", str(best), "--task.protocol=sampled", *SMALL_DATA, *QUIET])
+    metrics = sampled.trainer.callback_metrics
     assert {"test/hr@10_sampled100", "test/ndcg@10_sampled100", "test/mrr_sampled100"} <= set(metrics)
     assert metrics["test/hr@10_sampled100"] > full
 
@@ -51,3 +48,9 @@ def test_a_misspelt_block_fails_at_parse_time(capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--config", str(CONFIGS / "sasrec.yaml"), "--model.attention=mhsaa", *QUIET])
     assert "unknown sequence block 'mhsaa'; did you mean: mhsa" in capsys.readouterr().err
+
+
+def test_a_model_sized_for_other_items_fails_when_the_run_starts():
+    with pytest.raises(ValueError, match="model.num_items is 500 but the data has 400 items"):
+        main(["fit", "--config", str(CONFIGS / "sasrec.yaml"), "--trainer.fast_dev_run=true", *SMALL_DATA, *QUIET,
+              "--model.num_items=500"])
