@@ -107,8 +107,8 @@ def main() -> None:
         tables.append(table(part, minutes, rows))
         print("\n" + tables[-1], flush=True)
     print("\n" + "\n\n".join(tables))
-    print("\nBLEU on the 0-100 scale; exact match and accuracy as fractions. Seconds measured on a shared, "
-          f"busy CPU with {args.threads} thread(s).")
+    print("\nBLEU on the 0-100 scale; exact match and accuracy as fractions. Seconds measured with "
+          f"{args.threads} thread(s); they depend on what else the machine runs.")
 
 
 if __name__ == "__main__":
