@@ -17,7 +17,7 @@ from framework.callbacks import AttentionMaps, RunSummary, heatmap
 from framework.checkpoint import AtomicCheckpointIO
 from framework.data import DataNotFoundError, SplitDataModule, cache_dir, dataset_dir
 from framework.demo import AssociativeRecall, SequenceClassifier
-from framework.layers import AttentionEncoder, AttentiveConvNet, PositionalEncoding
+from framework.layers import AttentionEncoder, AttentiveConvNet, PositionalEncoding, masked_mean, run_packed
 from framework.tasks import Classification, split_batch
 
 
@@ -183,6 +183,26 @@ def test_a_causal_encoder_never_reads_later_tokens(attention):
     out, out_changed = encoder(x), encoder(changed)
     torch.testing.assert_close(out[:, :4], out_changed[:, :4])
     assert not torch.allclose(out[:, 4:], out_changed[:, 4:])
+
+
+def test_masked_mean_averages_the_real_positions_only():
+    x = torch.arange(12.0).view(1, 2, 3, 2)  # two sequences of three 2-d vectors
+    mask = torch.tensor([[[True, False, True], [False, False, False]]])
+    torch.testing.assert_close(masked_mean(x, mask), torch.tensor([[[2.0, 3.0], [0.0, 0.0]]]))
+
+
+@pytest.mark.parametrize("cell", [torch.nn.GRU, torch.nn.LSTM])
+def test_run_packed_equals_running_each_sequence_alone(cell):
+    torch.manual_seed(0)
+    rnn = cell(3, 4, num_layers=2, batch_first=True, bidirectional=True)
+    x, lengths = torch.randn(3, 5, 3), torch.tensor([5, 2, 0])
+    states, hidden = run_packed(rnn, x, lengths)
+    for b, n in enumerate(lengths.clamp(min=1).tolist()):
+        alone, final = rnn(x[b:b + 1, :n])
+        final = final[0] if isinstance(final, tuple) else final
+        torch.testing.assert_close(states[b, :n], alone[0])
+        torch.testing.assert_close(hidden[:, b], final[:, 0])
+    assert not states[1, 2:].any() and not states[2, 1:].any()  # zeros at padding
 
 
 class BlockWithoutCausal(torch.nn.Module):

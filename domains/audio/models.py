@@ -14,10 +14,9 @@ from typing import Optional
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from framework.attention import FeatureMapBlock, NoAttention, PoolingBlock, SequenceBlock, build
-from framework.layers import AttentionEncoder, AttentiveConvNet, ConvStage, PositionalEncoding
+from framework.layers import AttentionEncoder, AttentiveConvNet, ConvStage, PositionalEncoding, masked_mean, run_packed
 
 from .frontend import Frontend
 
@@ -33,10 +32,7 @@ def pool_frames(pool: nn.Module, x: Tensor, mask: Optional[Tensor]) -> Tensor:
     pooling block is ``none``."""
     if not isinstance(pool, NoAttention):
         return pool(x, mask)
-    if mask is None:
-        return x.mean(1)
-    weight = mask.unsqueeze(-1).to(x.dtype)
-    return (x * weight).sum(1) / weight.sum(1).clamp(min=1)
+    return x.mean(1) if mask is None else masked_mean(x, mask)
 
 
 def check_frequency_bins(frontend: Frontend, stages: int) -> None:
@@ -193,9 +189,5 @@ class CRNN(nn.Module):
         x = self.stages(features.unsqueeze(1))  # (B, C, F', N')
         x = x.flatten(1, 2).transpose(1, 2)  # (B, N', C F')
         mask = shrink_mask(mask, self.reduction, x.shape[1])
-        if mask is None:
-            x, _ = self.rnn(x)
-        else:
-            packed = pack_padded_sequence(x, mask.sum(1).clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
-            x, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True, total_length=mask.shape[1])
+        x = self.rnn(x)[0] if mask is None else run_packed(self.rnn, x, mask.sum(1))[0]
         return self.head(pool_frames(self.pool, x, mask))

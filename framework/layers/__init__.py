@@ -1,8 +1,11 @@
 """Model pieces that several domains share: positional encodings, a Transformer-style encoder
-over any sequence block, and a small CNN with a feature-map block per stage."""
+over any sequence block, a small CNN with a feature-map block per stage, and padding-aware
+reductions (masked mean, packed recurrence)."""
 
 from .convnet import AttentiveConvNet, ConvStage
 from .encoder import AttentionEncoder, EncoderLayer
+from .masking import masked_mean, run_packed
 from .positions import PositionalEncoding
 
-__all__ = ["AttentionEncoder", "AttentiveConvNet", "ConvStage", "EncoderLayer", "PositionalEncoding"]
+__all__ = ["AttentionEncoder", "AttentiveConvNet", "ConvStage", "EncoderLayer", "PositionalEncoding", "masked_mean",
+           "run_packed"]

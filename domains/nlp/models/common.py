@@ -23,12 +23,6 @@ class ClassifierOutput(NamedTuple):
     attention: Optional[Tensor] = None
 
 
-def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
-    """Mean of x (..., N, D) over the N positions where mask (..., N) is True; zeros if none."""
-    weights = mask.to(x.dtype).unsqueeze(-1)
-    return (x * weights).sum(-2) / weights.sum(-2).clamp(min=1)
-
-
 def uniform_weights(mask: Tensor, dtype: torch.dtype) -> Tensor:
     """Equal weights over the real tokens (what a mean read-out gives each token)."""
     weights = mask.to(dtype)

@@ -9,9 +9,10 @@ from torch import Tensor, nn
 
 from framework.attention import PoolingBlock, available, build, capture
 from framework.attention.spec import NONE
+from framework.layers import masked_mean
 
 from ..tokenization import PAD
-from .common import ClassifierOutput, masked_mean, uniform_weights
+from .common import ClassifierOutput, uniform_weights
 from .recurrent import RecurrentEncoder
 
 

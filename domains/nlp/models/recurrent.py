@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from framework.layers import run_packed
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 
@@ -38,10 +39,5 @@ class RecurrentEncoder(nn.Module):
         self.rnn = recurrent_cell(cell)(input_dim, dim // 2, num_layers=layers, batch_first=True, bidirectional=True)
 
     def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-        lengths = mask.sum(-1).clamp(min=1).cpu()
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        states, hidden = self.rnn(packed)
-        if isinstance(hidden, tuple):  # LSTM: (h, c)
-            hidden = hidden[0]
-        states, _ = pad_packed_sequence(states, batch_first=True, total_length=x.shape[1])
+        states, hidden = run_packed(self.rnn, x, mask.sum(-1))
         return states, torch.cat([hidden[-2], hidden[-1]], dim=-1)

@@ -9,9 +9,10 @@ from torch import Tensor, nn
 
 from framework.attention import BlockSpec, build, info
 from framework.attention.spec import NONE
+from framework.layers import masked_mean
 
 from ..tokenization import PAD
-from .common import ClassifierOutput, masked_mean, query_key_weights, uniform_weights
+from .common import ClassifierOutput, query_key_weights, uniform_weights
 from .recurrent import RecurrentEncoder
 
 #: kinds of registry blocks this model can pool with

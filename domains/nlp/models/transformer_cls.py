@@ -10,9 +10,9 @@ from torch import Tensor, nn
 
 from framework.attention import PoolingBlock, SequenceBlock, build, capture
 from framework.attention.spec import NONE
-from framework.layers import AttentionEncoder, PositionalEncoding
+from framework.layers import AttentionEncoder, PositionalEncoding, masked_mean
 
-from .common import ClassifierOutput, masked_mean, query_key_weights, scaled_embedding, uniform_weights
+from .common import ClassifierOutput, query_key_weights, scaled_embedding, uniform_weights
 
 READOUTS = ("pooling", "cls")
 

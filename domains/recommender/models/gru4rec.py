@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from framework.layers import run_packed
 
 from .base import SequentialRecommender
 
@@ -47,6 +48,5 @@ class GRU4Rec(SequentialRecommender):
         lengths = (history > 0).sum(1)
         shift = history.shape[1] - lengths
         x = realign(self.dropout(self.items(history)), shift)
-        packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
-        states, _ = pad_packed_sequence(self.gru(packed)[0], batch_first=True, total_length=history.shape[1])
+        states, _ = run_packed(self.gru, x, lengths)
         return self.out(realign(states, -shift))
