@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
@@ -149,7 +150,9 @@ class FrameworkCLI(LightningCLI):
         self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
         if config.checkpoint.monitor is None:  # the task names the metric that picks the best checkpoint
             built.checkpoint = ModelCheckpoint(**{**config.checkpoint.as_dict(), "monitor": task.monitor, "mode": task.mode})
-        self._add_configure_optimizers_method_to_model(self.subcommand)
+        with warnings.catch_warnings():  # replacing TaskModule's default optimizer is the intent
+            warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
+            self._add_configure_optimizers_method_to_model(self.subcommand)
         self.trainer = self.instantiate_trainer()
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
