@@ -74,7 +74,7 @@ class AudioDataModule(SplitDataModule):
     """Base of the audio data modules: clips of ``duration`` seconds at ``sample_rate`` Hz.
 
     Args:
-        sample_rate: Hz of the clips (the model's ``frontend.sample_rate`` must match).
+        sample_rate: Hz of the clips (the model's ``frontend.sample_rate`` must match; the task checks it).
         duration: seconds every clip is cropped or padded to (T = round(sample_rate * duration)).
         batch_size, eval_batch_size, num_workers: as in SplitDataModule.
     """
