@@ -24,4 +24,3 @@ def run_packed(rnn: nn.RNNBase, x: Tensor, lengths: Tensor) -> tuple[Tensor, Ten
     states, hidden = rnn(packed)
     states, _ = pad_packed_sequence(states, batch_first=True, total_length=x.shape[1])
     return states, hidden[0] if isinstance(hidden, tuple) else hidden
-
