@@ -99,6 +99,7 @@ def losses(model, task, data, steps: int) -> list[float]:
 
 
 def test_sasrec_loss_falls_on_movielens(shared_data):
+    shared_data("MovieLens100K")
     torch.manual_seed(0)
     data = MovieLens100K(max_len=10, batch_size=32)
     values = losses(SASRec(1349, dim=16, max_len=10), NextItemRanking(), data, steps=10)
