@@ -51,12 +51,12 @@ class BatchTimer(Callback):
         self.epochs[-1] += time.perf_counter() - self.start
 
 
-def train(name: str, epochs: int, batch_size: int | None, runs_dir: Path) -> tuple[Path, float, FrameworkCLI]:
+def train(name: str, epochs: int | None, batch_size: int | None, runs_dir: Path) -> tuple[Path, float, FrameworkCLI]:
     """Fit one config; the best checkpoint, seconds per epoch and the CLI (its data module)."""
     args = ["--config", str(CONFIGS / f"{name}_ml100k.yaml"), "--config", "configs/logger/csv.yaml",
             "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
             "--run_dir", str(runs_dir / name)]
-    if name != "popularity":  # one epoch counts the training split
+    if epochs and name != "popularity":  # one epoch counts the training split
         args.append(f"--trainer.max_epochs={epochs}")
     if batch_size:
         args.append(f"--data.batch_size={batch_size}")
@@ -80,7 +80,8 @@ def test(checkpoint: Path, cli: FrameworkCLI, protocol: str) -> dict[str, float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
-    parser.add_argument("--epochs", type=int, default=20, help="training epochs of the learned models")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="training epochs of the learned models (default: each config's max_epochs)")
     parser.add_argument("--batch-size", type=int, default=None, help="override the configs' data.batch_size")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/bench_recommender"))
     parser.add_argument("--threads", type=int, default=1,
@@ -92,7 +93,7 @@ def main() -> None:
     for name in args.models:
         checkpoint, seconds, cli = train(name, args.epochs, args.batch_size, args.runs_dir)
         full, sampled = test(checkpoint, cli, "full"), test(checkpoint, cli, "sampled")
-        epochs = 1 if name == "popularity" else args.epochs
+        epochs = cli.trainer.max_epochs
         rows.append((name, epochs, full["test/hr@10"], full["test/ndcg@10"], sampled["test/hr@10_sampled100"],
                      sampled["test/ndcg@10_sampled100"], seconds))
 
