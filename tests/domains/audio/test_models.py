@@ -7,7 +7,7 @@ import torch
 
 from domains.audio import CRNN, AudioClassification, Frontend, SpectrogramCNN, SpectrogramTransformer
 from domains.audio.models import pool_frames
-from domains.audio.task import STRIP_HEIGHT, spectrogram_with_attention
+from domains.audio.task import BAR_COLOUR, STRIP_HEIGHT, spectrogram_with_attention
 from framework.attention import NoAttention, capture, create
 
 FRONT = dict(sample_rate=8000, n_fft=128, hop_length=64, n_mels=16)
@@ -92,6 +92,9 @@ def test_task_images_show_the_first_clip_cut_to_its_real_frames(name):
     frames = -(-1000 // FRONT["hop_length"])  # 16 real frames of 16 mel bins: heatmap scale 8
     bars = 0 if name == "cnn_se" else 2 + STRIP_HEIGHT
     assert image.dtype == torch.uint8 and image.shape == (16 * 8 + bars, frames * 8, 3)
+    if bars:  # the pooling weights are drawn: the largest frame's bar fills the strip's height
+        lit = (image[-STRIP_HEIGHT:] == BAR_COLOUR).all(-1)
+        assert lit[0].any() and lit.all(0).any()
 
 
 def test_models_reject_a_frequency_axis_too_small_for_their_stages():
