@@ -6,12 +6,45 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 if SHARED_DATA.is_dir():
     os.environ.setdefault("FRAMEWORK_DATA_DIR", str(SHARED_DATA))
+
+
+#: Every device of this machine: the CPU always, CUDA where a GPU is present. A test that takes a
+#: ``device`` argument runs once per device (ids ``[cpu]``, ``[cuda]``), so the suite checks the GPU
+#: path on any machine that has one; ``pytest -k cuda`` is that lane alone (``make test-gpu``).
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def pytest_generate_tests(metafunc):
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", DEVICES)
+
+
+def accelerator(device: str) -> str:
+    """Lightning's ``trainer.accelerator`` for a test device."""
+    return "gpu" if device == "cuda" else device
+
+
+#: One training, validation and test batch with loggers and checkpoints on (``fast_dev_run`` turns the
+#: loggers off, and with them the pictures), and a logger that keeps the pictures it is given.
+ONE_BATCH = ["--trainer.fast_dev_run=false", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1",
+             "--trainer.limit_val_batches=1",
+             "--trainer.limit_test_batches=1", "--trainer.num_sanity_val_steps=0",
+             "--trainer.logger=tests.image_logger.ImageLogger"]
+
+
+def on(device: str, *items):
+    """Models and batches (tensors, mappings, tuples, graph ``Data``) moved to ``device``."""
+    from lightning.pytorch.utilities import move_data_to_device
+
+    moved = tuple(move_data_to_device(item, device) for item in items)
+    return moved if len(moved) > 1 else moved[0]
 
 
 @pytest.fixture

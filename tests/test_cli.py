@@ -11,6 +11,7 @@ import yaml
 
 from framework import TaskModule
 from framework.cli import main
+from tests.conftest import accelerator, on
 
 SMALL = [
     "--config", "configs/demo.yaml",
@@ -24,8 +25,8 @@ def fit(*extra: str):
     return main(["fit", *SMALL, *extra])
 
 
-def test_fit_then_test_from_the_checkpoint(capsys):
-    cli = fit("--trainer.max_epochs=2")
+def test_fit_then_test_from_the_checkpoint(capsys, device):
+    cli = fit("--trainer.max_epochs=2", f"--trainer.accelerator={accelerator(device)}")
     run = Path(cli.trainer.default_root_dir)
     best, last = run / "checkpoints" / "best.ckpt", run / "checkpoints" / "last.ckpt"
     assert best.is_file() and last.is_file() and (run / "config.yaml").is_file() and (run / "metrics.csv").is_file()
@@ -36,7 +37,7 @@ def test_fit_then_test_from_the_checkpoint(capsys):
 
     fit_metrics = (run / "metrics.csv").read_text()
     tested = main(["test", "--config", str(run / "config.yaml"), "--ckpt_path", str(best),
-                   "--trainer.enable_progress_bar=false"])
+                   "--trainer.enable_progress_bar=false", f"--trainer.accelerator={accelerator(device)}"])
     metrics = tested.trainer.callback_metrics
     assert {"test/acc", "test/f1", "test/loss"} <= set(metrics)
     # The saved config names no folder of the fit run: the test run has its own, fit's files stay.
@@ -45,11 +46,11 @@ def test_fit_then_test_from_the_checkpoint(capsys):
     assert (run / "metrics.csv").read_text() == fit_metrics and (test_run / "metrics.csv").is_file()
 
     # The checkpoint alone rebuilds the module, and it predicts what the CLI's module predicts.
-    loaded = TaskModule.load_from_checkpoint(best).eval()
-    batch = next(iter(tested.datamodule.test_dataloader()))
-    tested.model.eval()
+    loaded = TaskModule.load_from_checkpoint(best, map_location=device).eval()
+    batch = on(device, next(iter(tested.datamodule.test_dataloader())))
+    module = on(device, tested.model).eval()
     with torch.no_grad():
-        torch.testing.assert_close(loaded.task.predict(loaded.model, batch), tested.model.task.predict(tested.model.model, batch))
+        torch.testing.assert_close(loaded.task.predict(loaded.model, batch), module.task.predict(module.model, batch))
 
 
 def test_checkpoint_carries_model_and_task_so_test_needs_only_data():
@@ -91,9 +92,10 @@ def test_a_schedule_without_an_optimizer_is_refused(tmp_path, capsys):
     assert "lr_scheduler is set but optimizer is not" in capsys.readouterr().err
 
 
-def test_predict_returns_logits():
-    run = Path(fit().trainer.default_root_dir)
-    cli = main(["predict", *SMALL, "--ckpt_path", str(run / "checkpoints" / "best.ckpt")])
+def test_predict_returns_logits(device):
+    run = Path(fit(f"--trainer.accelerator={accelerator(device)}").trainer.default_root_dir)
+    cli = main(["predict", *SMALL, "--ckpt_path", str(run / "checkpoints" / "best.ckpt"),
+                f"--trainer.accelerator={accelerator(device)}"])
     assert cli.trainer.predict_loop.predictions[0].shape == (32, 10)
 
 
@@ -127,11 +129,12 @@ def test_runs_never_share_a_folder():
     assert first.parent.parent == Path(os.environ["FRAMEWORK_RUNS_DIR"])
 
 
-def test_resumed_fit_continues_in_its_folder_where_it_stopped():
-    run = Path(fit().trainer.default_root_dir)
+def test_resumed_fit_continues_in_its_folder_where_it_stopped(device):
+    on_device = f"--trainer.accelerator={accelerator(device)}"
+    run = Path(fit(on_device).trainer.default_root_dir)
     last = run / "checkpoints" / "last.ckpt"
     steps = torch.load(last, weights_only=False)["global_step"]
-    resumed = fit("--trainer.max_epochs=2", "--ckpt_path", str(last))
+    resumed = fit("--trainer.max_epochs=2", "--ckpt_path", str(last), on_device)
     assert Path(resumed.trainer.default_root_dir) == run
     assert resumed.trainer.current_epoch == 2
     assert torch.load(last, weights_only=False)["global_step"] == 2 * steps

@@ -18,7 +18,8 @@ from .frontend import Frontend
 from .fsdd import FSDD
 from .models import CRNN, SpectrogramCNN, SpectrogramTransformer
 from .speechcommands import SpeechCommands
-from .task import AudioClassification, spectrogram_with_attention
+from .pictures import spectrogram_with_attention
+from .task import AudioClassification
 
 __all__ = [
     "CLASSES",

@@ -2,37 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.attention import AttentionBlock, capture
-from framework.callbacks import heatmap
 from framework.tasks import Classification, inputs_of
 
-STRIP_HEIGHT = 48  # pixels of the attention bars under the spectrogram
-GAP = 2  # pixels between spectrogram and bars
-BAR_COLOUR = torch.tensor([255, 140, 0], dtype=torch.uint8)
-
-
-def spectrogram_with_attention(features: Tensor, weights: Optional[Tensor] = None) -> Tensor:
-    """(F, N) features (and (N,) weights over the frames) -> (H, W, 3) uint8 image.
-
-    The spectrogram is drawn with low frequencies at the bottom; under it, one bar per
-    frame whose height is the frame's weight relative to the largest weight.
-    """
-    picture = heatmap(features.flip(0))
-    if weights is None:
-        return picture
-    scale = picture.shape[1] // features.shape[1]
-    heights = (weights.float().cpu() / weights.max().clamp(min=1e-12) * STRIP_HEIGHT).round().long()
-    rows = torch.arange(STRIP_HEIGHT - 1, -1, -1).unsqueeze(1)  # height above the strip's bottom
-    lit = (rows < heights.repeat_interleave(scale).unsqueeze(0)).unsqueeze(-1)
-    strip = torch.where(lit, BAR_COLOUR, torch.zeros(3, dtype=torch.uint8))
-    gap = torch.full((GAP, picture.shape[1], 3), 255, dtype=torch.uint8)
-    return torch.cat([picture, gap, strip])
+from .pictures import spectrogram_with_attention
 
 
 class AudioClassification(Classification):

@@ -11,7 +11,7 @@ from torch_geometric.data import Data
 from framework.attention import capture
 from framework.tasks import Classification, Step
 
-from .neighbourhood import draw_neighbourhood, node_coefficients
+from .pictures import draw_neighbourhood, node_coefficients
 
 
 class NodeClassification(Classification):

@@ -10,24 +10,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from framework.callbacks import heatmap
 from framework.tasks import Step, Task
 
 from .metrics import OVERALL, AnswerMetric
-
-SUPPORT_COLOUR = torch.tensor([230, 40, 40], dtype=torch.uint8)
-BLANK_COLOUR = torch.tensor([255, 255, 255], dtype=torch.uint8)
-
-
-def hop_image(weights: Tensor, support: Tensor) -> Tensor:
-    """(hops, N) attention over the story's N sentences -> (H, W, 3) uint8 heat map, one row per
-    hop (top: hop 1) and one column per sentence (oldest left), over a strip that is red under
-    the supporting facts and white elsewhere."""
-    picture = heatmap(weights)
-    column = picture.shape[1] // weights.shape[1]
-    strip = torch.where(support.view(1, -1, 1), SUPPORT_COLOUR, BLANK_COLOUR)
-    strip = strip.repeat_interleave(column, 1).expand(max(4, column // 2), -1, -1)
-    return torch.cat([picture, strip], 0)
+from .pictures import hop_image
 
 
 class QuestionAnswering(Task):

@@ -6,7 +6,7 @@
   Transformer classifier; a recurrent encoder-decoder with Bahdanau or Luong attention and
   a Transformer encoder-decoder.
 * ``tasks``: ``TextClassification`` and ``Translation`` (their checkpoints carry the tokeniser).
-* ``decoding``: greedy and beam search; ``metrics``; ``visuals``: alignments and highlights.
+* ``decoding``: greedy and beam search; ``metrics``; ``pictures``: alignments and highlights.
 
 Configs: ``domains/nlp/*.yaml``.
 """

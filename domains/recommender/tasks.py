@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from framework.attention import capture
-from framework.callbacks import heatmap
+from framework.pictures import heatmap
 from framework.tasks import Step, Task
 
 from .metrics import MRR, NDCG, HitRate

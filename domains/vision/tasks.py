@@ -11,11 +11,12 @@ from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardIndex
 
 from framework.attention import capture
+from framework.pictures import as_rgb, colour_mask, overlay, side_by_side
 from framework.tasks import Step, Task, call_model, inputs_of, split_batch
 
 from .models import SegmentationOutput
 from .data.palettes import as_palette, voc_palette
-from .pictures import as_rgb, attention_overlay, colour_mask, pixel_attention, side_by_side
+from .pictures import pixel_attention
 
 
 def _logits(output: Any) -> tuple[Tensor, Tensor | None]:
@@ -122,7 +123,7 @@ class Segmentation(Task):
         if weights is None:
             return []
         query = (min(int(self.pixel[0] * height), height - 1), min(int(self.pixel[1] * width), width - 1))
-        return [attention_overlay(as_rgb(x), w, query) for x, w in zip(inputs, weights)]
+        return [overlay(as_rgb(x), w, query) for x, w in zip(inputs, weights)]
 
 
 def _record_size(record: object, height: int, width: int) -> tuple[int, int] | None:

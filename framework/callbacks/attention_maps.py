@@ -10,25 +10,7 @@ from lightning.pytorch.callbacks import Callback
 from torch import Tensor
 
 from ..attention import capture
-
-# Anchor colours of a perceptually ordered map (dark blue -> teal -> yellow).
-_ANCHORS = torch.tensor(
-    [[0.27, 0.00, 0.33], [0.23, 0.32, 0.55], [0.13, 0.57, 0.55], [0.37, 0.79, 0.38], [0.99, 0.91, 0.14]]
-)
-
-
-def heatmap(values: Tensor, min_side: int = 128) -> Tensor:
-    """(H, W) values -> (H', W', 3) uint8 image, scaled to [0, 1] and enlarged by whole pixels."""
-    values = values.detach().float().cpu()
-    low, high = values.min(), values.max()
-    scaled = (values - low) / (high - low) if high > low else torch.zeros_like(values)
-    position = scaled * (len(_ANCHORS) - 1)
-    lower = position.floor().long().clamp(max=len(_ANCHORS) - 2)
-    frac = (position - lower).unsqueeze(-1)
-    rgb = _ANCHORS[lower] * (1 - frac) + _ANCHORS[lower + 1] * frac
-    factor = max(1, -(-min_side // min(values.shape)))
-    rgb = rgb.repeat_interleave(factor, 0).repeat_interleave(factor, 1)
-    return (rgb * 255).round().to(torch.uint8)
+from ..pictures import heatmap
 
 
 def _as_array(image: object) -> object:

@@ -150,17 +150,17 @@ def randomized(name: str, **kwargs) -> nn.Module:
 
 
 @pytest.mark.parametrize("case", sorted(REFERENCES))
-def test_matches_reference(case):
+def test_matches_reference(case, device):
     name, kwargs, reference = REFERENCES[case]
     block = randomized(name, **kwargs)
-    assert_matches_reference(block, reference, feature_map())
+    assert_matches_reference(block, reference, feature_map(), device=device)
 
 
 @pytest.mark.parametrize("name", ["non_local", "danet_position"])
-def test_explicit_path_matches_reference_and_fused_path(name):
+def test_explicit_path_matches_reference_and_fused_path(name, device):
     block, reference = randomized(name), REFERENCES[name][2]
     with capture(block):
-        assert_matches_reference(block, reference, feature_map())  # explicit softmax
+        assert_matches_reference(block, reference, feature_map(), device=device)  # explicit softmax
 
     block = block.float()
     x1, x2 = feature_map().requires_grad_(), feature_map().requires_grad_()

@@ -122,43 +122,43 @@ SCORES = ["additive", "dot", "scaled_dot", "general", "biased_general", "activat
 
 @pytest.mark.parametrize("score", SCORES)
 @pytest.mark.parametrize("num_heads", [1, 2])
-def test_every_score_matches_its_formula(score, num_heads):
+def test_every_score_matches_its_formula(score, num_heads, device):
     """Projected (transformer style) attention with each score, with key padding."""
     distribution = "normalize" if score == "kernel" else "softmax"
     block = randomize_(Attention(DQ, DK, DV, score=score, distribution=distribution, num_heads=num_heads, head_dim=4))
     q, k, v, mask = _inputs()
-    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask)
-    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask, need_weights=True, output=lambda o: o.output)
+    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask, device=device)
+    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask, need_weights=True, output=lambda o: o.output, device=device)
 
 
 @pytest.mark.parametrize("score", ["additive", "general", "biased_general", "activated_general", "concat", "location"])
-def test_unprojected_scores_take_queries_and_keys_of_different_sizes(score):
+def test_unprojected_scores_take_queries_and_keys_of_different_sizes(score, device):
     """Bahdanau/Luong style: raw features scored, values averaged, output has Dv features."""
     block = randomize_(Attention(DQ, DK, DV, score=score, project=False))
     q, k, v, mask = _inputs()
-    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask)
+    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask, device=device)
 
 
 @pytest.mark.parametrize("distribution", ["softmax", "sigmoid"])
-def test_distributions_with_explicit_and_causal_masks(distribution):
+def test_distributions_with_explicit_and_causal_masks(distribution, device):
     block = randomize_(Attention(DQ, score="general", distribution=distribution, num_heads=2, causal=True))
     q, _, _, mask = _inputs()
     x = torch.randn(B, M, DQ)
     attn_mask = torch.tensor([[1, 1, 0], [1, 1, 1], [0, 1, 1]], dtype=torch.bool)
-    assert_matches_reference(block, _reference, x, key_padding_mask=mask[:, :M], attn_mask=attn_mask)
+    assert_matches_reference(block, _reference, x, key_padding_mask=mask[:, :M], attn_mask=attn_mask, device=device)
 
 
-def test_multi_hop_adds_each_output_to_the_query():
+def test_multi_hop_adds_each_output_to_the_query(device):
     block = randomize_(Attention(DQ, DK, DV, score="additive", hops=3))
     q, k, v, mask = _inputs()
-    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask)
+    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask, device=device)
 
 
-def test_multi_dimensional_attention_weighs_every_value_feature():
+def test_multi_dimensional_attention_weighs_every_value_feature(device):
     for score in ("additive", "concat"):
         block = randomize_(Attention(DQ, DK, DV, score=score, multi_dimensional=True, num_heads=2, head_dim=3))
         q, k, v, mask = _inputs()
-        assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask)
+        assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask, device=device)
         weights = block.float()(q, k, v, key_padding_mask=mask, need_weights=True).weights
         assert weights.shape == (B, 2, M, N, 3)
         torch.testing.assert_close(weights.sum(-2), torch.ones(B, 2, M, 3))  # softmax over keys, per feature
@@ -258,13 +258,13 @@ def test_fused_sdpa_path_equals_the_explicit_path(score, monkeypatch):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_kernel_attention_linear_path_equals_the_explicit_path(causal):
+def test_kernel_attention_linear_path_equals_the_explicit_path(causal, device):
     block = randomize_(Attention(8, score="kernel", distribution="normalize", num_heads=2, causal=causal)).double()
     x = torch.randn(B, 6, 8, dtype=torch.float64)
     mask = torch.ones(B, 6, dtype=torch.bool)
     mask[0, 4:] = False
     torch.testing.assert_close(block(x, key_padding_mask=mask), block(x, key_padding_mask=mask, need_weights=True).output)
-    assert_matches_reference(block, _reference, x, key_padding_mask=mask)
+    assert_matches_reference(block, _reference, x, key_padding_mask=mask, device=device)
 
 
 @pytest.mark.parametrize("distribution", ["softmax", "sparsemax", "sigmoid", "hard", "normalize"])
@@ -332,13 +332,13 @@ PRESETS = ["attention", "additive", "dot", "scaled_dot", "general", "biased_gene
 
 
 @pytest.mark.parametrize("name", PRESETS)
-def test_catalogue_presets_match_the_formulas(name):
+def test_catalogue_presets_match_the_formulas(name, device):
     """Each catalogue entry of the general model, built by name, as self-attention with padding."""
     block = randomize_(create(name, 8))
     x = torch.randn(B, 6, 8)
     mask = torch.ones(B, 6, dtype=torch.bool)
     mask[0, 4:] = False
-    assert_matches_reference(block, _reference, x, key_padding_mask=mask)
+    assert_matches_reference(block, _reference, x, key_padding_mask=mask, device=device)
 
 
 def test_dropout_acts_on_the_weights_only_while_training():

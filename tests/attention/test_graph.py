@@ -18,18 +18,18 @@ CASES = [(GraphAttention, gat_reference), (GraphAttentionV2, gatv2_reference)]
 @pytest.mark.parametrize("cls, reference", CASES, ids=["gat", "gatv2"])
 @pytest.mark.parametrize("heads", [1, 3])
 @pytest.mark.parametrize("concat", [True, False])
-def test_matches_dense_reference(cls, reference, heads, concat):
+def test_matches_dense_reference(cls, reference, heads, concat, device):
     torch.manual_seed(heads)
     block = randomize_(cls(F_IN, C, heads=heads, concat=concat))
     x = torch.randn(N, F_IN)
-    assert_matches_reference(block, reference, x, random_graph())
+    assert_matches_reference(block, reference, x, random_graph(), device=device)
     assert block(x.double(), random_graph()).shape == (N, heads * C if concat else C)
 
 
 @pytest.mark.parametrize("cls, reference", CASES, ids=["gat", "gatv2"])
-def test_without_self_loops(cls, reference):
+def test_without_self_loops(cls, reference, device):
     block = randomize_(cls(F_IN, C, heads=2, add_self_loops=False))
-    assert_matches_reference(block, reference, torch.randn(N, F_IN), random_graph(seed=1))
+    assert_matches_reference(block, reference, torch.randn(N, F_IN), random_graph(seed=1), device=device)
 
 
 @pytest.mark.parametrize("cls", [GraphAttention, GraphAttentionV2], ids=["gat", "gatv2"])

@@ -55,16 +55,16 @@ def inputs(per_hop_keys: bool, per_hop_values: bool, seed: int = 0):
 @pytest.mark.parametrize("per_hop", [False, True], ids=["shared", "per_hop_memory"])
 @pytest.mark.parametrize("linear_start", [False, True])
 @pytest.mark.parametrize("masked", [True, False])
-def test_matches_reference(update, per_hop, linear_start, masked):
+def test_matches_reference(update, per_hop, linear_start, masked, device):
     block = randomize_(MemoryRead(D, hops=HOPS, update=update))
     block.linear_start = linear_start  # as a training callback would set it
     query, keys, values, mask = inputs(per_hop, per_hop)
-    assert_matches_reference(block, memory_reference, query, keys, values, *([mask] if masked else []))
+    assert_matches_reference(block, memory_reference, query, keys, values, *([mask] if masked else []), device=device)
 
 
-def test_shared_keys_with_per_hop_values():
+def test_shared_keys_with_per_hop_values(device):
     block = randomize_(MemoryRead(D, hops=HOPS, update="per_hop"))
-    assert_matches_reference(block, memory_reference, *inputs(False, True))
+    assert_matches_reference(block, memory_reference, *inputs(False, True), device=device)
 
 
 @pytest.mark.parametrize("linear_start", [False, True])

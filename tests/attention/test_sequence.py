@@ -78,16 +78,16 @@ def mhsa_reference(block, x, mask=None, *, attn_mask=None, need_weights=False):
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("need_weights", [False, True])
-def test_mhsa_matches_naive_formula(causal, need_weights):
+def test_mhsa_matches_naive_formula(causal, need_weights, device):
     block = randomize_(MultiHeadSelfAttention(D, num_heads=2, causal=causal))
     x, mask = torch.randn(B, N, D), lengths_mask([6, 3, 0], N)
     if need_weights:  # the explicit path; without weights the fused kernel runs
-        assert_matches_reference(block, field(mhsa_reference, "output"), x, mask, **OUTPUT)
-        assert_matches_reference(block, field(mhsa_reference, "weights"), x, mask, **WEIGHTS)
+        assert_matches_reference(block, field(mhsa_reference, "output"), x, mask, **OUTPUT, device=device)
+        assert_matches_reference(block, field(mhsa_reference, "weights"), x, mask, **WEIGHTS, device=device)
     else:
-        assert_matches_reference(block, mhsa_reference, x, mask)
+        assert_matches_reference(block, mhsa_reference, x, mask, device=device)
     attn_mask = torch.rand(B, N, N) > 0.3
-    assert_matches_reference(block, mhsa_reference, x, mask, attn_mask=attn_mask)
+    assert_matches_reference(block, mhsa_reference, x, mask, attn_mask=attn_mask, device=device)
 
 
 def torch_mha_reference(block, x, mask, *, need_weights=False):
@@ -112,11 +112,11 @@ def torch_mha_reference(block, x, mask, *, need_weights=False):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_mhsa_matches_torch_multihead_attention(causal):
+def test_mhsa_matches_torch_multihead_attention(causal, device):
     block = randomize_(MultiHeadSelfAttention(D, num_heads=2, causal=causal))
     x, mask = torch.randn(B, N, D), lengths_mask([6, 4, 2], N)
-    assert_matches_reference(block, torch_mha_reference, x, mask)
-    assert_matches_reference(block, field(torch_mha_reference, "weights"), x, mask, **WEIGHTS)
+    assert_matches_reference(block, torch_mha_reference, x, mask, device=device)
+    assert_matches_reference(block, field(torch_mha_reference, "weights"), x, mask, **WEIGHTS, device=device)
 
 
 def local_reference(block, x, mask=None, *, need_weights=False):
@@ -130,12 +130,12 @@ def local_reference(block, x, mask=None, *, need_weights=False):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_local_matches_naive_formula(causal):
+def test_local_matches_naive_formula(causal, device):
     block = randomize_(LocalAttention(D, window=2, num_heads=2, causal=causal))
     x, mask = torch.randn(B, N, D), lengths_mask([6, 3, 0], N)
-    assert_matches_reference(block, local_reference, x, mask)
-    assert_matches_reference(block, field(local_reference, "output"), x, mask, **OUTPUT)
-    assert_matches_reference(block, field(local_reference, "weights"), x, mask, **WEIGHTS)
+    assert_matches_reference(block, local_reference, x, mask, device=device)
+    assert_matches_reference(block, field(local_reference, "output"), x, mask, **OUTPUT, device=device)
+    assert_matches_reference(block, field(local_reference, "weights"), x, mask, **WEIGHTS, device=device)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -206,22 +206,22 @@ def luong_reference(block, query, keys, *, key_padding_mask=None, positions=None
 
 
 @pytest.mark.parametrize("position", ["predictive", "monotonic"])
-def test_local_p_matches_reference(position):
+def test_local_p_matches_reference(position, device):
     block = randomize_(LuongLocalAttention(D, key_dim=6, window=2, position=position), scale=1.0).double()
     query, keys, mask = torch.randn(B, 4, D).double(), torch.randn(B, 7, 6).double(), lengths_mask([7, 4, 0], 7)
-    assert_matches_reference(block, luong_reference, query, keys, key_padding_mask=mask)
-    assert_matches_reference(block, field(luong_reference, "weights"), query, keys, key_padding_mask=mask, **WEIGHTS)
-    assert_matches_reference(block, luong_reference, query[:, 0], keys, key_padding_mask=mask)
+    assert_matches_reference(block, luong_reference, query, keys, key_padding_mask=mask, device=device)
+    assert_matches_reference(block, field(luong_reference, "weights"), query, keys, key_padding_mask=mask, **WEIGHTS, device=device)
+    assert_matches_reference(block, luong_reference, query[:, 0], keys, key_padding_mask=mask, device=device)
     weights = block(query, keys, key_padding_mask=mask, need_weights=True).weights
     assert weights.shape == (B, 4, 7) and not weights[2].any() and not weights[1, :, 4:].any()
 
 
-def test_local_p_monotonic_positions_override():
+def test_local_p_monotonic_positions_override(device):
     block = randomize_(LuongLocalAttention(D, window=1, position="monotonic")).double()
     query, keys = torch.randn(2, 3, D).double(), torch.randn(2, 6, D).double()
     positions = torch.tensor([[5, 0, 2], [1, 1, 4]])
-    assert_matches_reference(block, luong_reference, query, keys, positions=positions)
-    assert_matches_reference(block, luong_reference, query[:, 0], keys, positions=positions[:, 0])
+    assert_matches_reference(block, luong_reference, query, keys, positions=positions, device=device)
+    assert_matches_reference(block, luong_reference, query[:, 0], keys, positions=positions[:, 0], device=device)
     weights = block(query, keys, positions=positions, need_weights=True).weights
     assert weights[0, 0, :4].eq(0).all() and weights[0, 0, 4:].sum().item() == pytest.approx(1.0)
 
@@ -243,11 +243,11 @@ def pooling_reference(block, x, mask, *, need_weights=False):
 
 
 @pytest.mark.parametrize("num_queries", [1, 3])
-def test_pooling_matches_reference(num_queries):
+def test_pooling_matches_reference(num_queries, device):
     block = randomize_(AttentionPooling(D, hidden=5, num_queries=num_queries)).double()
     x, mask = torch.randn(B, N, D).double(), lengths_mask([6, 2, 0], N)
-    assert_matches_reference(block, pooling_reference, x, mask)
-    assert_matches_reference(block, field(pooling_reference, "weights"), x, mask, **WEIGHTS)
+    assert_matches_reference(block, pooling_reference, x, mask, device=device)
+    assert_matches_reference(block, field(pooling_reference, "weights"), x, mask, **WEIGHTS, device=device)
     assert block(x, mask).shape == ((B, D) if num_queries == 1 else (B, num_queries, D))
     assert not block(x, mask)[2].any()
 
@@ -279,11 +279,11 @@ class MaskedLinear(nn.Linear):
 
 
 @pytest.mark.parametrize("encoder", [False, True])
-def test_hierarchical_matches_reference(encoder):
+def test_hierarchical_matches_reference(encoder, device):
     block = randomize_(HierarchicalAttention(D, hidden=6, sentence_encoder=MaskedLinear(D, D) if encoder else None)).double()
     x = torch.randn(B, 3, 4, D).double()
     mask = torch.stack([lengths_mask([4, 2, 0], 4), lengths_mask([1, 3, 4], 4), lengths_mask([0, 0, 0], 4)])
-    assert_matches_reference(block, hierarchical_reference, x, mask)
+    assert_matches_reference(block, hierarchical_reference, x, mask, device=device)
     assert not block(x, mask)[2].any()
 
 
@@ -333,12 +333,12 @@ def alternating_reference(block, x1, x2, mask1, mask2):
 @pytest.mark.parametrize(
     "cls, reference", [(ParallelCoAttention, parallel_reference), (AlternatingCoAttention, alternating_reference)]
 )
-def test_co_attention_matches_reference(cls, reference):
+def test_co_attention_matches_reference(cls, reference, device):
     block = randomize_(cls(D, 6, hidden=5)).double()
     x1, x2 = torch.randn(B, 5, D).double(), torch.randn(B, 4, 6).double()
     mask1, mask2 = lengths_mask([5, 3, 0], 5), lengths_mask([4, 1, 2], 4)
     for i in range(2):
-        assert_matches_reference(block, lambda *a: reference(*a)[i], x1, x2, mask1, mask2, output=lambda out, i=i: out[i])
+        assert_matches_reference(block, lambda *a: reference(*a)[i], x1, x2, mask1, mask2, output=lambda out, i=i: out[i], device=device)
     c1, c2 = block(x1, x2, mask1, mask2)
     assert c1.shape == (B, D) and c2.shape == (B, 6) and not c1[2].any()
 
@@ -362,11 +362,11 @@ def rotatory_reference(block, left, target, right, left_mask, target_mask, right
 
 
 @pytest.mark.parametrize("hops", [1, 2])
-def test_rotatory_matches_reference(hops):
+def test_rotatory_matches_reference(hops, device):
     block = randomize_(RotatoryAttention(D, hops=hops)).double()
     left, target, right = (torch.randn(B, n, D).double() for n in (5, 3, 4))
     masks = lengths_mask([5, 0, 2], 5), lengths_mask([3, 1, 2], 3), lengths_mask([4, 3, 0], 4)
-    assert_matches_reference(block, rotatory_reference, left, target, right, *masks)
+    assert_matches_reference(block, rotatory_reference, left, target, right, *masks, device=device)
     out = block(left, target, right, *masks)
     assert out.shape == (B, 4 * D) and not out[1, :D].any() and not out[2, D : 2 * D].any()
 

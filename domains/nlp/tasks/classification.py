@@ -10,7 +10,7 @@ from framework.attention.sequence import frobenius_penalty
 from framework.tasks import Classification, Step, call_model, inputs_of, split_batch
 
 from ..tokenization import tokens_of
-from ..visuals import highlight_image
+from ..pictures import highlight_image
 from .state import TokenizerState
 
 

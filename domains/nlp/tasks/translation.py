@@ -15,7 +15,7 @@ from ..decoding import beam_search, greedy_decode
 from ..metrics import ExactMatch, TokenAccuracy
 from ..models.seq2seq import teacher_inputs
 from ..tokenization import EOS, PAD, token_names
-from ..visuals import alignment_image
+from ..pictures import alignment_image
 from .state import TokenizerState
 
 DECODINGS = ("greedy", "beam")

@@ -111,7 +111,7 @@ class Hard(Distribution):
             choice = log_p.argmax(dim, keepdim=True)
         one_hot = torch.zeros_like(log_p).scatter_(dim, choice, 1.0)
         p = log_p.exp()
-        weights = one_hot + p - p.detach()
+        weights = one_hot + (p - p.detach())  # exactly one-hot forward, softmax gradient backward
         log_prob = log_p.gather(dim, choice).squeeze(dim)
         if mask is not None:
             valid = mask.any(dim)

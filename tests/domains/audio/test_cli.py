@@ -7,10 +7,13 @@ from pathlib import Path
 import pytest
 
 from framework.cli import main
+from tests.conftest import ONE_BATCH, accelerator
+from tests.image_logger import logged_pictures
 
 CONFIGS = sorted(Path("domains/audio").glob("*.yaml")) if Path("domains/audio").is_dir() else []
 QUICK = ["--config", "configs/logger/csv.yaml", "--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false",
          "--trainer.enable_model_summary=false", "--data.batch_size=4"]
+PICTURES = "--trainer.logger=tests.image_logger.ImageLogger"
 SMALL_EVENTS = ["--data.train_size=8", "--data.val_size=4", "--data.test_size=4"]
 
 
@@ -21,12 +24,14 @@ def test_the_domain_has_the_issues_configs():
 
 
 @pytest.mark.parametrize("config", [p.stem for p in CONFIGS])
-def test_config_runs_with_fast_dev_run(config, shared_data):
+def test_config_runs_with_fast_dev_run(config, shared_data, device):
     if config.endswith("_fsdd"):
         shared_data("fsdd")
     extra = [] if config.endswith("_fsdd") else SMALL_EVENTS
-    cli = main(["fit", "--config", f"domains/audio/{config}.yaml", *QUICK, *extra])
+    cli = main(["fit", "--config", f"domains/audio/{config}.yaml", *QUICK, *extra,
+                *ONE_BATCH, f"--trainer.accelerator={accelerator(device)}"])
     assert {"train/loss", "val/acc", "val/f1"} <= set(cli.trainer.callback_metrics)
+    assert "images/time_attention" in logged_pictures(cli.trainer)
 
 
 def test_a_block_of_the_wrong_kind_fails_while_parsing_with_the_key(capsys):

@@ -7,8 +7,9 @@ import torch
 
 from domains.audio import CRNN, AudioClassification, Frontend, SpectrogramCNN, SpectrogramTransformer
 from domains.audio.models import pool_frames
-from domains.audio.task import BAR_COLOUR, STRIP_HEIGHT, spectrogram_with_attention
+from domains.audio.pictures import BAR_COLOUR, STRIP_HEIGHT, spectrogram_with_attention
 from framework.attention import NoAttention, capture, create
+from tests.conftest import on
 
 FRONT = dict(sample_rate=8000, n_fft=128, hop_length=64, n_mels=16)
 
@@ -84,9 +85,10 @@ def test_spectrogram_picture_draws_one_bar_per_frame():
 
 
 @pytest.mark.parametrize("name", ["cnn_se", "transformer", "crnn"])
-def test_task_images_show_the_first_clip_cut_to_its_real_frames(name):
+def test_task_images_show_the_first_clip_cut_to_its_real_frames(name, device):
     model = models()[name].eval()
     batch = {"waveform": torch.randn(2, 2000), "lengths": torch.tensor([1000, 2000]), "target": torch.tensor([0, 1])}
+    model, batch = on(device, model, batch)
     with torch.no_grad():
         (image,) = AudioClassification(4).images(model, batch)["time_attention"]
     frames = -(-1000 // FRONT["hop_length"])  # 16 real frames of 16 mel bins: heatmap scale 8

@@ -8,6 +8,8 @@ import pytest
 
 from framework.cli import main
 from framework.data import DataNotFoundError
+from tests.conftest import ONE_BATCH, accelerator
+from tests.image_logger import logged_pictures
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 EMBEDDED = ["gat", "gatv2", "gcn"]
@@ -18,9 +20,11 @@ def run(config: str, *extra: str):
 
 
 @pytest.mark.parametrize("config", EMBEDDED)
-def test_embedded_configs_run(config):
-    cli = run(config, "--trainer.fast_dev_run=true")
+def test_embedded_configs_run(config, device):
+    cli = run(config,
+              *ONE_BATCH, f"--trainer.accelerator={accelerator(device)}")
     assert "train/loss" in cli.trainer.callback_metrics and "val/acc" in cli.trainer.callback_metrics
+    assert ("images/neighbourhood_attention" in logged_pictures(cli.trainer)) == (config != "gcn")
 
 
 @pytest.mark.parametrize("config", [f"{name}_cora" for name in EMBEDDED])

@@ -25,7 +25,7 @@ def test_gat_has_the_papers_cora_architecture():
 
 
 @pytest.mark.parametrize("attention, reference", [("gat", gat_reference), ("gatv2", gatv2_reference)])
-def test_heads_concatenated_then_averaged_match_the_dense_formula(attention, reference):
+def test_heads_concatenated_then_averaged_match_the_dense_formula(attention, reference, device):
     """Hidden layer: heads concatenated, ELU; output layer: heads averaged (output_heads=3)."""
     model = randomize_(NodeClassifier(5, 4, attention=attention, hidden_channels=3, heads=2, output_heads=3)).eval()
     assert model.layers[0].conv.concat and not model.layers[1].conv.concat
@@ -35,7 +35,7 @@ def test_heads_concatenated_then_averaged_match_the_dense_formula(attention, ref
         assert hidden.shape == (len(x), 2 * 3)
         return reference(model.layers[1], hidden, edge_index)
 
-    assert_matches_reference(model, composed, torch.randn(6, 5), random_graph(6))
+    assert_matches_reference(model, composed, torch.randn(6, 5), random_graph(6), device=device)
 
 
 def test_dropout_on_features_and_coefficients_only_while_training():

@@ -9,8 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from domains.graph import KarateClubData, NodeClassification, NodeClassifier
-from domains.graph.neighbourhood import draw_neighbourhood, node_coefficients
-from framework.callbacks.attention_maps import heatmap
+from domains.graph.pictures import draw_neighbourhood, node_coefficients
+from framework.pictures import heatmap
+from tests.conftest import on
 
 
 @pytest.fixture
@@ -36,13 +37,13 @@ def test_predict_names_the_nodes(karate):
     assert torch.equal(out["node"], batch.test_mask.nonzero().flatten()) and out["logits"].shape == (14, 4)
 
 
-def test_one_neighbourhood_picture_per_attention_layer(karate):
-    batch = karate.split("val")[0]
-    pictures = NodeClassification(4, image_node=33).images(NodeClassifier(34, 4).eval(), batch)["neighbourhood_attention"]
+def test_one_neighbourhood_picture_per_attention_layer(karate, device):
+    model, batch = on(device, NodeClassifier(34, 4).eval(), karate.split("val")[0])
+    pictures = NodeClassification(4, image_node=33).images(model, batch)["neighbourhood_attention"]
     assert len(pictures) == 2 and all(p.dtype == torch.uint8 and p.shape == (320, 320, 3) for p in pictures)
-    assert NodeClassification(4).images(NodeClassifier(34, 4, attention="none").eval(), batch) == {}
+    assert NodeClassification(4).images(on(device, NodeClassifier(34, 4, attention="none").eval()), batch) == {}
     with pytest.raises(ValueError, match="task.image_node=34, but the graph has 34 nodes"):
-        NodeClassification(4, image_node=34).images(NodeClassifier(34, 4).eval(), batch)
+        NodeClassification(4, image_node=34).images(model, batch)
 
 
 def test_coefficients_of_a_node_are_its_incoming_edges_averaged_over_heads():

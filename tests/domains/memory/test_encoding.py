@@ -25,10 +25,10 @@ def naive_position_encoding(embed, tokens):
     return out
 
 
-def test_position_encoding_matches_the_paper_forward_and_backward():
+def test_position_encoding_matches_the_paper_forward_and_backward(device):
     tokens = torch.tensor([[[4, 2, 7, 0], [1, 0, 0, 0]], [[3, 3, 5, 6], [0, 0, 0, 0]]])
     embed = SentenceEmbedding(8, 5, tables=2, position=True)
-    assert_matches_reference(embed, naive_position_encoding, tokens)
+    assert_matches_reference(embed, naive_position_encoding, tokens, device=device)
 
 
 def test_ages_count_back_from_the_most_recent_sentence():

@@ -105,15 +105,15 @@ def randomized(model):
 @pytest.mark.parametrize("tying", ["adjacent", "layerwise"])
 @pytest.mark.parametrize("position", [True, False], ids=["pe", "bow"])
 @pytest.mark.parametrize("linear_start", [False, True])
-def test_memn2n_matches_the_paper(tying, position, linear_start):
+def test_memn2n_matches_the_paper(tying, position, linear_start, device):
     model = randomized(MemN2N(V, D, HOPS, SLOTS, tying=tying, position_encoding=position, linear_start=linear_start))
-    assert_matches_reference(model, memn2n_reference, *batch())
+    assert_matches_reference(model, memn2n_reference, *batch(), device=device)
 
 
 @pytest.mark.parametrize("linear_start", [False, True])
-def test_kvmemnn_matches_the_paper(linear_start):
+def test_kvmemnn_matches_the_paper(linear_start, device):
     model = randomized(KVMemNN(V, D, HOPS, SLOTS, linear_start=linear_start))
-    assert_matches_reference(model, kvmemnn_reference, *batch())
+    assert_matches_reference(model, kvmemnn_reference, *batch(), device=device)
 
 
 def test_state_updates_start_as_the_identity():

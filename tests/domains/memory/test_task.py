@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from domains.memory import AnswerMetric, GeneratedStories, LinearStart, MemN2N, QuestionAnswering
-from domains.memory.task import SUPPORT_COLOUR, hop_image
+from domains.memory.pictures import SUPPORT_COLOUR, hop_image
+from tests.conftest import on
 
 
 def logits_for(answers):
@@ -64,12 +65,13 @@ def generated_batch():
     return next(iter(dm.val_dataloader()))
 
 
-def test_images_draw_the_first_validation_question(generated_batch):
-    pictures = QuestionAnswering().images(MemN2N(34).eval(), generated_batch)
+def test_images_draw_the_first_validation_question(generated_batch, device):
+    batch = on(device, generated_batch)
+    pictures = QuestionAnswering().images(on(device, MemN2N(34).eval()), batch)
     (image,) = pictures["memory_hops"]
     sentences = int(generated_batch["story"][0].ne(0).any(-1).sum())
-    assert image.shape[1] % sentences == 0 and image.shape[-1] == 3
-    assert QuestionAnswering().images(MemN2N(34, attention="none"), generated_batch) == {}
+    assert image.shape[1] % sentences == 0 and image.shape[-1] == 3 and image.device.type == "cpu"
+    assert QuestionAnswering().images(on(device, MemN2N(34, attention="none")), batch) == {}
 
 
 def test_a_vocabulary_mismatch_names_the_setting(generated_batch):

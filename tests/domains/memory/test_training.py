@@ -8,6 +8,8 @@ import torch
 
 from domains.memory import BabiStories, GeneratedStories, KVMemNN, MemN2N, QuestionAnswering
 from framework.cli import main
+from tests.conftest import ONE_BATCH, accelerator
+from tests.image_logger import logged_pictures
 
 
 def loss_falls(model, datamodule, tasks, steps=30, lr=0.01):
@@ -44,9 +46,11 @@ FAST = ["--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false", "-
 
 
 @pytest.mark.parametrize("config", ["memn2n", "kvmemnn"])
-def test_embedded_configs_run(config):
+def test_embedded_configs_run(config, device):
     cli = main(["fit", "--config", f"domains/memory/{config}.yaml", *FAST, "--data.train_size=64",
-                "--data.val_size=16", "--data.test_size=16"])
+                "--data.val_size=16", "--data.test_size=16",
+                *ONE_BATCH, f"--trainer.accelerator={accelerator(device)}"])
+    assert "images/memory_hops" in logged_pictures(cli.trainer)
     metrics = cli.trainer.callback_metrics
     assert {"val/acc", "val/error", "val/mean_error", "val/error_task1", "val/error_task2"} <= set(metrics)
     assert no_weight_decay(cli)

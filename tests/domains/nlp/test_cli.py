@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from framework.cli import main
+from tests.conftest import ONE_BATCH, accelerator
+from tests.image_logger import logged_pictures
 
 CONFIGS = Path("domains/nlp")
 QUIET = ["--config", "configs/logger/csv.yaml", "--trainer.enable_progress_bar=false",
@@ -27,10 +29,12 @@ def small(config: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.stem)
-def test_config_runs_one_batch(config, shared_data):
+def test_config_runs_one_batch(config, shared_data, device):
     if "trec" in config.stem or "multi30k" in config.stem:
         shared_data("TREC" if "trec" in config.stem else "multi30k")
-    cli = main(["fit", "--config", str(config), *QUIET, *small(config), "--trainer.fast_dev_run=true"])
+    cli = main(["fit", "--config", str(config), *QUIET, *small(config), "--trainer.fast_dev_run=true",
+                *ONE_BATCH, f"--trainer.accelerator={accelerator(device)}"])
+    assert {"images/alignment", "images/word_attention"} & set(logged_pictures(cli.trainer))
     metrics = cli.trainer.callback_metrics
     assert "train/loss" in metrics and "val/loss" in metrics
     assert cli.model.task.tokenizer is cli.datamodule.tokenizer  # trained on the training split, handed to the task

@@ -78,11 +78,11 @@ def first_step_reference(style):
 
 
 @pytest.mark.parametrize("style,attention", [("bahdanau", "additive"), ("luong", "general")])
-def test_first_decoder_step_matches_the_papers_equations(style, attention):
+def test_first_decoder_step_matches_the_papers_equations(style, attention, device):
     model = randomize_(RecurrentSeq2Seq(V, dim=D, embed_dim=E, attention=attention, style=style, dropout=0.0)).eval()
     tokens, mask = tokens_and_mask([5, 3], 5)
     start = torch.full((2, 1), BOS)
-    assert_matches_reference(model, first_step_reference(style), tokens, mask, start)
+    assert_matches_reference(model, first_step_reference(style), tokens, mask, start, device=device)
 
 
 RECURRENT = [(s, c, a) for s in ("bahdanau", "luong") for c in ("gru", "lstm")

@@ -16,6 +16,7 @@ from domains.nlp.models import (
 )
 from domains.nlp.tasks import TextClassification, Translation
 from domains.nlp.tokenization import PAD, train_tokenizer
+from tests.conftest import on
 
 
 def date_batch(size: int = 8):
@@ -102,14 +103,15 @@ def is_picture(image: torch.Tensor) -> bool:
     RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="local_p", style="luong"),
     TransformerSeq2Seq(64, dim=16),
 ])
-def test_alignment_picture_of_the_first_example(model):
+def test_alignment_picture_of_the_first_example(model, device):
     tokenizer, batch = date_batch()
+    model, batch = on(device, model.eval(), batch)
     task = Translation(max_length=12)
     task.attach(tokenizer)
     with torch.no_grad():
-        images = task.images(model.eval(), batch)
+        images = task.images(model, batch)
     assert list(images) == ["alignment"] and is_picture(images["alignment"][0])
-    assert task.images(RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="none").eval(), batch) == {}
+    assert task.images(on(device, RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="none").eval()), batch) == {}
 
 
 @pytest.mark.parametrize("sentences,model", [
@@ -117,12 +119,12 @@ def test_alignment_picture_of_the_first_example(model):
     (False, TransformerClassifier(128, 3, dim=16, readout="cls")),
     (True, HierarchicalAttentionNetwork(128, 3, embed_dim=8, dim=16)),
 ])
-def test_word_highlights_of_the_first_example(sentences, model):
+def test_word_highlights_of_the_first_example(sentences, model, device):
     tokenizer, labels, batch = review_batch(sentences)
     task = TextClassification(num_classes=3)
     task.attach(tokenizer, labels)
     with torch.no_grad():
-        images = task.images(model.eval(), batch)
+        images = task.images(*on(device, model.eval(), batch))
     assert list(images) == ["word_attention"] and is_picture(images["word_attention"][0])
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from framework.cli import main
+from tests.conftest import ONE_BATCH, accelerator
+from tests.image_logger import logged_pictures
 
 CONFIGS = Path(__file__).resolve().parents[3] / "domains" / "recommender"
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
@@ -15,9 +17,12 @@ SMALL_DATA = ["--data.num_users=200", "--data.max_len=20", "--data.eval_batch_si
 
 
 @pytest.mark.parametrize("name", ["sasrec", "bert4rec", "din", "gru4rec", "popularity"])
-def test_embedded_configs_run(name):
-    cli = main(["fit", "--config", str(CONFIGS / f"{name}.yaml"), "--trainer.fast_dev_run=true", *SMALL_DATA, *QUIET])
+def test_embedded_configs_run(name, device):
+    cli = main(["fit", "--config", str(CONFIGS / f"{name}.yaml"), *SMALL_DATA, *QUIET,
+                *ONE_BATCH, f"--trainer.accelerator={accelerator(device)}"])
     assert f"val/{cli.model.task.monitor.split('/')[1]}" in cli.trainer.callback_metrics
+    drawn = any(key.startswith("images/history_attention/") for key in logged_pictures(cli.trainer))
+    assert drawn == (name in ("sasrec", "bert4rec", "din"))
 
 
 @pytest.mark.parametrize("name", ["sasrec", "bert4rec", "din", "gru4rec", "popularity"])

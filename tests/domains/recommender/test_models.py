@@ -9,6 +9,7 @@ from torch import nn
 
 from domains.recommender import BERT4Rec, DIN, GRU4Rec, MostPopular, NextItemRanking, SASRec
 from framework.attention import capture
+from tests.conftest import on
 
 NUM_ITEMS = 30
 
@@ -132,14 +133,14 @@ def test_captured_self_attention_maps_are_causal_over_the_history():
     assert weights[~real.unsqueeze(1).unsqueeze(-2).expand_as(weights)].abs().max() == 0  # padded keys
 
 
-def test_the_task_draws_the_longest_history_attending_itself():
+def test_the_task_draws_the_longest_history_attending_itself(device):
     history = histories()
     longest = int((history > 0).sum(1).max())
-    batch = {"history": history}
+    batch = on(device, {"history": history})
     for model, expected in ((SASRec(NUM_ITEMS, dim=16, max_len=8), 2), (DIN(NUM_ITEMS, dim=16), 1),
                             (GRU4Rec(NUM_ITEMS, dim=8), 0)):
         with torch.no_grad():
-            pictures = NextItemRanking().images(model.eval(), batch)
+            pictures = NextItemRanking().images(on(device, model.eval()), batch)
         assert len(pictures) == expected and all(name.startswith("history_attention/") for name in pictures)
         for (image,) in pictures.values():
             assert image.dtype == torch.uint8 and image.shape[2] == 3 and image.shape[0] % longest == 0

@@ -11,6 +11,7 @@ from domains.vision.models import SegmentationNet, SegmentationOutput
 from domains.vision.pictures import pixel_attention
 from domains.vision.tasks import Segmentation
 from framework.attention import create
+from tests.conftest import on
 
 K, IGNORE = 4, 255
 
@@ -60,12 +61,12 @@ def test_non_local_pixel_map_is_the_softmax_row_of_the_query_pixel():
     assert torch.allclose(pixel_attention(block, weights, i, j, (4, 5)), expected, atol=1e-6)
 
 
-def test_pictures_show_masks_and_where_the_chosen_pixel_looks():
+def test_pictures_show_masks_and_where_the_chosen_pixel_looks(device):
     torch.manual_seed(0)
     model = SegmentationNet(K, attention="criss_cross", backbone="resnet18", channels=(8, 16, 32, 64), stem_width=8)
     image, target = torch.randn(2, 3, 32, 40), torch.randint(K, (2, 32, 40))
     with torch.no_grad():
-        pictures = Segmentation(K, num_images=1, pixel=(0.25, 0.5)).images(model.eval(), (image, target))
+        pictures = Segmentation(K, num_images=1, pixel=(0.25, 0.5)).images(*on(device, model.eval(), (image, target)))
     (masks,) = pictures["masks"]
     assert masks.dtype == torch.uint8 and masks.shape == (32, 3 * 40 + 2 * 2, 3)
     assert torch.equal(masks[:, 42:82], voc_palette(K)[target[0]])  # image | truth | prediction

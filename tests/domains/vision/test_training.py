@@ -14,6 +14,8 @@ from domains.vision.models import AttentionResNet, SegmentationNet
 from domains.vision.tasks import Segmentation
 from framework.cli import main
 from framework.tasks import Classification
+from tests.conftest import ONE_BATCH, accelerator
+from tests.image_logger import logged_pictures
 
 CONFIGS = sorted(Path("domains/vision").glob("*.yaml"))
 QUICK = ["--trainer.fast_dev_run=true", "--trainer.logger=false", "--trainer.enable_progress_bar=false",
@@ -53,10 +55,16 @@ def test_an_se_resnet_learns_the_digits():
 
 
 @pytest.mark.parametrize("config", [c for c in CONFIGS if "camvid" not in c.name], ids=lambda c: c.stem)
-def test_config_runs_on_embedded_data(config):
-    small = ["--data.train_size=32", "--data.val_size=16", "--data.test_size=16"] if _data_class(config).endswith("DigitScenes") else []
-    cli = main(["fit", "--config", str(config), *QUICK, *small])
+def test_config_runs_on_embedded_data(config, device):
+    scenes = _data_class(config).endswith("DigitScenes")
+    small = ["--data.train_size=32", "--data.val_size=16", "--data.test_size=16"] if scenes else []
+    cli = main(["fit", "--config", str(config), *QUICK, *small,
+                *ONE_BATCH, f"--trainer.accelerator={accelerator(device)}"])
     assert cli.trainer.state.finished
+    pictures = logged_pictures(cli.trainer)
+    assert ("images/masks" in pictures) == scenes
+    if scenes and "fcn" not in config.stem:
+        assert any(key.startswith("images/pixel_attention/") for key in pictures)
 
 
 @pytest.mark.parametrize("config", [c for c in CONFIGS if "camvid" in c.name], ids=lambda c: c.stem)

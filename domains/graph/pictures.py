@@ -10,7 +10,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 from torch import Tensor
 
-from framework.callbacks.attention_maps import heatmap
+from framework.pictures import heatmap
 
 
 def node_coefficients(edge_index: Tensor, alpha: Tensor, node: int) -> tuple[Tensor, Tensor]:

@@ -12,7 +12,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 from torch import Tensor
 
-from framework.callbacks import heatmap
+from framework.pictures import heatmap
 
 FONT_SIZE, CELL, PADDING = 12, 16, 4
 
