@@ -5,12 +5,20 @@ from __future__ import annotations
 import hashlib
 import netrc
 import os
+import socket
+import threading
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 from lightning.pytorch.loggers import CSVLogger as _CSVLogger
 from lightning.pytorch.loggers import WandbLogger as _WandbLogger
+from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.utilities import rank_zero_info
+
+REACH_TIMEOUT = 3.0  # seconds the W&B server gets to accept a connection before a run goes offline
+INIT_TIMEOUT = 15.0  # seconds wandb.init may take online (wandb's default is 90); WANDB_INIT_TIMEOUT overrides
 
 
 def wandb_credentials_available() -> bool:
@@ -23,6 +31,53 @@ def wandb_credentials_available() -> bool:
         return False
 
 
+def wandb_base_url() -> str:
+    """The W&B server that ``wandb.init`` would contact: ``WANDB_BASE_URL``, ``wandb login --host``
+    or wandb's default, as wandb's own settings resolve them."""
+    from wandb.sdk import wandb_setup
+
+    return wandb_setup.singleton().settings.base_url
+
+
+def unreachable(url: str, timeout: float = REACH_TIMEOUT) -> Optional[str]:
+    """Why no connection to the server at ``url`` (or to the proxy in front of it) opens within
+    ``timeout`` seconds, or None when one does. The name lookup, which a socket timeout does not
+    bound, runs in a thread that is given up on after ``timeout``."""
+    parts = urlsplit(url)
+    proxy = None if proxy_bypass(parts.hostname or "") else getproxies().get(parts.scheme)
+    target = urlsplit(proxy) if proxy else parts
+    host, port = target.hostname, target.port or (443 if target.scheme == "https" else 80)
+    failures: list[str] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+        except OSError as error:
+            failures.append(error.strerror or str(error))
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        return f"{host}:{port} did not answer within {timeout:g} s"
+    return f"cannot connect to {host}:{port}: {failures[0]}" if failures else None
+
+
+def _offline_reason() -> Optional[str]:
+    """Why a run cannot go online (no API key, the server out of reach), or None."""
+    if not wandb_credentials_available():
+        return "no API key (WANDB_API_KEY or `wandb login`)"
+    url = wandb_base_url()
+    reason = unreachable(url)
+    return f"W&B server {url} unreachable ({reason})" if reason else None
+
+
+def _say_offline(reason: str, save_dir: Optional[str]) -> None:
+    folder = f"{save_dir or '.'}/wandb"
+    rank_zero_info(f"W&B: {reason}, so the run is logged offline into {folder}; "
+                   f"upload it later with `wandb sync {folder}/offline-run-*`.")
+
+
 class WandbLogger(_WandbLogger):
     """Lightning's W&B logger, with defaults for this framework.
 
@@ -30,9 +85,13 @@ class WandbLogger(_WandbLogger):
       ``<experiment>/<run folder>`` and ``id`` to a name derived from the folder's path, so a
       resumed ``fit`` continues the same W&B run and two folders never share one.
     * ``offline`` (left unset) is decided here: without an API key (``WANDB_API_KEY`` or
-      ``wandb login``) the run is written offline into ``<run>/wandb`` and this is said once;
+      ``wandb login``), when the W&B server (``WANDB_BASE_URL`` ...) accepts no connection within
+      ``REACH_TIMEOUT`` seconds, or when ``wandb.init`` fails online, the run is written offline
+      into ``<run>/wandb`` and this is said once, with the reason;
       ``wandb sync <run>/wandb/offline-run-*`` uploads it later. A ``WANDB_MODE`` set by the
       user (``offline``, ``disabled``, ``online``) is honoured as it is.
+    * ``wandb.init`` gives up online after ``INIT_TIMEOUT`` seconds, not wandb's 90, unless
+      ``WANDB_INIT_TIMEOUT`` or ``settings`` says otherwise.
     * Under DDP only rank 0 creates a run (Lightning's rank-zero experiment).
     * The run is closed at the end of each trainer stage, so its files are complete.
     """
@@ -48,13 +107,15 @@ class WandbLogger(_WandbLogger):
         **kwargs: Any,
     ) -> None:
         mode = os.environ.get("WANDB_MODE")  # the user's explicit choice wins
-        if offline is None:
-            offline = mode is None and not wandb_credentials_available()
+        chosen_here = offline is None and mode is None
+        if chosen_here:
+            reason = _offline_reason()
+            offline = reason is not None
             if offline:
-                rank_zero_info(
-                    f"W&B: no API key (WANDB_API_KEY or `wandb login`), so the run is logged offline into "
-                    f"{save_dir or '.'}/wandb; upload it later with `wandb sync`."
-                )
+                _say_offline(reason, save_dir)
+        self._fall_back = chosen_here and not offline  # online by this choice: a failing wandb.init goes offline
+        if not offline and "settings" not in kwargs and "WANDB_INIT_TIMEOUT" not in os.environ:
+            kwargs["settings"] = {"init_timeout": INIT_TIMEOUT}
         folder = Path(save_dir).resolve() if save_dir else None
         super().__init__(
             name=name or (f"{folder.parent.name}/{folder.name}" if folder else None),
@@ -66,6 +127,21 @@ class WandbLogger(_WandbLogger):
             mode="offline" if offline else mode,
             **kwargs,
         )
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> Any:
+        """The W&B run; when ``wandb.init`` fails online in a mode chosen here, an offline one, said once."""
+        import wandb
+
+        if self._experiment is None and self._fall_back:
+            try:
+                return super().experiment
+            except wandb.Error as error:
+                _say_offline(f"wandb.init failed online ({str(error).splitlines()[0]})", self.save_dir)
+                wandb.teardown()  # the service still holds the failed run's id, which the offline run reuses
+                self._wandb_init["mode"], self._fall_back = "offline", False
+        return super().experiment
 
     def finalize(self, status: str) -> None:
         super().finalize(status)

@@ -9,8 +9,10 @@ import pytest
 import torch
 from jsonargparse import ArgumentParser
 
+from framework import catalogue
 from framework.attention import KINDS, UnknownBlockError, available, build, create, info
 from framework.attention.spec import FeatureMapBlock, NoAttention
+from framework.cli import main
 from tests.conftest import ROOT
 
 BLOCK_TESTS = (ROOT / "tests" / "attention").glob("test_*.py")
@@ -69,3 +71,49 @@ def test_readme_catalogue_matches_the_registry():
     done = subprocess.run([sys.executable, "tools/sync_readme.py", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
+
+
+def listed(capsys, *args: str) -> list[str]:
+    """The block names that ``python -m framework blocks ARGS`` prints, in its order."""
+    main(["blocks", *args])
+    out = capsys.readouterr().out.splitlines()
+    if "--markdown" in args:
+        return [line.split("`")[1] for line in out if line.startswith("| `")]
+    return [line.split()[0] for line in out[2:] if line.strip() and not line.startswith(("score ", "distribution "))]
+
+
+def test_blocks_lists_one_kind_in_any_spelling(capsys):
+    assert listed(capsys, "graph") == ["gat", "gatv2"]
+    assert listed(capsys, "memory") == ["memory_read"]
+    feature_maps = available("feature_map")
+    assert "cbam" in feature_maps and "mhsa" not in feature_maps
+    for spelling in ("feature_map", "feature-map", "feature map", "Feature-Map"):
+        assert listed(capsys, spelling) == feature_maps, spelling
+    assert listed(capsys, "sequence", "--markdown") == available("sequence") == ["local", "mhsa"]
+
+
+def test_blocks_filters_names_by_a_glob_alone_or_within_a_kind(capsys):
+    assert listed(capsys, "*co_attention") == ["alternating_co_attention", "parallel_co_attention"]
+    assert listed(capsys, "cross", "multi*") == ["multi_dimensional", "multi_head", "multi_hop"]
+    assert listed(capsys, "danet_?????*", "--markdown") == ["danet_channel", "danet_position"]
+    assert listed(capsys, "cbam") == ["cbam"]  # a block's own name is a pattern too
+    everything = listed(capsys)
+    assert everything == [name for name, *_ in catalogue.rows()] and sorted(everything) == available()
+
+
+def test_blocks_says_when_nothing_matches(capsys):
+    main(["blocks", "sequence", "multi*"])
+    out = capsys.readouterr().out
+    assert out == "no sequence block matches 'multi*'; `python -m framework blocks sequence` lists them\n"
+    main(["blocks", "zz*"])
+    assert capsys.readouterr().out == "no block matches 'zz*'; `python -m framework blocks` lists them\n"
+
+
+def test_blocks_with_an_unknown_kind_lists_the_kinds_and_exits_2(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["blocks", "graphs"])
+    assert exit.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("python -m framework blocks: unknown kind 'graphs'; the kinds are ")
+    assert all(kind in err for kind in KINDS)

@@ -1,13 +1,22 @@
-"""W&B without an account: offline into the run folder, metrics, full config and attention images."""
+"""W&B without an account or a network: offline into the run folder, metrics, full config and attention images."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
+import socket
+import threading
+import time
 from pathlib import Path
 
+import pytest
+import wandb
+from google.protobuf.message import DecodeError
+
 from framework.cli import main
-from tests.wandb_records import config, history
+from framework.loggers import WandbLogger, unreachable
+from tests.wandb_records import config, history, records
 
 SMALL = [
     "--config", "configs/demo.yaml",
@@ -16,17 +25,32 @@ SMALL = [
 ]
 
 
+def written(folder: Path, within: float = 10.0) -> Path:
+    """The one offline run's record log under ``folder``, once it ends with the exit record: wandb's
+    service writes the log's tail after ``finish()`` has returned."""
+    (log,) = folder.glob("wandb/offline-run-*/run-*.wandb")
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if records(log)[-1].WhichOneof("record_type") == "exit":
+                return log
+        except (DecodeError, IndexError):  # a record cut by the reader catching up with the writer
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{log} has no exit record {within:g} s after the run finished")
+
+
 def test_wandb_runs_offline_into_the_run_folder_with_metrics_config_and_maps(caplog):
     with caplog.at_level(logging.INFO):
         cli = main(["fit", *SMALL])
     run = Path(cli.trainer.default_root_dir)
-    (log,) = run.glob("wandb/offline-run-*/run-*.wandb")
+    log = written(run)
     assert sum("logged offline" in r.getMessage() for r in caplog.records) == 1
 
     steps = history(log)
     val_acc = [float(s["val/acc"]) for s in steps if "val/acc" in s]
     assert len(val_acc) == 2 and all(0.0 <= a <= 1.0 for a in val_acc)
-    assert any("train/loss_epoch" in s and "train/acc" in s for s in steps)
+    assert any("train/loss" in s and "train/acc" in s for s in steps)
 
     # The full resolved config, not only flat hyper-parameters.
     cfg = config(log)
@@ -43,3 +67,80 @@ def test_wandb_mode_disabled_is_honoured(monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     cli = main(["fit", *SMALL, "--trainer.max_epochs=1"])
     assert not list(Path(cli.trainer.default_root_dir).glob("wandb/offline-run-*"))
+
+
+@pytest.fixture
+def fresh_wandb():
+    """wandb reads its environment once per process; start and end the test with a fresh session."""
+    wandb.teardown()
+    yield
+    wandb.teardown()
+
+
+def free_port() -> int:
+    """A local port where nothing listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def offline_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "logged offline" in r.getMessage()]
+
+
+def test_a_key_without_a_reachable_server_logs_offline_at_once(monkeypatch, caplog, fresh_wandb):
+    url = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef" * 2 + "01234567")  # 40 characters, never checked
+    monkeypatch.setenv("WANDB_BASE_URL", url)
+    start = time.monotonic()
+    with caplog.at_level(logging.INFO):
+        cli = main(["fit", *SMALL, "--trainer.max_epochs=1"])
+    assert time.monotonic() - start < 20  # wandb.init alone used to wait ~108 s before failing
+    (line,) = offline_lines(caplog)
+    run = Path(cli.trainer.default_root_dir)
+    assert f"W&B server {url} unreachable (cannot connect to 127.0.0.1:" in line
+    assert f"`wandb sync {run}/wandb/offline-run-*`" in line
+    assert any("val/acc" in step for step in history(written(run)))
+
+
+def test_a_failing_online_init_falls_back_to_offline_once(monkeypatch, caplog, fresh_wandb, tmp_path):
+    class Broken(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(500)
+            self.end_headers()
+
+        do_GET = do_POST
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Broken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("WANDB_API_KEY", "f" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("WANDB_INIT_TIMEOUT", "2")
+    try:
+        with caplog.at_level(logging.INFO):
+            logger = WandbLogger(save_dir=str(tmp_path / "run"))
+            assert not offline_lines(caplog)  # the server answers, so online is tried
+            logger.log_metrics({"x": 1.0})
+            logger.finalize("success")
+    finally:
+        server.shutdown()
+    (line,) = offline_lines(caplog)
+    assert "wandb.init failed online (" in line and f"wandb sync {tmp_path / 'run'}/wandb/offline-run-*" in line
+    assert [float(step["x"]) for step in history(written(tmp_path / "run")) if "x" in step] == [1.0]
+
+
+def test_unreachable_names_the_host_and_gives_up_within_its_timeout(monkeypatch):
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        assert unreachable(f"http://127.0.0.1:{listening.getsockname()[1]}") is None
+    port = free_port()
+    assert unreachable(f"http://127.0.0.1:{port}/") == f"cannot connect to 127.0.0.1:{port}: Connection refused"
+
+    monkeypatch.setattr(socket, "create_connection", lambda *args, **kwargs: time.sleep(5))  # a hanging name lookup
+    start = time.monotonic()
+    assert unreachable("https://wandb.example.org", timeout=0.3) == "wandb.example.org:443 did not answer within 0.3 s"
+    assert time.monotonic() - start < 1

@@ -1,6 +1,10 @@
 """Data conventions shared by the domains."""
 
+from .cache import content_key, load_or_rebuild
 from .module import SPLITS, SplitDataModule
 from .paths import CACHE_DIR_ENV, DATA_DIR_ENV, DataNotFoundError, cache_dir, data_root, dataset_dir
 
-__all__ = ["CACHE_DIR_ENV", "DATA_DIR_ENV", "SPLITS", "DataNotFoundError", "SplitDataModule", "cache_dir", "data_root", "dataset_dir"]
+__all__ = [
+    "CACHE_DIR_ENV", "DATA_DIR_ENV", "SPLITS", "DataNotFoundError", "SplitDataModule", "cache_dir", "content_key",
+    "data_root", "dataset_dir", "load_or_rebuild",
+]

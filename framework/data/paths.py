@@ -27,7 +27,8 @@ def data_root() -> Path:
 def cache_dir(name: str) -> Path:
     """A writable folder for files derived from a data set (processed graphs, features ...):
     ``$FRAMEWORK_CACHE_DIR/<name>`` (default ``~/.cache/attention-framework/<name>``), created
-    on demand, so that the data folder itself may be read-only."""
+    on demand, so that the data folder itself may be read-only. Key entries in it by what they
+    were made from with :func:`framework.data.content_key`."""
     root = Path(os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "attention-framework")
     path = root / name
     path.mkdir(parents=True, exist_ok=True)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Literal, Optional
 
-from torch_geometric.data import Data
+from torch_geometric.data import Data, download_url
 from torch_geometric.datasets import Planetoid
 
-from framework.data import DataNotFoundError, cache_dir, dataset_dir
+from framework.data import DataNotFoundError, cache_dir, content_key, dataset_dir, load_or_rebuild
 
 from .base import NodeClassificationData
 
@@ -42,9 +41,11 @@ class PlanetoidData(NodeClassificationData):
 
     Reads ``$FRAMEWORK_DATA_DIR/Planetoid/<Name>/raw/ind.<name>.*`` (or ``<data.root>/<Name>/raw``),
     the layout of ``torch_geometric.datasets.Planetoid``. PyG's ``processed/`` folder goes to
-    ``framework.data.cache_dir("Planetoid")``, keyed by the raw folder, never into the data
-    folder, which may be read-only. Nothing is downloaded unless ``download`` is set; then
-    the raw files go to the cache too.
+    ``framework.data.cache_dir("Planetoid")/<Name>-<key>``, keyed by the raw files' content
+    (:func:`framework.data.content_key`), never into the data folder, which may be read-only:
+    changed raw files are processed anew, copies of them share one entry, and an entry that
+    cannot be read is remade with a warning. Nothing is downloaded unless ``download`` is set;
+    then the raw files go to the cache too.
 
     Args:
         name: ``Cora``, ``CiteSeer`` or ``PubMed`` (any case), as in ``Planetoid``.
@@ -74,12 +75,21 @@ class PlanetoidData(NodeClassificationData):
                 raise
             return cache_dir("Planetoid") / self.name / "raw"
 
-    def dataset(self) -> CachedPlanetoid:
-        """PyG's dataset over the raw folder, processed into a cache folder keyed by that raw folder."""
+    def raw_files(self) -> list[Path]:
+        """The ``ind.<name>.*`` files; with ``download``, those missing are fetched into the cache first."""
         raw_dir = self.raw_dir()
-        digest = hashlib.sha1(str(raw_dir.resolve()).encode()).hexdigest()[:10]
-        processed_dir = cache_dir("Planetoid") / f"{self.name}-{digest}" / "processed"
-        return CachedPlanetoid(self.name, raw_dir, processed_dir, split=self.planetoid_split)
+        files = [raw_dir / f"ind.{self.name.lower()}.{part}" for part in RAW_FILES]
+        for path in files:
+            if not path.is_file():  # only in the cache's raw folder: raw_dir() checked the data folder's
+                download_url(f"{Planetoid.url}/{path.name}", str(raw_dir), log=False)
+        return files
+
+    def dataset(self) -> CachedPlanetoid:
+        """PyG's dataset over the raw files, processed into a cache entry keyed by their content."""
+        raw_files = self.raw_files()
+        processed_dir = cache_dir("Planetoid") / f"{self.name}-{content_key(raw_files)}" / "processed"
+        return load_or_rebuild(processed_dir, lambda: CachedPlanetoid(
+            self.name, raw_files[0].parent, processed_dir, split=self.planetoid_split))
 
     def prepare_data(self) -> None:
         self.dataset()  # download (if asked) and process once, before the ranks read it

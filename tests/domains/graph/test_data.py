@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,52 @@ def test_cora_public_split_read_without_writing_into_the_data_folder(shared_data
     assert sizes == {"train": 140, "val": 500, "test": 1000}
     assert torch.equal(data.split("val")[0].target_mask, graph.val_mask)
     torch.testing.assert_close(graph.x.sum(1), torch.ones(2708))  # row-normalised features
+
+
+def copy_of_cora(planetoid: Path, root: Path) -> str:
+    """A writable copy of Cora's raw files as ``root/Cora/raw``; returns ``root``, a ``data.root``."""
+    raw = shutil.copytree(planetoid / "Cora" / "raw", root / "Cora" / "raw")
+    for path in raw.iterdir():
+        path.chmod(0o644)  # the shared copies are read-only
+    return str(root)
+
+
+def test_changed_raw_files_are_processed_anew(shared_data, tmp_path):
+    root = copy_of_cora(shared_data("Planetoid"), tmp_path)
+    before = PlanetoidData(root=root).dataset()
+    index = tmp_path / "Cora" / "raw" / "ind.cora.test.index"
+    first, second, *rest = index.read_text().splitlines()
+    index.write_text("\n".join([second, first, *rest]) + "\n")  # two test nodes swap their features
+    after = PlanetoidData(root=root).dataset()
+    assert after.processed_dir != before.processed_dir
+    changed = (after[0].x != before[0].x).any(1).nonzero().flatten().tolist()
+    assert changed == sorted([int(first), int(second)])
+
+
+def test_a_truncated_processed_file_is_remade_with_one_warning_naming_it(shared_data):
+    shared_data("Planetoid")
+    before = PlanetoidData().dataset()
+    data_file = Path(before.processed_dir) / "data.pt"
+    data_file.write_bytes(data_file.read_bytes()[: data_file.stat().st_size // 2])
+    with pytest.warns(UserWarning) as record:
+        after = PlanetoidData().dataset()
+    (warning,) = [str(w.message) for w in record if "could not be read" in str(w.message)]
+    assert f"cache file {data_file} could not be read" in warning
+    assert torch.equal(after[0].x, before[0].x) and torch.equal(after[0].edge_index, before[0].edge_index)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PlanetoidData().dataset()  # remade for good: no second warning
+
+
+def test_the_same_raw_files_in_two_folders_share_one_cache_entry(shared_data, tmp_path):
+    planetoid = shared_data("Planetoid")
+    first = PlanetoidData(root=copy_of_cora(planetoid, tmp_path / "a")).dataset()
+    data_file = Path(first.processed_dir) / "data.pt"
+    made = data_file.stat().st_mtime_ns
+    second = PlanetoidData(root=copy_of_cora(planetoid, tmp_path / "b")).dataset()
+    assert second.processed_dir == first.processed_dir == PlanetoidData().dataset().processed_dir
+    assert data_file.stat().st_mtime_ns == made  # read, not processed again
+    assert len(list(Path(first.processed_dir).parents[1].glob("Cora-*"))) == 1
 
 
 def test_missing_citeseer_says_where_to_put_it(tmp_path, monkeypatch):
