@@ -22,22 +22,23 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 import yaml
 from jsonargparse import Namespace
 from lightning.pytorch import LightningDataModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.plugins.io import CheckpointIO
 from torch import nn
 
 from . import catalogue, runs
-from .callbacks import AttentionMaps, RunSummary
+from .callbacks import AttentionMaps, ProgressBar, RunSummary
 from .checkpoint import AtomicCheckpointIO
-from .task_module import TaskModule
+from .task_module import CompileMode, TaskModule
 from .tasks import Task
 
 DESCRIPTION = (
@@ -95,7 +96,9 @@ class FrameworkCLI(LightningCLI):
                             help="Name grouping runs under runs/<experiment>/ (default: the first --config's name).")
         parser.add_argument("--run_dir", type=Optional[str], default=None,
                             help="Folder of this run (default: a new runs/<experiment>/<time>_<subcommand>).")
-        parser.add_argument("--compile", type=bool, default=False, help="Compile the model with torch.compile.")
+        parser.add_argument("--compile", type=Union[bool, CompileMode], default=False,
+                            help="Compile the model with torch.compile: true (its default mode) or a mode; "
+                                 "reduce-overhead adds CUDA graphs, for models whose steps are launch-bound.")
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         parser.set_defaults({
             "checkpoint.filename": "best",
@@ -156,11 +159,19 @@ class FrameworkCLI(LightningCLI):
         self.trainer = self.instantiate_trainer()
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
-        plugins = self._get(self.config_init, "trainer").get("plugins") or []
-        plugins = plugins if isinstance(plugins, list) else [plugins]
+        """Lightning's trainer with atomic checkpoints and a progress bar that never syncs the device."""
+        trainer = self._get(self.config_init, "trainer")
+        plugins = _as_list(trainer.get("plugins"))
         if not any(isinstance(p, CheckpointIO) for p in plugins):
             kwargs["plugins"] = [*plugins, AtomicCheckpointIO()]
+        callbacks = _as_list(trainer.get("callbacks"))
+        if trainer.get("enable_progress_bar") is not False and not any(isinstance(c, ProgressBarBase) for c in callbacks):
+            kwargs["callbacks"] = [*callbacks, ProgressBar()]
         return super().instantiate_trainer(**kwargs)
+
+
+def _as_list(value: Any) -> list:
+    return [] if value is None else value if isinstance(value, list) else [value]
 
 
 def _experiment_name(config_paths: Optional[list]) -> str:
@@ -213,6 +224,6 @@ def main(args: Optional[list[str]] = None) -> Optional[FrameworkCLI]:
     """Entry point of ``python -m framework``; ``args`` replaces the command line (tests)."""
     argv = sys.argv[1:] if args is None else list(args)
     if argv[:1] == ["blocks"]:
-        print(catalogue.markdown() if "--markdown" in argv else catalogue.text())
+        catalogue.main(argv[1:])
         return None
     return FrameworkCLI(args=args)

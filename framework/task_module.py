@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Literal, Optional, Union
 
 import lightning.pytorch as pl
 import torch
 from torch import Tensor, nn
+from torchmetrics import MeanMetric, Metric
 
 from .tasks import Task
 
 STAGES = ("train", "val", "test")
+#: ``torch.compile``'s modes.
+CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 #: Lightning checkpoints built by the CLI are rebuilt through jsonargparse from their config.
 INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
 
@@ -21,7 +24,12 @@ class TaskModule(pl.LightningModule):
     predictions), so that a domain adds models and tasks, never a LightningModule.
 
     Logs ``<stage>/loss`` and each task metric as ``<stage>/<name>`` (``train/loss``,
-    ``val/acc``, ``test/miou`` ...), the same names in every domain. The optimizer and the
+    ``val/acc``, ``test/miou`` ...), the same names in every domain, once per epoch: a step
+    only updates the metrics and the running means (no logging call and no host-device
+    synchronisation per step), and the epoch's end computes and logs them. The training
+    loss of single steps goes to the loggers as ``train/loss_step`` every
+    ``trainer.log_every_n_steps`` steps, and :attr:`last_loss` keeps it for the progress bar.
+    The optimizer and the
     learning-rate schedule come from the CLI (``--optimizer``, ``--lr_scheduler``); without
     ``--optimizer`` it trains with AdamW at learning rate 1e-3 and torch's other defaults.
 
@@ -29,14 +37,23 @@ class TaskModule(pl.LightningModule):
         model: the network.
         task: how a batch becomes a loss, predictions and metrics.
         compile: compile the model with ``torch.compile`` (in place: checkpoints stay
-            interchangeable with uncompiled runs).
+            interchangeable with uncompiled runs): ``True`` in torch's default mode, or a mode
+            name. ``"reduce-overhead"`` replays each step's kernels as CUDA graphs, which is
+            what a small, launch-bound model needs on a GPU (shapes must repeat: fixed image
+            sizes, padded sequence lengths); the library's blocks compile without graph breaks.
     """
 
-    def __init__(self, model: nn.Module, task: Task, compile: bool = False) -> None:
+    def __init__(self, model: nn.Module, task: Task, compile: Union[bool, CompileMode] = False) -> None:
         super().__init__()
         self.model, self.task, self.compile_model = model, task, compile
         for stage in STAGES:
             setattr(self, f"{stage}_metrics", task.metrics().clone(prefix=f"{stage}/"))
+        #: per stage, the running (batch-size weighted) mean of the loss and of every tensor in ``Step.logs``,
+        #: and the metrics a task hands over in ``Step.logs`` (BLEU ...); made on first use, never saved.
+        self._means: dict[str, dict[str, MeanMetric]] = {stage: {} for stage in STAGES}
+        self._handed: dict[str, dict[str, Metric]] = {stage: {} for stage in STAGES}
+        #: the training loss of the last logging step, as a number (for the progress bar).
+        self.last_loss: Optional[float] = None
 
     def remember_config(self, **config: Any) -> None:
         """Store the model and task configs as hyper-parameters, so that
@@ -52,7 +69,7 @@ class TaskModule(pl.LightningModule):
 
     def configure_model(self) -> None:
         if self.compile_model:
-            self.model.compile()
+            self.model.compile(mode=None if self.compile_model is True else self.compile_model)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         """The default optimizer; the CLI replaces this method when a config names ``optimizer``."""
@@ -64,15 +81,44 @@ class TaskModule(pl.LightningModule):
     def _step(self, batch: Any, stage: str) -> Tensor:
         step = self.task.step(self.model, batch, stage)
         size = len(step.target)
-        on_step = stage == "train"
-        self.log(f"{stage}/loss", step.loss, on_step=on_step, on_epoch=True, prog_bar=True,
-                 sync_dist=not on_step, batch_size=size)
+        self._accumulate(stage, "loss", step.loss, size)
         for name, value in (step.logs or {}).items():
-            self.log(f"{stage}/{name}", value, on_step=False, on_epoch=True, sync_dist=True, batch_size=size)
-        metrics = getattr(self, f"{stage}_metrics")
-        metrics.update(step.preds.detach(), step.target)
-        self.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=stage == "val", batch_size=size)
+            if isinstance(value, Metric):
+                self._handed[stage][name] = value
+            else:
+                self._accumulate(stage, name, value, size)
+        getattr(self, f"{stage}_metrics").update(step.preds.detach(), step.target)
+        if stage == "train" and self._trainer is not None and self.trainer._logger_connector.should_update_logs:
+            self.log("train/loss_step", step.loss.detach(), on_step=True, on_epoch=False, batch_size=size)
+            self.last_loss = float(step.loss)
         return step.loss
+
+    def _accumulate(self, stage: str, name: str, value: Tensor, size: int) -> None:
+        means = self._means[stage]
+        if name not in means:
+            means[name] = MeanMetric().to(self.device)
+        means[name].update(value.detach(), size)
+
+    def _log_epoch(self, stage: str) -> None:
+        """Compute, log and reset the stage's metrics and means (synchronised across processes)."""
+        values = {f"{stage}/{name}": metric.compute() for name, metric in {**self._means[stage], **self._handed[stage]}.items()
+                  if metric.update_called}
+        metrics = getattr(self, f"{stage}_metrics")
+        if any(metric.update_called for metric in metrics.values()):
+            values.update(metrics.compute())
+        for metric in (*self._means[stage].values(), *self._handed[stage].values(), metrics):
+            metric.reset()
+        if values:
+            self.log_dict(values, prog_bar=stage == "val", sync_dist=True)
+
+    def on_train_epoch_end(self) -> None:
+        self._log_epoch("train")
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_epoch("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_epoch("test")
 
     def training_step(self, batch: Any, batch_idx: int) -> Tensor:
         return self._step(batch, "train")

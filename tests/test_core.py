@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import math
+import re
 from types import SimpleNamespace
 
 import lightning.pytorch as pl
@@ -10,15 +12,18 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from lightning.pytorch.loggers import Logger
 
 from framework import TaskModule
-from framework.callbacks import AttentionMaps, RunSummary, heatmap
+from framework.callbacks import AttentionMaps, RunSummary
 from framework.checkpoint import AtomicCheckpointIO
-from framework.data import DataNotFoundError, SplitDataModule, cache_dir, dataset_dir
+from framework.data import DataNotFoundError, SplitDataModule, cache_dir, content_key, dataset_dir, load_or_rebuild
 from framework.demo import AssociativeRecall, SequenceClassifier
+from framework.errors import CheckpointError, NonFiniteError
 from framework.layers import AttentionEncoder, AttentiveConvNet, PositionalEncoding, masked_mean, run_packed
+from framework.pictures import heatmap
+from framework.runs import resolve_run_dir
 from framework.tasks import Classification, split_batch
+from tests.image_logger import ImageLogger
 
 
 def test_atomic_checkpoint_replaces_whole_files_or_nothing(tmp_path, monkeypatch):
@@ -28,14 +33,18 @@ def test_atomic_checkpoint_replaces_whole_files_or_nothing(tmp_path, monkeypatch
 
     def crash(obj, f):
         f.write(b"half a checkpoint")
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(torch, "save", crash)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(CheckpointError, match=f"could not write the checkpoint {path}: No space left on device; "
+                                              "the previous checkpoint there, if any, is intact"):
         io.save_checkpoint({"step": 2}, path)
     monkeypatch.undo()
     assert torch.load(path)["step"] == 1, "a failed save must leave the previous checkpoint intact"
     assert [p.name for p in path.parent.iterdir()] == ["best.ckpt"], "no partial file is left behind"
+    with pytest.raises(NonFiniteError, match=r"refusing to write .*best.ckpt: the weights layer.weight hold NaN"):
+        io.save_checkpoint({"state_dict": {"layer.weight": torch.tensor([1.0, float("nan")])}}, path)
+    assert torch.load(path)["step"] == 1
 
 
 def test_dataset_dir_reads_the_data_root_and_explains_what_is_missing(tmp_path, monkeypatch):
@@ -78,38 +87,6 @@ def test_run_summary_reports_last_and_best_by_the_checkpoint_monitor():
     assert "(best: validation 2 of 3)" in text
     assert "val/acc       0.7000      0.8000" in text and "val/loss      0.5000      0.4000" in text
     assert "best checkpoint: run/checkpoints/best.ckpt (val/acc = 0.8000)" in text
-
-
-def test_heatmap_scales_colours_and_enlarges():
-    from framework.callbacks.attention_maps import _ANCHORS
-
-    image = heatmap(torch.tensor([[2.0, 6.0], [4.0, 3.0]]), min_side=8)
-    assert image.shape == (8, 8, 3) and image.dtype == torch.uint8
-    palette = (_ANCHORS * 255).round().to(torch.uint8)
-    assert image[0, 0].tolist() == palette[0].tolist(), "the minimum takes the first colour"
-    assert image[0, 7].tolist() == palette[-1].tolist(), "the maximum takes the last colour"
-    assert image[7, 0].tolist() == palette[2].tolist(), "the midpoint takes the middle colour"
-    assert (image[:4, :4] == image[0, 0]).all() and (image[4:, 4:] == image[7, 7]).all(), "each value fills a 4x4 block"
-    assert heatmap(torch.zeros(3, 5)).shape[:2] == (128 // 3 * 3 + 3, (128 // 3 + 1) * 5)
-
-
-class ImageLogger(Logger):
-    """A logger that keeps the images it is given."""
-
-    def __init__(self):
-        super().__init__()
-        self.images = {}
-
-    name, version = "images", 0
-
-    def log_metrics(self, metrics, step=None):
-        pass
-
-    def log_hyperparams(self, params, *args, **kwargs):
-        pass
-
-    def log_image(self, key, images, step=None):
-        self.images[key] = images
 
 
 def _small_demo(**data):
@@ -283,6 +260,46 @@ def test_cache_dir_is_created_under_the_cache_root(tmp_path, monkeypatch):
     assert cache_dir("Planetoid/Cora") == tmp_path / "Planetoid" / "Cora" and (tmp_path / "Planetoid" / "Cora").is_dir()
 
 
+def test_content_key_follows_the_bytes_and_names_not_the_folder(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.bin").write_bytes(b"12345")
+        (tmp_path / folder / "y.bin").write_bytes(b"abc")
+    key = content_key([tmp_path / "a" / "x.bin", tmp_path / "a" / "y.bin"])
+    assert len(key) == 16 and key == content_key([tmp_path / "b" / "y.bin", tmp_path / "b" / "x.bin"])
+    (tmp_path / "b" / "y.bin").write_bytes(b"abd")  # one byte, same size
+    assert content_key([tmp_path / "b" / "x.bin", tmp_path / "b" / "y.bin"]) != key
+    (tmp_path / "a" / "y.bin").rename(tmp_path / "a" / "z.bin")
+    assert content_key([tmp_path / "a" / "x.bin", tmp_path / "a" / "z.bin"]) != key
+
+
+def test_load_or_rebuild_remakes_an_unreadable_cache_once_and_names_the_file(tmp_path):
+    folder, made = tmp_path / "processed", []
+
+    def load():
+        if not (folder / "data.pt").exists():
+            folder.mkdir(exist_ok=True)
+            torch.save({"n": len(made)}, folder / "data.pt")
+            made.append(1)
+        return torch.load(folder / "data.pt")
+
+    assert load_or_rebuild(folder, load) == {"n": 0} and load_or_rebuild(folder, load) == {"n": 0}
+    torch.save({"other": 1}, folder / "aux.pt")  # an intact file, checked first, is not blamed
+    (folder / "data.pt").write_bytes((folder / "data.pt").read_bytes()[:100])
+    expected = re.escape(f"cache file {folder / 'data.pt'} could not be read (RuntimeError: ")
+    with pytest.warns(UserWarning, match=expected) as record:
+        assert load_or_rebuild(folder, load) == {"n": 1}
+    assert len(record) == 1 and not (folder / "aux.pt").exists()  # the whole folder was remade
+
+
+def test_load_or_rebuild_raises_errors_of_a_fresh_folder_as_they_are(tmp_path):
+    def load():
+        raise RuntimeError("the raw file x is malformed")
+
+    with pytest.raises(RuntimeError, match="the raw file x is malformed"):
+        load_or_rebuild(tmp_path / "processed", load)
+
+
 @pytest.mark.parametrize("attention", ["none", "cbam"])
 def test_attentive_convnet_puts_the_block_in_every_stage_and_learns(attention):
     torch.manual_seed(0)
@@ -301,3 +318,23 @@ def test_attentive_convnet_puts_the_block_in_every_stage_and_learns(attention):
     assert losses[-1] < 0.5 * losses[0]
     with pytest.raises(ValueError, match=r"\(B, C, H, W\), got \(1, 16, 16\)"):
         model(torch.zeros(1, 16, 16))
+
+
+@pytest.mark.parametrize("launcher, expected", [
+    ({"WORLD_SIZE": "8", "SLURM_JOB_ID": "4711", "SLURM_PROCID": "5"}, "slurm-4711_fit"),
+    ({"SLURM_NTASKS": "4", "SLURM_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "3"}, "slurm-12-3_fit"),
+    ({"WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "job7", "LOCAL_RANK": "1"}, "torchrun-job7_fit"),
+])
+def test_ranks_started_by_a_launcher_share_one_run_folder_named_after_the_job(launcher, expected, monkeypatch, tmp_path):
+    monkeypatch.setenv("FRAMEWORK_RUNS_DIR", str(tmp_path))
+    for key, value in launcher.items():
+        monkeypatch.setenv(key, value)
+    first, second = (resolve_run_dir("fit", "demo", None, None) for _ in range(2))
+    assert first == second == tmp_path / "demo" / expected and first.is_dir()
+
+
+def test_one_process_or_torchrun_without_an_id_gets_a_new_folder_each_time(monkeypatch, tmp_path):
+    monkeypatch.setenv("FRAMEWORK_RUNS_DIR", str(tmp_path))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")
+    assert resolve_run_dir("fit", "demo", None, None) != resolve_run_dir("fit", "demo", None, None)

@@ -19,7 +19,7 @@ class RunSummary(Callback):
     def __init__(self) -> None:
         self.history: list[dict[str, float]] = []
 
-    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.sanity_checking:
             return
         self.history.append(

@@ -1,0 +1,281 @@
+"""Framework overhead: seconds per epoch of ``fit`` against a hand-written loop.
+
+Both train the same network (same initial weights) on the same batches with the same
+optimizer and precision; an epoch is the training batches, one validation pass that
+computes the task's metrics, and one checkpoint written to disk. ``fit`` runs with the
+config's defaults (W&B logger offline, progress bar, attention pictures, checkpoints);
+the hand loop is what a user would write in plain PyTorch. Start-up (imports, building the
+model, data set-up, the first epoch's warm-up) is excluded: the first epoch is not timed.
+
+    python tools/bench_overhead.py                          # the three models on this machine's device
+    python tools/bench_overhead.py --models ccnet --device cpu --epochs 4
+    python tools/bench_overhead.py --profile ccnet          # where fit's time goes (torch profiler)
+    python tools/bench_overhead.py --models ccnet --steps   # one training step, eager and compiled
+
+It also reports, on CUDA, the kernels launched per training step and the share of a step's
+wall time the GPU is busy (from the torch profiler), the figures that show whether a small
+model keeps the GPU fed. Ratios (fit / loop) are the result; absolute times depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: benchmark name -> config
+MODELS = {
+    "ccnet": "domains/vision/ccnet.yaml",
+    "transformer_cls": "domains/nlp/transformer_cls.yaml",
+    "memn2n": "domains/memory/memn2n.yaml",
+}
+#: (training, validation) batches of a timed epoch on the CPU where a whole epoch takes minutes
+CPU_LIMITS = {"ccnet": (20, 5)}
+
+
+def build(config: str, device: str, train_batches: Optional[int], val_batches: Optional[int], epochs: int,
+          extra: list[str]):
+    """The CLI's objects for one config, ready to fit (nothing run yet); ``None`` batches: the whole split."""
+    from framework.cli import FrameworkCLI
+
+    limits = [f"--trainer.limit_train_batches={train_batches}"] if train_batches else []
+    limits += [f"--trainer.limit_val_batches={val_batches}"] if val_batches else []
+    args = ["--config", config, f"--trainer.max_epochs={epochs}", *limits, "--trainer.num_sanity_val_steps=0",
+            "--experiment=bench_overhead", *extra]
+    if device == "cuda":
+        args += ["--config", "configs/trainer/gpu.yaml"]
+    else:
+        args += ["--trainer.accelerator=cpu"]
+    return FrameworkCLI(args=args, run=False)
+
+
+class EpochClock:
+    """Time stamps at epoch boundaries: wall-clock time, CUDA synchronised; or, with ``cpu_time``,
+    the CPU time of this process (steadier than wall time on a machine that runs other work)."""
+
+    cpu_time = False
+
+    def __init__(self) -> None:
+        self.stamps: list[float] = []
+
+    def _stamp(self) -> None:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        self.stamps.append(time.process_time() if self.cpu_time else time.perf_counter())
+
+    def epochs(self) -> list[float]:
+        return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
+
+
+def time_fit(cli) -> list[float]:
+    import lightning.pytorch as pl
+
+    clock = EpochClock()
+
+    class Stamps(pl.Callback):
+        def on_train_epoch_start(self, trainer, module) -> None:
+            clock._stamp()
+
+        def on_train_end(self, trainer, module) -> None:
+            clock._stamp()
+
+    cli.trainer.callbacks.append(Stamps())
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    return clock.epochs()[1:]
+
+
+def time_loop(cli, module, epochs: int, train_batches: Optional[int], val_batches: Optional[int], device: str,
+              folder: Path) -> list[float]:
+    """Plain PyTorch: the same network, task, optimizer, precision and batches as ``fit``."""
+    from lightning.pytorch.utilities import move_data_to_device
+
+    model, task = module.model.to(device), module.task.to(device)
+    metrics = module.val_metrics.to(device)
+    optimizer = module.configure_optimizers()
+    optimizer = optimizer[0][0] if isinstance(optimizer, tuple) else optimizer
+    optimizer = optimizer["optimizer"] if isinstance(optimizer, dict) else optimizer
+    clip = cli.trainer.gradient_clip_val
+    autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda")
+    data = cli.datamodule
+    data.setup("fit")
+    train, val = data.train_dataloader(), data.val_dataloader()
+    clock = EpochClock()
+    for _ in range(epochs):
+        clock._stamp()
+        model.train()
+        for i, batch in enumerate(train):
+            if i == train_batches:  # None: the whole split
+                break
+            batch = move_data_to_device(batch, device)
+            with autocast:
+                loss = task.step(model, batch, "train").loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            for i, batch in enumerate(val):
+                if i == val_batches:
+                    break
+                batch = move_data_to_device(batch, device)
+                with autocast:
+                    step = task.step(model, batch, "val")
+                metrics.update(step.preds, step.target)
+        metrics.compute()
+        metrics.reset()
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, folder / "loop.ckpt")
+    clock._stamp()
+    return clock.epochs()[1:]
+
+
+def gpu_activity(cli, module, device: str, steps: int = 10) -> tuple[float, float]:
+    """(CUDA kernels per training step, share of the step's wall time the GPU is busy)."""
+    from lightning.pytorch.utilities import move_data_to_device
+    from torch.profiler import ProfilerActivity, profile
+
+    model, task = module.model.to(device).train(), module.task.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    batch = move_data_to_device(next(iter(cli.datamodule.train_dataloader())), device)
+
+    def step() -> None:
+        with torch.autocast(device, dtype=torch.bfloat16):
+            loss = task.step(model, batch, "train").loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy = sum(e.device_time for e in kernels) / 1e6  # microseconds -> seconds
+    return len(kernels) / steps, busy / wall
+
+
+def step_times(cli, module, device: str, modes: list[str], steps: int = 30) -> dict[str, float]:
+    """Median seconds of one training step (forward, backward, optimizer) of the config's model in
+    a plain loop, eager and under ``torch.compile`` in each of ``modes``, on one repeated batch."""
+    from lightning.pytorch.utilities import move_data_to_device
+
+    initial = copy.deepcopy(module.state_dict())
+    batch = move_data_to_device(next(iter(cli.datamodule.train_dataloader())), device)
+    times = {}
+    for mode in ["eager", *modes]:
+        module.load_state_dict(initial)
+        model, task = module.model.to(device).train(), module.task.to(device)
+        run = model if mode == "eager" else torch.compile(model, mode=mode)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda")
+        seconds = []
+        for i in range(steps + 5):  # the first steps compile and warm up
+            start = time.perf_counter()
+            with autocast:
+                loss = task.step(run, batch, "train").loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if device == "cuda":
+                torch.cuda.synchronize()
+            if i >= 5:
+                seconds.append(time.perf_counter() - start)
+        times[mode] = statistics.median(seconds)
+    return times
+
+
+def profile_fit(cli) -> None:
+    """Top operators and Python frames of a short fit, by self CPU time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    print(prof.key_averages(group_by_stack_n=6).table(sort_by="self_cpu_time_total", row_limit=40))
+
+
+def limits(name: str, args: argparse.Namespace) -> tuple[Optional[int], Optional[int]]:
+    default = CPU_LIMITS.get(name, (None, None)) if args.device == "cpu" else (None, None)
+    return args.train_batches or default[0], args.val_batches or default[1]
+
+
+def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    torch.manual_seed(0)
+    train_batches, val_batches = limits(name, args)
+    cli = build(MODELS[name], args.device, train_batches, val_batches, args.epochs + 1, args.override)
+    initial = copy.deepcopy(cli.model.state_dict())
+    fit_epochs = time_fit(cli)
+    cli.model.load_state_dict(initial)
+    with tempfile.TemporaryDirectory() as folder:
+        loop_epochs = time_loop(cli, cli.model, args.epochs + 1, train_batches, val_batches, args.device, Path(folder))
+    row = {"model": name, "fit_s": statistics.median(fit_epochs), "loop_s": statistics.median(loop_epochs),
+           "batches": f"{train_batches or 'all'} / {val_batches or 'all'}"}
+    row["ratio"] = row["fit_s"] / row["loop_s"]
+    if args.device == "cuda":
+        cli.model.load_state_dict(initial)
+        row["kernels_per_step"], row["gpu_busy"] = gpu_activity(cli, cli.model, args.device)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--epochs", type=int, default=3, help="timed epochs (one more runs first, untimed)")
+    parser.add_argument("--train-batches", type=int, default=None,
+                        help=f"training batches an epoch (default: all; on the CPU {CPU_LIMITS})")
+    parser.add_argument("--val-batches", type=int, default=None, help="validation batches an epoch (default: all)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--override", action="append", default=[], help="extra CLI flag for fit, repeatable")
+    parser.add_argument("--profile", choices=list(MODELS), help="profile one model's fit instead of timing")
+    parser.add_argument("--steps", action="store_true",
+                        help="time one training step eager and compiled (reduce-overhead on CUDA) instead of epochs")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time by this process's CPU time instead of wall time (a busy machine)")
+    args = parser.parse_args()
+    EpochClock.cpu_time = args.cpu_time
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    os.environ.setdefault("FRAMEWORK_RUNS_DIR", tempfile.mkdtemp(prefix="bench_overhead_"))
+    if args.profile:
+        profile_fit(build(MODELS[args.profile], args.device, *limits(args.profile, args), 2, args.override))
+        return
+    if args.steps:
+        modes = ["reduce-overhead"] if args.device == "cuda" else ["default"]
+        for name in args.models:
+            cli = build(MODELS[name], args.device, *limits(name, args), 1, args.override)
+            times = step_times(cli, cli.model, args.device, modes)
+            for mode, seconds in times.items():
+                print(f"step {name} {mode}: {seconds * 1e3:.2f} ms ({times['eager'] / seconds:.2f}x eager)")
+        return
+    rows = [measure(name, args) for name in args.models]
+    clock = "process CPU time" if args.cpu_time else "wall time"
+    print(f"\nFramework overhead on {args.device} ({torch.get_num_threads()} threads, {clock}, median of {args.epochs} epochs)")
+    columns = "| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop |" + (" kernels/step | GPU busy |" if args.device == "cuda" else "")
+    print(columns)
+    print("|" + "---|" * (columns.count("|") - 1))
+    for row in rows:
+        line = f"| {row['model']} | {row['batches']} | {row['fit_s']:.3f} | {row['loop_s']:.3f} | {row['ratio']:.3f}x |"
+        if args.device == "cuda":
+            line += f" {row['kernels_per_step']:.0f} | {row['gpu_busy']:.0%} |"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
