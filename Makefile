@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install fit test blocks clean
+.PHONY: install fit test test-gpu blocks clean
 
 # (Re)install into .venv whenever the declared dependencies change.
 $(STAMP): pyproject.toml
@@ -20,6 +20,11 @@ fit: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# On a machine with a GPU: the CUDA lane of the suite, a short fit of every config with the GPU
+# preset, the GPU benchmarks and a DDP fit, ending with one table (tools/gpu_check.py).
+test-gpu: $(STAMP)
+	$(BIN)/python tools/gpu_check.py
 
 blocks: $(STAMP)
 	$(BIN)/python -m framework blocks

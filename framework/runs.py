@@ -3,8 +3,10 @@
 Checkpoints, the resolved config and every logger's files of a run go into its folder.
 The folder is created when its name is chosen, so two runs never share one. A ``fit``
 resumed from a checkpoint inside a run folder continues in that folder. Processes that
-Lightning launches for DDP inherit the folder through ``FRAMEWORK_RUN_DIR``; launchers
-that start every rank themselves (torchrun, SLURM) should pass ``--run_dir``.
+Lightning launches for DDP inherit the folder through ``FRAMEWORK_RUN_DIR``. Launchers that
+start every rank themselves name the folder after their job, the same on every rank and
+node: ``slurm-<job id>[-<array task>]_<subcommand>`` under SLURM, ``torchrun-<rdzv id>_<subcommand>``
+under torchrun with ``--rdzv-id``; otherwise pass the same ``--run_dir`` to every rank.
 """
 
 from __future__ import annotations
@@ -42,11 +44,23 @@ def run_dir_of_checkpoint(ckpt_path: Optional[str]) -> Optional[Path]:
     return None
 
 
+def launcher_job() -> Optional[str]:
+    """The job of a launcher that started every rank itself, the same on all of them: SLURM's job
+    (and array task), or torchrun's rendezvous id; None for one process or Lightning's own launch."""
+    if int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1"))) < 2:
+        return None
+    if job := os.environ.get("SLURM_JOB_ID"):
+        task = os.environ.get("SLURM_ARRAY_TASK_ID")
+        return f"slurm-{job}" + (f"-{task}" if task else "")
+    rendezvous = os.environ.get("TORCHELASTIC_RUN_ID")
+    return f"torchrun-{rendezvous}" if rendezvous and rendezvous != "none" else None
+
+
 def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ckpt_path: Optional[str]) -> Path:
     """Pick this process's run folder and publish it to child processes.
 
     Order: a DDP child's inherited folder; ``--run_dir``; the folder of the checkpoint a
-    ``fit`` resumes from; a new folder.
+    ``fit`` resumes from; the launcher's job folder (:func:`launcher_job`); a new folder.
     """
     inherited = os.environ.get(RUN_DIR_ENV)
     if inherited and os.environ.get("LOCAL_RANK", "0") != "0":
@@ -55,6 +69,8 @@ def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ck
         path = Path(run_dir)
     elif subcommand == "fit" and (resumed := run_dir_of_checkpoint(ckpt_path)) is not None:
         path = resumed
+    elif (job := launcher_job()) is not None:
+        path = Path(os.environ.get(RUNS_ROOT_ENV, "runs")) / experiment / f"{job}_{subcommand}"
     else:
         path = new_run_dir(experiment, subcommand)
     path.mkdir(parents=True, exist_ok=True)
