@@ -13,7 +13,8 @@ from typing import Optional
 
 import torch
 from torch import Tensor
-from torch.utils.data import Dataset
+
+from framework.data.tensors import TensorExamples
 
 from .clips import AudioDataModule
 
@@ -82,12 +83,14 @@ def synthesize(label: Tensor, num_samples: int, sample_rate: int, generator: tor
     return 0.3 * (event + noise)
 
 
-class AudioEventDataset(Dataset):
+class AudioEventDataset(TensorExamples):
     """``size`` generated clips of ``num_samples`` samples at ``sample_rate``, from ``seed``.
 
     Examples follow the audio batch format: ``{"waveform": (T,), "lengths": (), "target": ()}``
     (every clip is T samples long, so ``lengths`` is T).
     """
+
+    fields = ("waveform", "lengths", "target")
 
     def __init__(self, size: int, sample_rate: int, num_samples: int, snr_db: tuple[float, float], seed: int) -> None:
         generator = torch.Generator().manual_seed(seed)
@@ -95,12 +98,6 @@ class AudioEventDataset(Dataset):
         self.waveform = torch.cat([synthesize(self.target[i:i + CHUNK], num_samples, sample_rate, generator, snr_db)
                                    for i in range(0, size, CHUNK)]) if size else torch.zeros(0, num_samples)
         self.lengths = torch.full((size,), num_samples)
-
-    def __len__(self) -> int:
-        return len(self.target)
-
-    def __getitem__(self, i: int) -> dict[str, Tensor]:
-        return {"waveform": self.waveform[i], "lengths": self.lengths[i], "target": self.target[i]}
 
 
 class AudioEvents(AudioDataModule):

@@ -17,10 +17,10 @@ from typing import NamedTuple, Optional
 
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, Dataset, Sampler
-from torch.utils.data._utils.collate import default_collate
+from torch.utils.data import DataLoader, Sampler
 
 from framework.data import SplitDataModule
+from framework.data.tensors import Batch, TensorExamples, collate
 
 from .encoding import PAD
 
@@ -59,9 +59,16 @@ class Vocabulary:
             raise KeyError(f"word {err.args[0]!r} is not in the vocabulary of {len(self)} words") from None
 
 
-class StoryDataset(Dataset):
+class StoryDataset(TensorExamples):
     """Examples as padded tensors, the story cut to its ``memory_size`` most recent sentences
-    (supporting facts that fall out of the window are dropped)."""
+    (supporting facts that fall out of the window are dropped).
+
+    A batch (``dataset.__getitems__(indices)``, what the loaders call) is cut to the sentences,
+    words and question words its examples use: the sizes come from per-example lengths kept
+    on the CPU, so cutting never waits for a GPU.
+    """
+
+    fields = ("story", "question", "target", "task", "support")
 
     def __init__(self, examples: Sequence[Example], vocab: Vocabulary, memory_size: int) -> None:
         if not examples:
@@ -90,30 +97,22 @@ class StoryDataset(Dataset):
             self.support[tuple(torch.tensor(cut).T)] = True
         self.target = torch.tensor([vocab.ids[ex.answer] for ex in examples])
         self.task = torch.tensor([ex.task for ex in examples])
+        words = self.story.ne(PAD)  # (slots, words per sentence, question words) of every example, on the CPU
+        self.sizes = torch.stack([words.any(-1).sum(1), words.sum(-1).amax(1), self.question.ne(PAD).sum(-1)], 1)
 
-    def __len__(self) -> int:
-        return len(self.target)
+    def __getitems__(self, indices: Sequence[int]) -> Batch:
+        batch = super().__getitems__(indices)
+        slots, width, question = self.sizes[torch.as_tensor(indices)].amax(0).clamp(min=1).tolist()
+        batch["story"] = batch["story"][:, :slots, :width]
+        batch["support"] = batch["support"][:, :slots]
+        batch["question"] = batch["question"][:, :question]
+        return batch
 
-    def __getitem__(self, i: int) -> dict[str, Tensor]:
-        return {"story": self.story[i], "question": self.question[i], "target": self.target[i],
-                "task": self.task[i], "support": self.support[i]}
-
-
-def collate_stories(items: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-    """Stack examples and cut the padding that no example of the batch uses."""
-    batch = default_collate(items)
-    slots = int(batch["story"].ne(PAD).any(-1).sum(1).max().clamp(min=1))
-    width = int(batch["story"].ne(PAD).sum(-1).max().clamp(min=1))
-    question = int(batch["question"].ne(PAD).sum(-1).max().clamp(min=1))
-    batch["story"] = batch["story"][:, :slots, :width]
-    batch["support"] = batch["support"][:, :slots]
-    batch["question"] = batch["question"][:, :question]
-    return batch
 
 
 class SimilarLengthSampler(Sampler[int]):
     """A random order of the examples in which each run of ``batch_size`` has stories of
-    similar length, so that batches carry little padding (``collate_stories`` cuts it).
+    similar length, so that batches carry little padding (``StoryDataset`` cuts it).
 
     Each epoch the examples are shuffled, cut into pools of ``pool_batches`` batches, sorted
     by story length within a pool and cut into batches, and the batches are shuffled. The
@@ -150,8 +149,6 @@ class StoryDataModule(SplitDataModule):
         batch_size, eval_batch_size, num_workers: as in ``SplitDataModule``.
     """
 
-    collate_fn = staticmethod(collate_stories)
-
     def __init__(self, memory_size: int = 50, similar_lengths: int = 0, batch_size: int = 32,
                  eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
@@ -168,8 +165,9 @@ class StoryDataModule(SplitDataModule):
         lengths = train.story.ne(PAD).any(-1).sum(1)
         return DataLoader(train, batch_size=self.batch_size, num_workers=self.num_workers,
                           sampler=SimilarLengthSampler(lengths, self.batch_size, self.similar_lengths),
-                          persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available(),
-                          collate_fn=self.collate_fn)
+                          persistent_workers=self.num_workers > 0,
+                          pin_memory=self.device.type == "cuda" and train.device.type == "cpu",
+                          collate_fn=collate)
 
     def examples(self) -> dict[str, list[Example]]:
         raise TypeError(f"{type(self).__name__} must define examples(), returning the examples by split")

@@ -8,6 +8,8 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from .tensors import TensorExamples, collate
+
 SPLITS = ("train", "val", "test")
 
 
@@ -17,6 +19,11 @@ class SplitDataModule(pl.LightningDataModule):
     A subclass implements :meth:`make_splits`, returning ``{"train": ..., "val": ...,
     "test": ...}`` datasets (a missing split is an error only when a loop asks for it), and
     may set ``collate_fn`` (padding, graph batching ...). ``predict`` reads ``predict_split``.
+
+    Splits held as tensors (:class:`~framework.data.tensors.TensorExamples`) are batched by
+    indexing, and when the trainer runs on a GPU and the loaders have no workers they move
+    to the GPU once at set-up, so their batches are made there. Loaders pin host memory
+    only for a trainer on a GPU.
 
     Args:
         batch_size: examples per training batch.
@@ -45,6 +52,17 @@ class SplitDataModule(pl.LightningDataModule):
     def setup(self, stage: str) -> None:
         if not self.splits:
             self.splits = dict(self.make_splits())
+        device = self.device
+        if device.type == "cuda" and self.num_workers == 0:
+            for dataset in self.splits.values():
+                if isinstance(dataset, TensorExamples):
+                    dataset.to(device)
+
+    @property
+    def device(self) -> torch.device:
+        """The device the trainer trains on (the CPU without a trainer)."""
+        trainer = getattr(self, "trainer", None)
+        return trainer.strategy.root_device if trainer is not None else torch.device("cpu")
 
     def split(self, name: str) -> Dataset:
         """The dataset of one split; a clear error when the data module has none."""
@@ -55,14 +73,16 @@ class SplitDataModule(pl.LightningDataModule):
 
     def loader(self, name: str, shuffle: bool = False) -> DataLoader:
         """A DataLoader over one split, with this module's batch size, workers and collate."""
+        dataset = self.split(name)
+        on_host = not isinstance(dataset, TensorExamples) or dataset.device.type == "cpu"
         return DataLoader(
-            self.split(name),
+            dataset,
             batch_size=self.batch_size if shuffle else self.eval_batch_size,
             shuffle=shuffle,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
-            pin_memory=torch.cuda.is_available(),
-            collate_fn=self.collate_fn,
+            pin_memory=on_host and self.device.type == "cuda",
+            collate_fn=self.collate_fn or collate,
         )
 
     def train_dataloader(self) -> DataLoader:

@@ -12,17 +12,19 @@ chance, 1 / V). The number of pairs varies, so batches carry a padding mask.
 from __future__ import annotations
 
 import torch
-from torch.utils.data import Dataset
 
 from ..data import SplitDataModule
+from ..data.tensors import TensorExamples
 
 
-class RecallDataset(Dataset):
+class RecallDataset(TensorExamples):
     """``size`` examples generated from ``seed``; each is a dict of tokens, mask and target.
 
     Tokens: pair (k, v) is ``k * num_values + v``; the query for key k is
     ``num_keys * num_values + k``; padding is the last id, ``num_keys * (num_values + 1)``.
     """
+
+    fields = ("tokens", "mask", "target")
 
     def __init__(self, size: int, num_keys: int, num_values: int, min_pairs: int, max_pairs: int, seed: int) -> None:
         g = torch.Generator().manual_seed(seed)
@@ -37,11 +39,6 @@ class RecallDataset(Dataset):
         self.tokens[rows, pairs] = num_keys * num_values + keys[rows, asked]
         self.target = values[rows, asked]
 
-    def __len__(self) -> int:
-        return len(self.target)
-
-    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        return {"tokens": self.tokens[i], "mask": self.mask[i], "target": self.target[i]}
 
 
 class AssociativeRecall(SplitDataModule):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import Tensor
-from torch.utils.data import Dataset
+
+from framework.data.tensors import TensorExamples
 
 from .interactions import Histories
 
@@ -37,24 +38,20 @@ def sample_negatives(seen: Histories, num_items: int, count: int, rng: np.random
     return torch.from_numpy(np.stack(rows)) if rows else torch.zeros(0, count, dtype=torch.long)
 
 
-class TrainSequences(Dataset):
+class TrainSequences(TensorExamples):
     """One row per user: the last ``max_len + 1`` training items, left-padded.
 
     A task reads a row as inputs and targets (next item: ``row[:-1]`` predicts ``row[1:]``;
     masked item: masked positions of ``row[1:]``). Items: ``{"sequence": (max_len + 1,)}``.
     """
 
+    fields = ("sequence",)
+
     def __init__(self, train: Histories, max_len: int) -> None:
-        self.rows = left_pad(train, max_len + 1)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, i: int) -> dict[str, Tensor]:
-        return {"sequence": self.rows[i]}
+        self.sequence = left_pad(train, max_len + 1)
 
 
-class RankingQueries(Dataset):
+class RankingQueries(TensorExamples):
     """One query per user: rank the ``target`` item given the ``history``.
 
     Items: ``history`` (max_len,) the last items, left-padded; ``target`` () the held-out
@@ -63,15 +60,11 @@ class RankingQueries(Dataset):
     target for the sampled protocol; ``user`` () the user's index.
     """
 
+    fields = ("history", "target", "seen", "negatives", "user")
+
     def __init__(self, histories: Histories, targets: np.ndarray, max_len: int, negatives: Tensor) -> None:
         self.history = left_pad(histories, max_len)
         self.seen = left_pad(histories, max(1, max((len(h) for h in histories), default=1)))
         self.target = torch.from_numpy(np.asarray(targets, dtype=np.int64))
         self.negatives = negatives
-
-    def __len__(self) -> int:
-        return len(self.target)
-
-    def __getitem__(self, i: int) -> dict[str, Tensor]:
-        return {"history": self.history[i], "target": self.target[i], "seen": self.seen[i],
-                "negatives": self.negatives[i], "user": torch.tensor(i)}
+        self.user = torch.arange(len(self.target))

@@ -8,7 +8,7 @@ import torch
 
 from domains.memory import BabiStories, GeneratedStories, generate_stories, parse_babi
 from domains.memory.generated import lexicon
-from domains.memory.stories import SimilarLengthSampler, StoryDataset, Vocabulary, collate_stories
+from domains.memory.stories import SimilarLengthSampler, StoryDataset, Vocabulary
 from framework.data import DataNotFoundError
 
 FILE = """1 Mary moved to the bathroom.
@@ -52,11 +52,14 @@ def test_dataset_keeps_the_most_recent_sentences_and_moves_the_support():
     assert data.support[0].tolist() == [False, False]  # sentence 1 fell out of the window
 
 
-def test_collate_cuts_padding_no_example_uses():
+def test_a_batch_is_cut_to_the_padding_its_examples_use():
     examples = parse_babi(FILE.splitlines(), task=2)
     data = StoryDataset(examples, vocabulary_of(examples), memory_size=50)
-    batch = collate_stories([data[2]])  # one sentence of five words
+    batch = data.__getitems__([2])  # one sentence of five words
     assert batch["story"].shape == (1, 1, 5) and batch["support"].shape == (1, 1) and batch["question"].shape == (1, 3)
+    both = data.__getitems__([2, 1])
+    assert both["story"].shape == (2, 4, 6) and torch.equal(both["story"][0, :1, :5], batch["story"][0])
+    assert torch.equal(both["story"][1], data[1]["story"][:4, :6]) and torch.equal(both["target"], data.target[[2, 1]])
 
 
 def test_similar_length_batches_cover_every_example_with_little_padding():
