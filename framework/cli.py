@@ -22,7 +22,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, NoReturn, Optional, Union
 
 import torch
 import yaml
@@ -36,8 +36,9 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from torch import nn
 
 from . import catalogue, runs
-from .callbacks import AttentionMaps, ProgressBar, RunSummary
+from .callbacks import AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunSummary
 from .checkpoint import AtomicCheckpointIO
+from .errors import TRACEBACK_ENV, CheckpointError, ConfigError, explain, parser_message, traceback_requested, user_error
 from .task_module import CompileMode, TaskModule
 from .tasks import Task
 
@@ -46,6 +47,8 @@ DESCRIPTION = (
     "`python -m framework blocks` prints the attention catalogue."
 )
 CONFIG_PRESETS = Path("configs")
+#: ``ckpt_path`` values Lightning resolves itself (the checkpoint callback's files of this process).
+LIGHTNING_CKPT_ALIASES = ("best", "last", "hpc", "registry")
 
 
 class SaveConfig(SaveConfigCallback):
@@ -70,6 +73,19 @@ class SaveConfig(SaveConfigCallback):
                 logger.experiment.config.update(config, allow_val_change=True)
 
 
+class Parser(LightningArgumentParser):
+    """The CLI's parser: a config error is one line naming the key (the full message with
+    ``FRAMEWORK_TRACEBACK=1``), instead of the usage and a nested report of every type tried."""
+
+    def error(self, message: str, ex: Optional[Exception] = None) -> NoReturn:
+        if traceback_requested(sys.argv[1:]) or not self.exit_on_error:
+            super().error(message, ex)
+        prog = self.prog.replace(" [options]", "")
+        sys.stderr.write(f"error: {parser_message(message)}\n({prog} --help lists the options; "
+                         f"{TRACEBACK_ENV}=1 shows the parser's whole message)\n")
+        raise SystemExit(2)
+
+
 class FrameworkCLI(LightningCLI):
     """LightningCLI with a ``model`` (nn.Module) and a ``task`` instead of a LightningModule."""
 
@@ -78,9 +94,10 @@ class FrameworkCLI(LightningCLI):
         super().__init__(
             save_config_callback=SaveConfig,
             save_config_kwargs={"overwrite": True},  # run folders are unique; a resumed run rewrites its own
-            trainer_defaults={"callbacks": [RunSummary()]},
+            trainer_defaults={"callbacks": [RunSummary(), NonFiniteGuard(), PredictionWriter()]},
             parser_kwargs={"description": DESCRIPTION},
             seed_everything_default=0,
+            parser_class=Parser,
             args=args,
             run=run,
         )
@@ -107,31 +124,51 @@ class FrameworkCLI(LightningCLI):
             "checkpoint.auto_insert_metric_name": False,
         })
         parser.add_lightning_class_args(AttentionMaps, "attention_maps")
+        parser.add_lightning_class_args(ResumePoints, "resume")
         parser.add_optimizer_args((torch.optim.Optimizer,))  # unset: TaskModule's default AdamW
+        parser.add_argument("--untrained", type=bool, default=False,
+                            help="validate, test or predict the model as configured, without a checkpoint")
+        parser.add_argument("--traceback", type=bool, default=False,
+                            help="show the traceback of errors the framework explains in one line")
 
     def _parse_ckpt_path(self) -> None:
         """A checkpoint written by this CLI carries its model and task configs: use them.
 
         The model's config always comes from the checkpoint (its weights need that very
-        network). The task's comes from the checkpoint too, except for the ``--task.*``
-        flags given on the command line, which win (``--task.beam_size=5`` at test time).
+        network), so ``--model.*`` flags that would change it are refused, naming them. The
+        task's comes from the checkpoint too, except for the ``--task.*`` flags given on the
+        command line, which win (``--task.beam_size=5`` at test time). A file that is no
+        checkpoint of this CLI is an error naming it.
         """
         subcommand = self.config.get("subcommand")
         ckpt_path = subcommand and self.config[subcommand].get("ckpt_path")
-        if not ckpt_path or not Path(ckpt_path).is_file():
+        if not ckpt_path or ckpt_path in LIGHTNING_CKPT_ALIASES:
             return
-        hparams = torch.load(ckpt_path, map_location="cpu", weights_only=True).get("hyper_parameters", {})
-        given = {key: hparams[key] for key in ("model", "task") if isinstance(hparams.get(key), dict)}
-        if not given:
-            return
-        self.config = self.parser.parse_object({subcommand: given}, self.config)
+        hparams = read_checkpoint_hparams(Path(ckpt_path))
+        given = {key: hparams[key] for key in ("model", "task")}
+        try:
+            self.config = self.parser.parse_object({subcommand: given}, self.config)
+        except (SystemExit, ValueError, TypeError) as err:
+            raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
+                                  f"({given['model'].get('class_path')}): {err}") from None
+        subparser = self.parser._subcommands_action._name_parser_map[subcommand]
+        model_flags = _flags(self.argv, "model")
+        if model_flags:
+            flagged = subparser.parse_args(model_flags, namespace=self.config[subcommand].clone()).model
+            if flagged != self.config[subcommand].model:
+                names = ", ".join(flag for flag in model_flags if flag.startswith("--"))
+                raise ConfigError(f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
+                                  "differs, so these flags would be ignored; fit a model with them to evaluate it")
         task_flags = _flags(self.argv, "task")
         if task_flags:
-            subparser = self.parser._subcommands_action._name_parser_map[subcommand]
             self.config[subcommand] = subparser.parse_args(task_flags, namespace=self.config[subcommand].clone())
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
+        if self.subcommand in ("validate", "test", "predict") and not config.get("ckpt_path") and not config.untrained:
+            raise ConfigError(f"{self.subcommand} needs --ckpt_path: a checkpoint of a fit, for example "
+                              "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to "
+                              f"{self.subcommand} the model as configured, without training)")
         experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
         run_dir = runs.resolve_run_dir(self.subcommand or "run", experiment, config.run_dir, config.get("ckpt_path"))
         config.run_dir = str(run_dir)
@@ -220,10 +257,63 @@ def _fill_logger_save_dir(logger_config: Any, run_dir: Path) -> None:
             init_args.save_dir = str(run_dir)
 
 
+def read_checkpoint_hparams(path: Path) -> dict[str, Any]:
+    """The model and task configs a checkpoint of this CLI carries; a clear error naming the file
+    when it is missing, unreadable, or was written by something else."""
+    if not path.is_file():
+        raise CheckpointError(f"--ckpt_path {path}: no such file")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # pickle, zip and EOF errors all mean: this file is no (safe) checkpoint
+        raise CheckpointError(f"--ckpt_path {path} is not a checkpoint torch can load safely "
+                              f"({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
+    hparams = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
+    if not isinstance(hparams, dict) or not all(isinstance(hparams.get(key), dict) for key in ("model", "task")):
+        raise CheckpointError(f"--ckpt_path {path} was not written by this framework's CLI: it carries no model and "
+                              "task configs (fit with `python -m framework fit` to make one)")
+    return hparams
+
+
+def check_config_files(argv: list[str]) -> None:
+    """Every ``--config`` file exists and is a YAML mapping; an error names the file, line and column."""
+    for i, arg in enumerate(argv):
+        name, _, value = arg.partition("=")
+        if name not in ("--config", "-c"):
+            continue
+        path = Path(value or (argv[i + 1] if i + 1 < len(argv) else ""))
+        if not path.is_file():
+            raise ConfigError(f"--config {path}: no such file")
+        try:
+            content = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ConfigError(f"--config {path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"--config {path} is not a text file") from None
+        if not isinstance(content, dict):
+            raise ConfigError(f"--config {path} must hold a mapping of config keys, got {type(content).__name__}")
+
+
 def main(args: Optional[list[str]] = None) -> Optional[FrameworkCLI]:
-    """Entry point of ``python -m framework``; ``args`` replaces the command line (tests)."""
-    argv = sys.argv[1:] if args is None else list(args)
+    """Entry point of ``python -m framework``; ``args`` replaces the command line (tests).
+
+    An error the framework explains (a config value, a size, a file, a diverged run; see
+    :mod:`framework.errors`) prints as one or two lines and exits with status 1, and a run
+    folder this process made and never used is removed; other errors keep their traceback,
+    and so does every error with ``--traceback`` or ``FRAMEWORK_TRACEBACK=1``.
+    """
+    argv = sys.argv[1:] if args is None else [str(arg) for arg in args]
     if argv[:1] == ["blocks"]:
         catalogue.main(argv[1:])
         return None
-    return FrameworkCLI(args=args)
+    try:
+        check_config_files(argv)
+        return FrameworkCLI(args=args)
+    except Exception as err:
+        found = None if traceback_requested(argv) else user_error(err)
+        runs.discard_unused()
+        if found is None:
+            raise
+        print(explain(found), file=sys.stderr, flush=True)
+        raise SystemExit(1) from None

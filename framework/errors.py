@@ -4,8 +4,8 @@ A bad config key, a size that does not fit the data, a missing or corrupt file, 
 diverged: the user needs one or two lines that say what is wrong, where (the config key or
 the file) and what to do, not a traceback. Such errors are :class:`FrameworkError`, or a
 ``ValueError``/``TypeError``/``KeyError``/``FileNotFoundError`` raised by a check in the
-framework's or a domain's own code, or a ``PermissionError`` or full-disk error naming its
-file. :func:`explain` turns them into those lines; anything else is unexpected and keeps
+framework's or a domain's own code, Lightning's ``MisconfigurationException``, or a
+``PermissionError`` or full-disk error naming its file. :func:`explain` turns them into those lines; anything else is unexpected and keeps
 its traceback, and so does every error when ``FRAMEWORK_TRACEBACK=1`` (or ``--traceback``).
 """
 
@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import traceback
 from pathlib import Path
 from typing import Optional
+
+from lightning.fabric.utilities.exceptions import MisconfigurationException
 
 TRACEBACK_ENV = "FRAMEWORK_TRACEBACK"
 #: Code whose checks raise on purpose: an error raised here is a message for the user.
 OWN_CODE = tuple(str(Path(__file__).resolve().parents[1] / folder) for folder in ("framework", "domains"))
 #: Operating-system errors that are about the user's files, not about the program.
-FILE_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.ENOENT, errno.EISDIR}
+FILE_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.ENOENT, errno.EISDIR,
+               errno.ENOTDIR}
 
 
 class FrameworkError(Exception):
@@ -49,13 +53,24 @@ def _raised_in_own_code(error: BaseException) -> bool:
     return bool(frames) and frames[-1].filename.startswith(OWN_CODE)
 
 
-def is_expected(error: BaseException) -> bool:
-    """Whether ``error`` is a message for the user rather than a bug (see the module's docstring)."""
-    if isinstance(error, FrameworkError):
+def _is_message(error: BaseException) -> bool:
+    if isinstance(error, (FrameworkError, MisconfigurationException)):  # ours, and Lightning's own config checks
         return True
     if isinstance(error, OSError) and error.errno in FILE_ERRNOS and error.filename:
         return True
     return isinstance(error, (ValueError, TypeError, KeyError, FileNotFoundError)) and _raised_in_own_code(error)
+
+
+def user_error(error: BaseException) -> Optional[BaseException]:
+    """The error in ``error``'s chain that is a message for the user (see the module's docstring),
+    if any: a check of ours wrapped by the config parser while it built a class counts too."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if _is_message(error):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def explain(error: BaseException) -> str:
@@ -66,3 +81,28 @@ def explain(error: BaseException) -> str:
         return f"error: {what}: {error.filename}"
     message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
     return f"error: {message}\n(set {TRACEBACK_ENV}=1 or add --traceback to see where it was raised)"
+
+
+def parser_message(message: str) -> str:
+    """The gist of a config parser's error in one line: the config key it names (joined across
+    nested parsers, ``model.attention``) and the most specific reason, such as a block-name
+    type's own message ("unknown sequence block 'mhsaa'; did you mean: mhsa?")."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    keys = re.findall(r'Parser key "([^"]+)"', message)
+    ours = re.findall(r"Not of type \w+: (.+)", message)
+    if ours:
+        reason = ours[0].strip()
+    else:
+        after = max((i for i, line in enumerate(lines) if line.startswith("Parser key")), default=-1) + 1
+        details = [line.lstrip("- ") for line in lines[after:] if not line.startswith(STRUCTURE)]
+        reason = details[0] if details else lines[0]
+        given = re.search(r"^\s*Given value: (.{1,60})$", message, flags=re.M)
+        if given and "Got value" not in reason:
+            reason += f"; got {given.group(1)}"
+    key = ".".join(keys)
+    return f"{key}: {reason}" if key else reason
+
+
+#: Lines of a config parser's error that describe its structure, not the problem.
+STRUCTURE = ("Does not validate", "Subtypes:", "Errors:", "- Problem with given class_path", "Given value",
+             "- Expected a <class 'NoneType'>")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import netrc
 import os
@@ -13,9 +14,10 @@ from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 from lightning.pytorch.loggers import CSVLogger as _CSVLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers import WandbLogger as _WandbLogger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
-from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 
 REACH_TIMEOUT = 3.0  # seconds the W&B server gets to accept a connection before a run goes offline
 INIT_TIMEOUT = 15.0  # seconds wandb.init may take online (wandb's default is 90); WANDB_INIT_TIMEOUT overrides
@@ -156,8 +158,41 @@ def _run_id(folder: Path) -> str:
     return f"{folder.parent.name}-{folder.name}-{digest}"[-64:]
 
 
+class _AppendingWriter(ExperimentWriter):
+    """Lightning's CSV writer, except that an existing ``metrics.csv`` is continued, not deleted."""
+
+    def _check_log_dir_exists(self) -> None:
+        if self._fs.isfile(self.metrics_file_path):
+            with open(self.metrics_file_path, newline="") as f:
+                self.metrics_keys = next(csv.reader(f), [])
+
+    def keep_until(self, step: int) -> None:
+        """Drop the rows logged after ``step`` (by a process killed after its last checkpoint)."""
+        if not self._fs.isfile(self.metrics_file_path):
+            return
+        with open(self.metrics_file_path, newline="") as f:
+            rows = [row for row in csv.DictReader(f) if not row.get("step") or int(row["step"]) <= step]
+        with open(self.metrics_file_path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self.metrics_keys)
+            writer.writeheader()
+            writer.writerows(rows)
+
+
 class CSVLogger(_CSVLogger):
-    """Lightning's CSV logger writing ``metrics.csv`` straight into the run folder."""
+    """Lightning's CSV logger writing ``metrics.csv`` straight into the run folder; a resumed
+    ``fit`` appends to the file (the rows after its checkpoint's step are dropped first)."""
 
     def __init__(self, save_dir: Optional[str] = None, name: str = "", version: str = "", **kwargs: Any) -> None:
         super().__init__(save_dir=save_dir or ".", name=name, version=version, **kwargs)
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> _AppendingWriter:
+        if self._experiment is None:
+            self._fs.makedirs(self.root_dir, exist_ok=True)
+            self._experiment = _AppendingWriter(log_dir=self.log_dir)
+        return self._experiment
+
+    @rank_zero_only
+    def keep_until(self, step: int) -> None:
+        self.experiment.keep_until(step)

@@ -12,12 +12,15 @@ under torchrun with ``--rdzv-id``; otherwise pass the same ``--run_dir`` to ever
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
 RUN_DIR_ENV = "FRAMEWORK_RUN_DIR"
 RUNS_ROOT_ENV = "FRAMEWORK_RUNS_DIR"
+#: Run folders this process created (not inherited, resumed or named by --run_dir).
+created: list[Path] = []
 
 
 def new_run_dir(experiment: str, subcommand: str, root: Optional[Path] = None) -> Path:
@@ -29,9 +32,21 @@ def new_run_dir(experiment: str, subcommand: str, root: Optional[Path] = None) -
     while True:
         try:
             candidate.mkdir(parents=True)
+            created.append(candidate)
             return candidate
         except FileExistsError:
             candidate, n = base.with_name(f"{base.name}-{n}"), n + 1
+
+
+def discard_unused() -> None:
+    """Remove the run folders this process created that hold no checkpoint and no metrics: a run
+    that failed before training (a config error) leaves no empty folder behind."""
+    while created:
+        folder = created.pop()
+        if folder.is_dir() and not any(folder.rglob("*.ckpt")) and not any(folder.rglob("metrics.csv")):
+            shutil.rmtree(folder, ignore_errors=True)
+            if folder.parent.is_dir() and not any(folder.parent.iterdir()):
+                folder.parent.rmdir()
 
 
 def run_dir_of_checkpoint(ckpt_path: Optional[str]) -> Optional[Path]:
@@ -60,7 +75,9 @@ def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ck
     """Pick this process's run folder and publish it to child processes.
 
     Order: a DDP child's inherited folder; ``--run_dir``; the folder of the checkpoint a
-    ``fit`` resumes from; the launcher's job folder (:func:`launcher_job`); a new folder.
+    ``fit`` resumes from; the launcher's job folder (:func:`launcher_job`); a new folder, beside
+    the run of the checkpoint that a ``validate``, ``test`` or ``predict`` reads, else under
+    ``runs/<experiment>``.
     """
     inherited = os.environ.get(RUN_DIR_ENV)
     if inherited and os.environ.get("LOCAL_RANK", "0") != "0":
@@ -71,6 +88,8 @@ def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ck
         path = resumed
     elif (job := launcher_job()) is not None:
         path = Path(os.environ.get(RUNS_ROOT_ENV, "runs")) / experiment / f"{job}_{subcommand}"
+    elif (source := run_dir_of_checkpoint(ckpt_path)) is not None:
+        path = new_run_dir(source.parent.name, subcommand, root=source.parent.parent)
     else:
         path = new_run_dir(experiment, subcommand)
     path.mkdir(parents=True, exist_ok=True)

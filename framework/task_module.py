@@ -90,7 +90,7 @@ class TaskModule(pl.LightningModule):
         getattr(self, f"{stage}_metrics").update(step.preds.detach(), step.target)
         if stage == "train" and self._trainer is not None and self.trainer._logger_connector.should_update_logs:
             self.log("train/loss_step", step.loss.detach(), on_step=True, on_epoch=False, batch_size=size)
-            self.last_loss = float(step.loss)
+            self.last_loss = float(step.loss.detach())
         return step.loss
 
     def _accumulate(self, stage: str, name: str, value: Tensor, size: int) -> None:
@@ -110,6 +110,24 @@ class TaskModule(pl.LightningModule):
             metric.reset()
         if values:
             self.log_dict(values, prog_bar=stage == "val", sync_dist=True)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Keep the training epoch's running metrics, so that an epoch resumed from a checkpoint
+        taken in its middle reports what an uninterrupted one would."""
+        metrics = dict(self.train_metrics.items(keep_base=True))
+        checkpoint["running_epoch"] = {
+            "metrics": {name: _state_of(metric) for name, metric in metrics.items()},
+            "means": {name: _state_of(metric) for name, metric in self._means["train"].items()},
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        running = checkpoint.get("running_epoch", {})
+        metrics = dict(self.train_metrics.items(keep_base=True))
+        for name, state in running.get("metrics", {}).items():
+            if name in metrics:
+                _set_state(metrics[name], state)
+        for name, state in running.get("means", {}).items():
+            self._means["train"][name] = _set_state(MeanMetric().to(self.device), state)
 
     def on_train_epoch_end(self) -> None:
         self._log_epoch("train")
@@ -131,3 +149,15 @@ class TaskModule(pl.LightningModule):
 
     def predict_step(self, batch: Any, batch_idx: int) -> Any:
         return self.task.predict(self.model, batch)
+
+
+def _state_of(metric: Metric) -> dict[str, Any]:
+    """A metric's accumulated state and its count of updates (what ``compute`` needs)."""
+    return {"state": dict(metric.metric_state), "updates": metric._update_count}
+
+
+def _set_state(metric: Metric, saved: dict[str, Any]) -> Metric:
+    for name, value in saved["state"].items():
+        setattr(metric, name, value.to(metric.device) if isinstance(value, Tensor) else [v.to(metric.device) for v in value])
+    metric._update_count, metric._computed = saved["updates"], None
+    return metric

@@ -62,10 +62,16 @@ def shared_data():
 
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
-    """No W&B account, no W&B files outside tmp, runs and caches under tmp, no inherited run folder."""
+    """No W&B account, no W&B files outside tmp, runs and caches (ours, TorchInductor's, Triton's)
+    under tmp, no inherited run folder, and errors raised as they are (the one-line messages of
+    the command line are tested in test_bad_inputs.py)."""
     home = tmp_path_factory.mktemp("wandb-home")
     for key in ("WANDB_API_KEY", "WANDB_MODE", "FRAMEWORK_RUN_DIR"):
         monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("FRAMEWORK_TRACEBACK", "1")
+    compiled = tmp_path_factory.getbasetemp() / "compiled"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(compiled / "inductor"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(compiled / "triton"))
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(home))
     monkeypatch.setenv("WANDB_CACHE_DIR", str(home))
     monkeypatch.setenv("WANDB_DATA_DIR", str(home))

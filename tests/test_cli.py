@@ -55,8 +55,8 @@ def test_fit_then_test_from_the_checkpoint(capsys, device):
 
 def test_checkpoint_carries_model_and_task_so_test_needs_only_data():
     run = Path(fit("--model.attention=local").trainer.default_root_dir)
-    # The config names another block; the checkpoint's own model config wins, so its weights load.
-    cli = main(["validate", *SMALL, "--model.attention=mhsa", "--ckpt_path", str(run / "checkpoints" / "last.ckpt")])
+    # The config file names another block (mhsa); the checkpoint's own model config wins, so its weights load.
+    cli = main(["validate", *SMALL, "--ckpt_path", str(run / "checkpoints" / "last.ckpt")])
     assert type(cli.model.model.encoder.layers[0].attention).__name__ == "LocalAttention"
     assert "val/acc" in cli.trainer.callback_metrics
 

@@ -30,6 +30,7 @@ class AudioClassification(Classification):
         if frontend is not None and rate is not None and frontend.sample_rate != rate:
             raise ValueError(f"model.frontend.init_args.sample_rate is {frontend.sample_rate} Hz but "
                              f"data.sample_rate is {rate} Hz: set both to the recordings' rate")
+        super().check(model, data)
 
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
         frontend = getattr(model, "frontend", None)

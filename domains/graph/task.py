@@ -57,6 +57,7 @@ class NodeClassification(Classification):
                            ("model.num_classes", getattr(model, "num_classes", classes))):
             if value < classes:
                 raise ValueError(f"{key} is {value} but the graph's labels go up to {classes - 1}: set {key}={classes}")
+        super().check(model, data)
 
     def step(self, model: nn.Module, batch: Data, stage: str) -> Step:
         logits = model(batch.x, batch.edge_index)[batch.target_mask]
@@ -68,6 +69,13 @@ class NodeClassification(Classification):
         ids = batch.n_id if "n_id" in batch else None
         nodes = batch.target_mask.nonzero().flatten()
         return {"node": nodes if ids is None else ids[nodes], "logits": model(batch.x, batch.edge_index)[nodes]}
+
+    def write_predictions(self, prediction: dict[str, Tensor], batch: Data, sink: Any) -> None:
+        """``predictions.csv``: node id (in the whole graph), predicted class and its probability."""
+        score, label = prediction["logits"].float().softmax(-1).max(-1)
+        sink.take(len(label))
+        sink.rows("predictions.csv", ["node", "class", "score"],
+                  zip(prediction["node"].tolist(), label.tolist(), (f"{s:.6f}" for s in score.tolist())))
 
     def images(self, model: nn.Module, batch: Data) -> dict[str, list[Tensor]]:
         local = self._local_index(batch)

@@ -17,7 +17,8 @@ from typing import NamedTuple, Optional
 
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import Sampler
+from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 
 from framework.data import SplitDataModule
 from framework.data.tensors import Batch, TensorExamples, collate

@@ -80,6 +80,7 @@ class SequentialRanking(Task):
         if items is not None and _number_of_items(model) != items:
             raise ValueError(f"model.num_items is {model.num_items} but the data has {items} items: "
                              f"set model.num_items={items}")
+        super().check(model, data)
 
     def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
         if stage == "train":
@@ -113,6 +114,12 @@ class SequentialRanking(Task):
         """The k items to recommend to each user (B, k): best scores first, history excluded."""
         scores = without_padding(model(batch["history"], last=True)).scatter(1, batch["seen"], float("-inf"))
         return scores.topk(self.k, dim=1).indices
+
+    def write_predictions(self, prediction: Tensor, batch: dict[str, Tensor], sink: Any) -> None:
+        """``recommendations.csv``: each user's index and the k recommended item ids, best first."""
+        sink.take(len(prediction))
+        rows = zip(batch["user"].tolist(), (" ".join(map(str, items)) for items in prediction.tolist()))
+        sink.rows("recommendations.csv", ["user", f"top{self.k}_items"], rows)
 
     def images(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, list[Tensor]]:
         """``history_attention/<block>``: the attention of the batch's longest history over

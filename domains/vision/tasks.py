@@ -97,6 +97,12 @@ class Segmentation(Task):
     def predict(self, model: nn.Module, batch: Any) -> Tensor:
         return _logits(call_model(model, inputs_of(batch)))[0].argmax(1)
 
+    def write_predictions(self, prediction: Tensor, batch: Any, sink: Any) -> None:
+        """``masks/<example>.png``: one paletted PNG per image whose pixel values are the predicted
+        labels (the colours are the task's palette), numbered in the order of the split."""
+        for index, mask in zip(sink.take(len(prediction)), prediction.cpu().numpy()):
+            sink.image(f"masks/{index:06d}.png", mask, palette=self.colours.numpy())
+
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
         inputs, target = split_batch(batch)
         inputs, target = inputs[: self.num_images], target[: self.num_images]

@@ -80,6 +80,10 @@ GraphBlock = Union[GraphName, BlockFactory]
 MemoryBlock = Union[MemoryName, BlockFactory]
 
 
+class BlockArgumentsError(ValueError):
+    """A block that does not take the arguments its slot gives (it is a block of another kind)."""
+
+
 class NoAttention(nn.Module):
     """The no-attention baseline (``attention: none``): returns its first input unchanged."""
 
@@ -96,7 +100,7 @@ def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] 
     if spec is None or spec == NONE:
         return NoAttention()
     if callable(spec):
-        return spec(*args, **kwargs)
+        return _call(spec, spec, kind, *args, **kwargs)
     if spec in available():
         entry = info(spec)
         if kind is not None and entry.kind != kind:
@@ -111,5 +115,21 @@ def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] 
             factory = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as err:
             raise ValueError(f"attention block {spec!r}: cannot import it ({err})") from None
-        return factory(*args, **kwargs)
+        return _call(factory, spec, kind, *args, **kwargs)
     raise ValueError(unknown_name_message(spec, available(kind), f"{kind} block" if kind else "attention block"))
+
+
+def _call(factory: BlockFactory, spec: object, kind: Optional[str], *args: Any, **kwargs: Any) -> nn.Module:
+    """Build a user's block with the model's arguments; arguments it does not take mean it is a
+    block of another kind (a graph slot given ``torch.nn.MultiheadAttention``), said as such."""
+    try:
+        return factory(*args, **kwargs)
+    except TypeError as err:
+        name = getattr(spec, "__name__", spec)
+        wanted = f"a {kind} block ({', '.join(available(kind))}, or a class taking their arguments)" if kind else "a block"
+        raise BlockArgumentsError(f"attention block {name!r} does not take this model's arguments {_signature(args, kwargs)} "
+                         f"({err}): the model needs {wanted}") from None
+
+
+def _signature(args: tuple, kwargs: dict) -> str:
+    return "(" + ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())]) + ")"

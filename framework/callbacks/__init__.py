@@ -1,7 +1,10 @@
 """Callbacks the CLI adds to every run."""
 
 from .attention_maps import AttentionMaps
+from .guard import NonFiniteGuard
+from .predictions import PredictionWriter
 from .progress import ProgressBar
+from .resume import ResumePoints
 from .summary import RunSummary
 
-__all__ = ["AttentionMaps", "ProgressBar", "RunSummary"]
+__all__ = ["AttentionMaps", "NonFiniteGuard", "PredictionWriter", "ProgressBar", "ResumePoints", "RunSummary"]

@@ -19,6 +19,13 @@ class RunSummary(Callback):
     def __init__(self) -> None:
         self.history: list[dict[str, float]] = []
 
+    def state_dict(self) -> dict[str, list[dict[str, float]]]:
+        """The validations so far: a resumed run's summary covers the whole run."""
+        return {"history": self.history}
+
+    def load_state_dict(self, state_dict: dict[str, list[dict[str, float]]]) -> None:
+        self.history = list(state_dict.get("history", []))
+
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.sanity_checking:
             return

@@ -6,7 +6,8 @@ from typing import Any, Callable, Optional
 
 import lightning.pytorch as pl
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
+from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 
 from .tensors import TensorExamples, collate
 
@@ -19,6 +20,10 @@ class SplitDataModule(pl.LightningDataModule):
     A subclass implements :meth:`make_splits`, returning ``{"train": ..., "val": ...,
     "test": ...}`` datasets (a missing split is an error only when a loop asks for it), and
     may set ``collate_fn`` (padding, graph batching ...). ``predict`` reads ``predict_split``.
+
+    Loaders are torchdata's ``StatefulDataLoader``: a checkpoint taken in the middle of an
+    epoch holds the loader's position and its sampler's random state, so a resumed run
+    continues with the very batches an uninterrupted one would have seen.
 
     Splits held as tensors (:class:`~framework.data.tensors.TensorExamples`) are batched by
     indexing, and when the trainer runs on a GPU and the loaders have no workers they move

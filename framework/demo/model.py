@@ -25,6 +25,10 @@ class SequenceClassifier(nn.Module):
     def __init__(self, vocab_size: int, num_classes: int, dim: int = 64, depth: int = 2,
                  attention: SequenceBlock = "mhsa", max_len: int = 64, dropout: float = 0.0) -> None:
         super().__init__()
+        for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("max_len", max_len)):
+            if value < 1:
+                raise ValueError(f"model.{key} must be at least 1, got {value}")
+        self.vocab_size, self.num_classes = vocab_size, num_classes
         self.tokens = nn.Embedding(vocab_size, dim)
         self.positions = nn.Embedding(max_len, dim)
         self.encoder = AttentionEncoder(dim, depth, attention, dropout=dropout)

@@ -7,6 +7,7 @@ from typing import Optional
 from torch import Tensor, nn
 
 from ..attention import SequenceBlock, build
+from ..attention.spec import BlockArgumentsError
 
 
 def sequence_block(attention: SequenceBlock, dim: int, causal: bool = False) -> nn.Module:
@@ -16,7 +17,7 @@ def sequence_block(attention: SequenceBlock, dim: int, causal: bool = False) -> 
         return build(attention, dim, kind="sequence")
     try:
         return build(attention, dim, kind="sequence", causal=True)
-    except TypeError as err:
+    except (TypeError, BlockArgumentsError) as err:
         raise ValueError(f"attention: a causal encoder needs a sequence block that takes causal=True "
                          f"(mhsa, local ...); {attention!r} does not ({err})") from None
 
@@ -48,6 +49,8 @@ class AttentionEncoder(nn.Module):
     def __init__(self, dim: int, depth: int = 2, attention: SequenceBlock = "mhsa", mlp_ratio: float = 4.0,
                  dropout: float = 0.0, causal: bool = False) -> None:
         super().__init__()
+        if depth < 0:
+            raise ValueError(f"model.depth must be >= 0 encoder layers, got {depth}")
         self.layers = nn.ModuleList(EncoderLayer(dim, attention, mlp_ratio, dropout, causal) for _ in range(depth))
         self.norm = nn.LayerNorm(dim)
 

@@ -72,6 +72,8 @@ class SelfAttentiveClassifier(nn.Module):
             self.attention = build(attention, dim, kind="cross")
         elif self.kind == "pooling":
             self.attention = build(attention, dim, hidden=attention_hidden, num_queries=num_queries)
+        #: whether ``need_weights=True`` gives attention rows (B, r, N), what ``task.penalty`` acts on
+        self.returns_attention_rows = self.kind != NONE
         rows = 1 if self.kind == NONE else num_queries
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Sequential(nn.Linear(rows * dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor, nn
 
 from framework.attention.sequence import frobenius_penalty
@@ -25,8 +26,10 @@ class TextClassification(TokenizerState, Classification):
 
     Args:
         num_classes: K (the data module checks it against its classes).
-        penalty: the coefficient of the Frobenius penalty (0 = none; the model must then
-            return attention rows with ``need_weights=True``, as ``SelfAttentiveClassifier`` does).
+        penalty: the coefficient of the Frobenius penalty (0 = none). The model must return
+            attention rows with ``need_weights=True`` (``SelfAttentiveClassifier``); with its
+            attention switched off (``--model.attention=none``) the penalty has nothing to act
+            on and is skipped, as the run says when it starts.
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
     """
 
@@ -36,8 +39,19 @@ class TextClassification(TokenizerState, Classification):
             raise ValueError(f"task.penalty must be >= 0, got {penalty}")
         self.penalty = penalty
 
+    def check(self, model: nn.Module, data: Any) -> None:
+        super().check(model, data)
+        rows = getattr(model, "returns_attention_rows", None)
+        if self.penalty and rows is None:
+            raise ValueError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
+                             f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not: set "
+                             "task.penalty=0")
+        if self.penalty and not rows:
+            rank_zero_warn(f"task.penalty={self.penalty} is skipped: the model's attention is off, so it has no "
+                           "attention rows to penalise")
+
     def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
-        if not self.penalty:
+        if not self.penalty or getattr(model, "returns_attention_rows", True) is False:
             return super().step(model, batch, stage)
         inputs, target = split_batch(batch)
         output = call_model(model, {**inputs, "need_weights": True})
@@ -55,6 +69,10 @@ class TextClassification(TokenizerState, Classification):
         """The predicted class name of every text."""
         logits = call_model(model, inputs_of(batch))
         return [self._name(i) for i in logits.argmax(-1).tolist()]
+
+    def write_predictions(self, prediction: list[str], batch: Any, sink: Any) -> None:
+        """``predictions.csv``: the index of each text in the split and its predicted class name."""
+        sink.rows("predictions.csv", ["example", "class"], zip(sink.take(len(prediction)), prediction))
 
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
         """``word_attention``: the first example's words, coloured by their weight in the read-out."""

@@ -92,6 +92,11 @@ class Translation(TokenizerState, Task):
     def predict(self, model: nn.Module, batch: Any) -> list[str]:
         return self.translate(model, batch["tokens"], batch["mask"])
 
+    def write_predictions(self, prediction: list[str], batch: Any, sink: Any) -> None:
+        """``translations.txt``: one decoded output per line, in the order of the sources."""
+        sink.take(len(prediction))
+        sink.lines("translations.txt", prediction)
+
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
         """``alignment``: attention of the first example's decoded tokens over its source tokens."""
         if self.tokenizer is None:

@@ -1,0 +1,95 @@
+"""``predict`` writes its predictions into the run folder, in a format per task."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+import lightning.pytorch as pl
+import numpy as np
+from lightning.pytorch.callbacks import BasePredictionWriter
+from lightning.pytorch.utilities import rank_zero_info
+from PIL import Image
+
+
+class PredictionSink:
+    """Files of one ``predict`` run under ``folder`` (``<run folder>/predictions``).
+
+    Tasks write through it (:meth:`~framework.tasks.Task.write_predictions`): rows of a CSV
+    file with a header, lines of a text file, or one PNG image per example. ``index`` counts
+    the examples written so far, so rows and images are numbered in the order of the
+    predicted split. Under DDP each process writes files of its own (``.rank<k>`` suffix).
+    """
+
+    def __init__(self, folder: Path, rank: int = 0, world_size: int = 1) -> None:
+        self.folder, self.index = folder, 0
+        self.suffix = f".rank{rank}" if world_size > 1 else ""
+        self.written: list[Path] = []
+
+    def _path(self, name: str) -> Path:
+        stem, dot, extension = name.rpartition(".")
+        path = self.folder / f"{stem}{self.suffix}{dot}{extension}"
+        if path not in self.written:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.unlink(missing_ok=True)
+            self.written.append(path)
+        return path
+
+    def rows(self, name: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """Append ``rows`` to the CSV file ``name`` (the header is written first)."""
+        path = self._path(name)
+        new = not path.exists()
+        with open(path, "a", newline="") as f:
+            writer = csv.writer(f)
+            if new:
+                writer.writerow(header)
+            writer.writerows(rows)
+
+    def lines(self, name: str, lines: Iterable[str]) -> None:
+        """Append lines to the text file ``name``."""
+        with open(self._path(name), "a") as f:
+            f.writelines(f"{line}\n" for line in lines)
+
+    def image(self, name: str, image: np.ndarray, palette: Optional[np.ndarray] = None) -> None:
+        """One PNG: (H, W, 3) uint8, or (H, W) labels with a (K, 3) uint8 ``palette`` (a paletted PNG
+        whose pixel values are the labels)."""
+        path = self._path(name)
+        if palette is None:
+            Image.fromarray(image).save(path)
+            return
+        picture = Image.fromarray(image.astype(np.uint8), mode="P")
+        picture.putpalette(palette.astype(np.uint8).flatten().tolist())
+        picture.save(path)
+
+    def take(self, count: int) -> range:
+        """The indices of the next ``count`` examples."""
+        start, self.index = self.index, self.index + count
+        return range(start, self.index)
+
+
+class PredictionWriter(BasePredictionWriter):
+    """Hand every predicted batch to the task's writer; say at the end where the files are.
+
+    Lightning keeps the predictions in memory as well (``trainer.predict`` returns them).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(write_interval="batch")
+        self.sink: Optional[PredictionSink] = None
+
+    def on_predict_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        folder = Path(trainer.default_root_dir) / "predictions"
+        self.sink = PredictionSink(folder, trainer.global_rank, trainer.world_size)
+
+    def write_on_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, prediction: Any,
+                           batch_indices: Optional[Sequence[int]], batch: Any, batch_idx: int, dataloader_idx: int) -> None:
+        pl_module.task.write_predictions(prediction, batch, self.sink)
+
+    def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.sink is None or not self.sink.written:
+            return
+        files = self.sink.written
+        where = ", ".join(map(str, files)) if len(files) <= 3 else f"{len(files)} files in {self.sink.folder}"
+        rank_zero_info(f"Predictions of {self.sink.index} examples: {where}")
