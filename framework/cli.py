@@ -26,7 +26,7 @@ from typing import Any, NoReturn, Optional, Union
 
 import torch
 import yaml
-from jsonargparse import Namespace
+from jsonargparse import ArgumentError, Namespace
 from lightning.pytorch import LightningDataModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
@@ -146,11 +146,14 @@ class FrameworkCLI(LightningCLI):
             return
         hparams = read_checkpoint_hparams(Path(ckpt_path))
         given = {key: hparams[key] for key in ("model", "task")}
+        self.parser.exit_on_error = False  # a failure here is about the checkpoint, said as such
         try:
             self.config = self.parser.parse_object({subcommand: given}, self.config)
-        except (SystemExit, ValueError, TypeError) as err:
+        except (ArgumentError, ValueError, TypeError) as err:
             raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
-                                  f"({given['model'].get('class_path')}): {err}") from None
+                                  f"({given['model'].get('class_path')}): {parser_message(str(err))}") from None
+        finally:
+            self.parser.exit_on_error = True
         subparser = self.parser._subcommands_action._name_parser_map[subcommand]
         model_flags = _flags(self.argv, "model")
         if model_flags:

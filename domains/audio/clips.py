@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from framework.data import SplitDataModule
+from framework.data import SplitDataModule, reading
 
 
 def fit_length(waveform: Tensor, num_samples: int) -> tuple[Tensor, int]:
@@ -34,7 +34,8 @@ def fit_length(waveform: Tensor, num_samples: int) -> tuple[Tensor, int]:
 def read_wav(path: Path, sample_rate: int) -> Tensor:
     """A mono float32 waveform in [-1, 1] read with soundfile (channels averaged); the file's
     rate must be ``sample_rate`` (no resampling)."""
-    samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    with reading(path, "a WAV file"):
+        samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     if rate != sample_rate:
         raise ValueError(f"{path}: sampled at {rate} Hz but data.sample_rate={sample_rate}; set data.sample_rate "
                          f"(and model.frontend.sample_rate) to {rate}")

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Optional, Union
 
-from framework.data import DataNotFoundError, dataset_dir
+from framework.data import DataNotFoundError, dataset_dir, reading
 
 from .stories import Example, StoryDataModule, Vocabulary, words_of
 
@@ -65,7 +65,7 @@ def parse_babi(lines: Iterable[str], task: int, source: str = "<lines>") -> list
 def read_babi(folder: Path, task: int, split: str) -> tuple[Example, ...]:
     """The examples of one task's ``train`` or ``test`` file (read once per process)."""
     path = folder / f"qa{task}_{NAMES[task]}_{split}.txt"
-    with open(path, encoding="utf-8") as lines:
+    with reading(path, "a bAbI task file"), open(path, encoding="utf-8") as lines:
         return tuple(parse_babi(lines, task, str(path)))
 
 
@@ -75,7 +75,8 @@ def babi_vocabulary(folder: Path) -> Vocabulary:
     answer and supporting IDs are cut from the question lines, the rest is lower-cased words."""
     words: set[str] = set()
     for name in FILES:
-        text = (folder / name).read_text(encoding="utf-8").lower()
+        with reading(folder / name, "a bAbI task file"):
+            text = (folder / name).read_text(encoding="utf-8").lower()
         words.update(answer.strip() for answer in ANSWER.findall(text))
         words.update(WORDS.findall(ANSWER_AND_SUPPORT.sub("", text)))
     return Vocabulary(words)

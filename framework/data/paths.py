@@ -7,15 +7,22 @@ name the folder directly instead (``data.root``). Nothing is downloaded unless a
 
 from __future__ import annotations
 
+import gzip
 import os
+import pickle
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence, Union
+
+from ..errors import FrameworkError
 
 DATA_DIR_ENV = "FRAMEWORK_DATA_DIR"
 CACHE_DIR_ENV = "FRAMEWORK_CACHE_DIR"
 
 
-class DataNotFoundError(FileNotFoundError):
+class DataNotFoundError(FrameworkError, FileNotFoundError):
     """A data set is not where the config says; the message says where to put it."""
 
 
@@ -56,3 +63,32 @@ def dataset_dir(folder: str, *, root: Union[str, Path, None] = None, source: str
         f"data set folder {path.resolve()} ({origin}) {what}. Get the data set from {source} and put it "
         f"there{' with ' + ', '.join(expect) + ' inside' if expect else ''}, or point {DATA_DIR_ENV} or {key} at a copy."
     )
+
+
+class DataError(FrameworkError, ValueError):
+    """A data file that cannot be read as its format says (cut short, binary bytes in a text file,
+    not gzip ...); the message names the file."""
+
+
+@contextmanager
+def reading(path: Union[str, Path], what: str = "") -> Iterator[None]:
+    """Turn the errors of reading one data file into a :class:`DataError` that names it::
+
+        with reading(path, "a bAbI task file"):
+            lines = path.read_text(encoding="utf-8")
+
+    Decoding, decompression and unpickling errors, a file cut short and a format error raised
+    by the reader (``ValueError``) all become "could not read <path> (<what>): <reason>".
+    """
+    try:
+        yield
+    except DataError:
+        raise
+    except (UnicodeDecodeError, EOFError, pickle.UnpicklingError, gzip.BadGzipFile, zlib.error, ValueError,
+            OSError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        kind = f" ({what})" if what else ""
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DataError(f"could not read {path}{kind}: {reason}; the file is damaged or not in the expected "
+                        "format (get a fresh copy of the data set)") from err

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Literal, Optional
 
+import numpy as np
 from torch_geometric.data import Data, download_url
 from torch_geometric.datasets import Planetoid
 
-from framework.data import DataNotFoundError, cache_dir, content_key, dataset_dir, load_or_rebuild
+from framework.data import DataNotFoundError, cache_dir, content_key, dataset_dir, load_or_rebuild, reading
 
 from .base import NodeClassificationData
 
@@ -32,6 +34,18 @@ class CachedPlanetoid(Planetoid):
     @property
     def processed_dir(self) -> str:
         return str(self._processed_dir)
+
+
+def check_raw_files(paths: list[Path]) -> None:
+    """Read every raw file as PyG will (pickles, and the text list of test nodes), so that a
+    damaged one is named (PyG's own errors do not say which file)."""
+    for path in paths:
+        with reading(path, "a Planetoid raw file"):
+            if path.name.endswith("test.index"):
+                np.loadtxt(path, dtype=np.int64, ndmin=1)
+            else:
+                with open(path, "rb") as f:
+                    pickle.load(f, encoding="latin1")
 
 
 class PlanetoidData(NodeClassificationData):
@@ -88,6 +102,8 @@ class PlanetoidData(NodeClassificationData):
         """PyG's dataset over the raw files, processed into a cache entry keyed by their content."""
         raw_files = self.raw_files()
         processed_dir = cache_dir("Planetoid") / f"{self.name}-{content_key(raw_files)}" / "processed"
+        if not processed_dir.is_dir():
+            check_raw_files(raw_files)
         return load_or_rebuild(processed_dir, lambda: CachedPlanetoid(
             self.name, raw_files[0].parent, processed_dir, split=self.planetoid_split))
 

@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 from typing import Any, Optional
 
-from framework.data import dataset_dir
+from framework.data import dataset_dir, reading
 
 from .translation import TranslationData
 
@@ -16,11 +16,15 @@ SOURCE = "https://github.com/multi30k/dataset (data/task1/raw: train, val and te
 
 def read_parallel(source: Path, target: Path, limit: Optional[int] = None) -> list[tuple[str, str]]:
     """Line-aligned ``(source, target)`` sentence pairs of two gzip text files."""
-    with gzip.open(source, "rt", encoding="utf-8") as s, gzip.open(target, "rt", encoding="utf-8") as t:
-        sources, targets = s.read().splitlines(), t.read().splitlines()
+    sources, targets = (_lines(path) for path in (source, target))
     if len(sources) != len(targets):
         raise ValueError(f"{source} has {len(sources)} lines but {target} has {len(targets)}; they must be line-aligned")
     return [(a.strip(), b.strip()) for a, b in zip(sources, targets)][:limit]
+
+
+def _lines(path: Path) -> list[str]:
+    with reading(path, "gzip-compressed UTF-8 text"), gzip.open(path, "rt", encoding="utf-8") as f:
+        return f.read().splitlines()
 
 
 class Multi30k(TranslationData):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from framework.data import dataset_dir
+from framework.data import dataset_dir, reading
 
 from .classification import TextClassificationData, holdout
 
@@ -20,7 +20,9 @@ def read_trec(path: Path, fine: bool = False) -> list[tuple[str, str]]:
     ``COARSE:fine`` (50 classes).
     """
     pairs = []
-    for line in path.read_text(encoding="latin-1").splitlines():
+    with reading(path, "a TREC label file"):
+        text = path.read_text(encoding="latin-1")
+    for line in text.splitlines():
         if not line.strip():
             continue
         label, _, question = line.partition(" ")

@@ -13,7 +13,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
-from framework.data import SPLITS, SplitDataModule, dataset_dir
+from framework.data import SPLITS, SplitDataModule, dataset_dir, reading
 
 from .layouts import LAYOUTS, Layout, Pairs
 from .transforms import IGNORE_INDEX, IMAGENET_MEAN, IMAGENET_STD, check_normalisation, check_scale_range, \
@@ -42,9 +42,10 @@ class SegmentationFiles(Dataset):
 
     def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
         image_path, label_path = self.pairs[i]
-        with Image.open(image_path) as image:
+        with reading(image_path, "an image"), Image.open(image_path) as image:
             pixels = torch.from_numpy(np.array(image.convert("RGB"))).permute(2, 0, 1)
-        labels = read_label_map(label_path, self.lookup)
+        with reading(label_path, "a label map"):
+            labels = read_label_map(label_path, self.lookup)
         if labels.shape != pixels.shape[1:]:
             raise ValueError(f"{label_path}: label map {tuple(labels.shape)} differs from its image "
                              f"{tuple(pixels.shape[1:])}")
