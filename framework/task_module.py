@@ -87,7 +87,7 @@ class TaskModule(pl.LightningModule):
                 self._handed[stage][name] = value
             else:
                 self._accumulate(stage, name, value, size)
-        getattr(self, f"{stage}_metrics").update(step.preds.detach(), step.target)
+        getattr(self, f"{stage}_metrics").update(step.preds.detach(), step.target, **(step.metric_inputs or {}))
         if stage == "train" and self._trainer is not None and self.trainer._logger_connector.should_update_logs:
             self.log("train/loss_step", step.loss.detach(), on_step=True, on_epoch=False, batch_size=size)
             self.last_loss = float(step.loss.detach())

@@ -69,9 +69,9 @@ def test_classification_task_names_its_metrics_and_checks_the_class_count():
     task = Classification(num_classes=3)
     assert sorted(task.metrics().keys()) == ["acc", "f1"] and (task.monitor, task.mode) == ("val/acc", "max")
     logits, target = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 3.0]]), torch.tensor([0, 2])
-    torch.testing.assert_close(task.loss(logits, target), F.cross_entropy(logits, target))
+    torch.testing.assert_close(task.losses(logits, target)[0], F.cross_entropy(logits, target))
     with pytest.raises(ValueError, match="gives 4 logits per example but task.num_classes=3"):
-        task.loss(torch.zeros(2, 4), target)
+        task.losses(torch.zeros(2, 4), target)
     model = torch.nn.Linear(2, 3)
     step = task.step(model, (torch.ones(2, 2), target), "train")
     assert step.preds.shape == (2, 3) and step.target is target

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 from torch_geometric.data import Data
 
 from framework.attention import capture
-from framework.tasks import Classification, Step
+from framework.tasks import Classification
 
 from .pictures import draw_neighbourhood, node_coefficients
 
@@ -59,10 +59,12 @@ class NodeClassification(Classification):
                 raise ValueError(f"{key} is {value} but the graph's labels go up to {classes - 1}: set {key}={classes}")
         super().check(model, data)
 
-    def step(self, model: nn.Module, batch: Data, stage: str) -> Step:
-        logits = model(batch.x, batch.edge_index)[batch.target_mask]
-        target = batch.y[batch.target_mask]
-        return Step(self.loss(logits, target), logits, target)
+    def split(self, batch: Data) -> tuple[Data, Tensor]:
+        return batch, batch.y[batch.target_mask]
+
+    def run_model(self, model: nn.Module, batch: Data) -> Tensor:
+        """Logits of the scored nodes (``batch.target_mask``) only."""
+        return model(batch.x, batch.edge_index)[batch.target_mask]
 
     def predict(self, model: nn.Module, batch: Data) -> dict[str, Tensor]:
         """``{"node": ids (M,) in the whole graph, "logits": (M, K)}`` of the scored nodes."""

@@ -22,7 +22,7 @@ class AnswerMetric(Metric):
     data asked none of its questions). Equal task
     sizes make ``error`` and ``mean_error`` equal; they differ when the tasks do not.
 
-    Update with logits (B, V) and a target (B, 2) of (answer id, task number). The counts
+    Update with logits (B, V), the answers (B,) and the task numbers (B,) of the questions. The counts
     are summed across processes, so the figures are exact under DDP.
 
     Args:
@@ -43,8 +43,8 @@ class AnswerMetric(Metric):
         self.add_state("right", torch.zeros(len(self.tasks)), dist_reduce_fx="sum")
         self.add_state("asked", torch.zeros(len(self.tasks)), dist_reduce_fx="sum")
 
-    def update(self, logits: Tensor, target: Tensor) -> None:
-        answers, tasks = target.unbind(-1)
+    def update(self, logits: Tensor, answers: Tensor, task: Tensor) -> None:
+        tasks = task
         unknown = (tasks < 0) | (tasks >= len(self.index))
         slots = self.index[tasks.clamp(0, len(self.index) - 1)].masked_fill(unknown, -1)
         if (slots < 0).any():

@@ -176,6 +176,11 @@ class StoryDataModule(SplitDataModule):
     def vocabulary(self) -> Vocabulary:
         raise TypeError(f"{type(self).__name__} must define vocabulary()")
 
+    @property
+    def vocab_size(self) -> int:
+        """Words and answers, padding included: what ``model.vocab_size`` must hold."""
+        return len(self.vocabulary())
+
     def make_splits(self) -> dict[str, StoryDataset]:
         vocab = self.vocabulary()
         return {name: StoryDataset(examples, vocab, self.memory_size) for name, examples in self.examples().items()}

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from framework.tasks import Step, Task
+from framework.tasks import Task
 
 from .metrics import OVERALL, AnswerMetric
 from .pictures import hop_image
@@ -40,22 +39,30 @@ class QuestionAnswering(Task):
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
         if not self.tasks or any(not isinstance(t, int) or t < 1 for t in self.tasks) or len(set(self.tasks)) < len(self.tasks):
             raise ValueError(f"task.tasks must be distinct task numbers (1, 2, ...), got {tasks!r}")
-        self._vocabulary_checked = False
 
     def metrics(self) -> MetricCollection:
         figures = {name: AnswerMetric(self.tasks, name) for name in OVERALL}
         figures.update({f"error_task{k}": AnswerMetric(self.tasks, k) for k in self.tasks})
         return MetricCollection(figures)
 
-    def step(self, model: nn.Module, batch: dict[str, Tensor], stage: str) -> Step:
-        self._check_vocabulary(model, batch)
-        logits = model(batch["story"], batch["question"])
-        loss = F.cross_entropy(logits, batch["target"])
-        return Step(loss, logits, torch.stack([batch["target"], batch["task"]], -1))
+    def check(self, model: nn.Module, data: Any) -> None:
+        """The data's tasks must be among ``task.tasks``, besides the sizes of the base check
+        (the model's vocabulary must hold the data's)."""
+        data_tasks = getattr(data, "tasks", None)
+        if data_tasks is not None and not set(data_tasks) <= set(self.tasks):
+            raise ValueError(f"task.tasks={self.tasks} but the data holds tasks {list(data_tasks)}: set task.tasks to "
+                             "data.tasks")
+        super().check(model, data)
 
-    def predict(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
-        """Answer logits (B, V)."""
-        return model(batch["story"], batch["question"])
+    def split(self, batch: dict[str, Tensor]) -> tuple[dict[str, Tensor], Tensor]:
+        return {"story": batch["story"], "question": batch["question"]}, batch["target"]
+
+    def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        return F.cross_entropy(output, target), {}
+
+    def metric_inputs(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """The bAbI task of each question, for the per-task figures."""
+        return {"task": batch["task"]}
 
     def images(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, list[Tensor]]:
         _, weights = model(batch["story"][:1], batch["question"][:1], need_weights=True)
@@ -63,14 +70,3 @@ class QuestionAnswering(Task):
             return {}
         sentences = int(batch["story"][0].ne(0).any(-1).sum())
         return {"memory_hops": [hop_image(weights[0, :, :sentences], batch["support"][0, :sentences])]}
-
-    def _check_vocabulary(self, model: nn.Module, batch: dict[str, Any]) -> None:
-        """Once: the data's word ids fit the model's vocabulary (a clear error, not an index error)."""
-        size = getattr(model, "vocab_size", None)
-        if self._vocabulary_checked or size is None:
-            return
-        largest = max(int(batch[key].max()) for key in ("story", "question", "target"))
-        if largest >= size:
-            raise ValueError(f"the data has word ids up to {largest} but model.vocab_size = {size}; set "
-                             "model.vocab_size to the data's vocabulary size (see the data module's docstring)")
-        self._vocabulary_checked = True

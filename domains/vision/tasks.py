@@ -12,7 +12,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardInd
 
 from framework.attention import capture
 from framework.pictures import as_rgb, colour_mask, overlay, side_by_side
-from framework.tasks import Step, Task, call_model, inputs_of, split_batch
+from framework.tasks import Task, call_model, split_batch
 
 from .models import SegmentationOutput
 from .data.palettes import as_palette, voc_palette
@@ -68,10 +68,7 @@ class Segmentation(Task):
             raise ValueError(f"task.palette must give {num_classes} colours (task.num_classes), got {len(palette)}")
         self.colours = as_palette(palette) if palette is not None else voc_palette(num_classes)
 
-    def loss(self, output: Any, target: Tensor) -> Tensor:
-        return self._losses(output, target)[0]
-
-    def _losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+    def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits, aux = _logits(output)
         if logits.shape[1] != self.num_classes:
             raise ValueError(f"segmentation: the model gives {logits.shape[1]} classes but task.num_classes={self.num_classes}")
@@ -83,11 +80,8 @@ class Segmentation(Task):
         aux_loss = F.cross_entropy(aux, target, ignore_index=self.ignore_index)
         return loss + self.aux_weight * aux_loss, {"aux_loss": aux_loss.detach()}
 
-    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
-        inputs, target = split_batch(batch)
-        output = call_model(model, inputs)
-        loss, logs = self._losses(output, target)
-        return Step(loss, _logits(output)[0], target, logs or None)
+    def preds(self, output: Any) -> Tensor:
+        return _logits(output)[0]
 
     def metrics(self) -> MetricCollection:
         options = dict(num_classes=self.num_classes, ignore_index=self.ignore_index)
@@ -95,7 +89,8 @@ class Segmentation(Task):
                                  "pixel_acc": MulticlassAccuracy(average="micro", **options)})
 
     def predict(self, model: nn.Module, batch: Any) -> Tensor:
-        return _logits(call_model(model, inputs_of(batch)))[0].argmax(1)
+        """Label maps (B, H, W)."""
+        return super().predict(model, batch).argmax(1)
 
     def write_predictions(self, prediction: Tensor, batch: Any, sink: Any) -> None:
         """``masks/<example>.png``: one paletted PNG per image whose pixel values are the predicted

@@ -3,6 +3,18 @@
 Domains add tasks and models; the one ``TaskModule`` runs them all. A batch is either a
 ``(inputs, target)`` pair or a mapping with a ``"target"`` entry whose other entries are
 the model's keyword arguments (``{"tokens": ..., "mask": ..., "target": ...}``).
+
+One step, the same for every task (:meth:`Task.step`)::
+
+    inputs, target = task.split(batch)              # what the model reads, what it must predict
+    output         = task.run_model(model, inputs)  # the model's call
+    loss, logs     = task.losses(output, target)    # the objective, and scalars to log beside it
+    preds          = task.preds(output)             # what the metrics consume
+    extra          = task.metric_inputs(batch)      # further named metric inputs (a bAbI task id ...)
+
+A task overrides the hooks it needs; only a task whose training differs from its
+evaluation in kind (a recommender's sampled objective against its ranking) overrides
+``step`` itself.
 """
 
 from __future__ import annotations
@@ -23,12 +35,19 @@ SIZES = {"vocab_size": "at least", "num_classes": "equal", "in_channels": "equal
 
 
 class Step(NamedTuple):
-    """What one training/validation/test step produced."""
+    """What one training/validation/test step produced.
+
+    The metrics are updated as ``metrics.update(preds, target, **metric_inputs)`` (each metric
+    takes the keyword arguments its ``update`` names). ``logs`` are logged as
+    ``<stage>/<name>``: tensors averaged over the epoch, torchmetrics ``Metric`` objects that
+    the task updates itself (BLEU ...) computed at its end.
+    """
 
     loss: Tensor
-    preds: Tensor  # what the metrics consume (logits, scores ...)
-    target: Tensor
-    logs: Optional[dict[str, Tensor]] = None  # further scalars, logged as <stage>/<name> (aux loss, penalty ...)
+    preds: Any  # what the metrics consume (logits, scores ...)
+    target: Any
+    logs: Optional[dict[str, Any]] = None  # aux loss, penalty, corpus metrics ...
+    metric_inputs: Optional[dict[str, Tensor]] = None  # named inputs of the metrics beyond preds and target
 
 
 def call_model(model: nn.Module, inputs: Any) -> Any:
@@ -60,13 +79,41 @@ def inputs_of(batch: Any) -> Any:
 class Task(nn.Module):
     """Base class of tasks.
 
-    Subclasses define ``loss(output, target) -> Tensor`` and :meth:`metrics`, and may
-    override :meth:`step` (how a batch is split and the model called) and :meth:`predict`.
+    Subclasses define :meth:`losses` and :meth:`metrics`, and override the other hooks of
+    :meth:`step` where their batches or outputs need it (see the module's docstring).
     ``monitor`` and ``mode`` name the validation metric that selects the best checkpoint.
     """
 
     monitor: str = "val/loss"
     mode: str = "min"
+
+    def losses(self, output: Any, target: Any) -> tuple[Tensor, dict[str, Tensor]]:
+        """The loss to minimise and further scalars to log (``{"aux_loss": ...}``), from the
+        model's output and the target."""
+        raise TypeError(f"{type(self).__name__} must define losses(output, target) -> (loss, logs)")
+
+    def split(self, batch: Any) -> tuple[Any, Any]:
+        """``(model inputs, target)`` of a batch (default: :func:`split_batch`)."""
+        return split_batch(batch)
+
+    def run_model(self, model: nn.Module, inputs: Any) -> Any:
+        """The model's output for the inputs (default: :func:`call_model`)."""
+        return call_model(model, inputs)
+
+    def preds(self, output: Any) -> Any:
+        """What the metrics consume of the output (default: the output itself)."""
+        return output
+
+    def metric_inputs(self, batch: Any) -> dict[str, Tensor]:
+        """Named metric inputs beyond predictions and target; none by default."""
+        return {}
+
+    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
+        """One training, validation or test step: the hooks above, in their order."""
+        inputs, target = self.split(batch)
+        output = self.run_model(model, inputs)
+        loss, logs = self.losses(output, target)
+        return Step(loss, self.preds(output), target, logs or None, self.metric_inputs(batch) or None)
 
     def metrics(self) -> MetricCollection:
         """A fresh metric collection; the TaskModule keeps one copy per stage."""
@@ -91,14 +138,9 @@ class Task(nn.Module):
                     raise ValueError(f"{owner}.{name} is {given} but the data has {wanted}: set {owner}.{name}="
                                      f"{wanted}{' or more' if rule == 'at least' else ''}")
 
-    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
-        inputs, target = split_batch(batch)
-        output = call_model(model, inputs)
-        return Step(self.loss(output, target), output, target)
-
     def predict(self, model: nn.Module, batch: Any) -> Any:
-        """What ``predict`` returns for a batch; by default the model's raw output."""
-        return call_model(model, inputs_of(batch))
+        """What ``predict`` returns for a batch; by default what the metrics would consume."""
+        return self.preds(self.run_model(model, inputs_of(batch)))
 
     def write_predictions(self, prediction: Any, batch: Any, sink: PredictionSink) -> None:
         """Write one batch's :meth:`predict` output into the run folder's ``predictions/``.

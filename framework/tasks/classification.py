@@ -28,13 +28,13 @@ class Classification(Task):
             raise ValueError(f"task.num_classes must be at least 2, got {num_classes}")
         self.num_classes, self.label_smoothing, self.ignore_index = num_classes, label_smoothing, ignore_index
 
-    def loss(self, output: Tensor, target: Tensor) -> Tensor:
+    def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         if output.shape[-1] != self.num_classes:
             raise ValueError(
                 f"classification: the model gives {output.shape[-1]} logits per example but "
                 f"task.num_classes={self.num_classes}"
             )
-        return F.cross_entropy(output, target, label_smoothing=self.label_smoothing, ignore_index=self.ignore_index)
+        return F.cross_entropy(output, target, label_smoothing=self.label_smoothing, ignore_index=self.ignore_index), {}
 
     def metrics(self) -> MetricCollection:
         options = dict(num_classes=self.num_classes, ignore_index=self.ignore_index)

@@ -8,7 +8,9 @@ from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor, nn
 
 from framework.attention.sequence import frobenius_penalty
-from framework.tasks import Classification, Step, call_model, inputs_of, split_batch
+from framework.tasks import Classification, call_model, inputs_of, split_batch
+
+from ..models.common import ClassifierOutput
 
 from ..tokenization import tokens_of
 from ..pictures import highlight_image
@@ -50,17 +52,25 @@ class TextClassification(TokenizerState, Classification):
             rank_zero_warn(f"task.penalty={self.penalty} is skipped: the model's attention is off, so it has no "
                            "attention rows to penalise")
 
-    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
+    def run_model(self, model: nn.Module, inputs: Any) -> Any:
+        """Logits, or with the penalty on a :class:`ClassifierOutput` that carries the attention rows."""
         if not self.penalty or getattr(model, "returns_attention_rows", True) is False:
-            return super().step(model, batch, stage)
-        inputs, target = split_batch(batch)
+            return call_model(model, inputs)
         output = call_model(model, {**inputs, "need_weights": True})
         if getattr(output, "attention", None) is None:
             raise ValueError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
                              f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not")
-        penalty = frobenius_penalty(output.attention)
-        return Step(self.loss(output.logits, target) + self.penalty * penalty, output.logits, target,
-                    {"penalty": penalty.detach()})
+        return output
+
+    def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        loss, logs = super().losses(self.preds(output), target)
+        if isinstance(output, ClassifierOutput):
+            penalty = frobenius_penalty(output.attention)
+            return loss + self.penalty * penalty, {"penalty": penalty.detach()}
+        return loss, logs
+
+    def preds(self, output: Any) -> Tensor:
+        return output.logits if isinstance(output, ClassifierOutput) else output
 
     def _name(self, index: int) -> str:
         return self.labels[index] if index < len(self.labels) else str(index)

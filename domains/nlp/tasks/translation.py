@@ -63,19 +63,28 @@ class Translation(TokenizerState, Task):
     def metrics(self) -> MetricCollection:
         return MetricCollection({"token_acc": TokenAccuracy(PAD), "ppl": Perplexity(ignore_index=PAD)})
 
+    def split(self, batch: Any) -> tuple[Any, Tensor]:
+        return batch, batch["target"]
+
+    def run_model(self, model: nn.Module, batch: Any) -> Tensor:
+        """Next-token logits (B, M, V) under teacher forcing."""
+        return model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]))
+
+    def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        return F.cross_entropy(output.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing), {}
+
     def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
-        target = batch["target"]
-        logits = model(batch["tokens"], batch["mask"], teacher_inputs(target))
-        loss = F.cross_entropy(logits.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing)
+        """The teacher-forced step; in validation and test also the decoded outputs' BLEU and exact match."""
+        step = super().step(model, batch, stage)
         if stage not in self.decoded:
-            return Step(loss, logits, target)
+            return step
         metrics = self.decoded[stage]
         if batch["tokens"] is not self._counted.get(stage):  # the attention_maps callback runs a batch again
             hypotheses, references = self.translate(model, batch["tokens"], batch["mask"]), batch["references"]
             metrics["bleu"].update(hypotheses, [[r] for r in references])
             metrics["exact"].update(hypotheses, references)
             self._counted[stage] = batch["tokens"]
-        return Step(loss, logits, target, dict(metrics.items()))
+        return step._replace(logs=dict(metrics.items()))
 
     def generate(self, model: nn.Module, tokens: Tensor, mask: Tensor) -> Tensor:
         """Output ids (B, L) by the configured decoding."""

@@ -19,14 +19,14 @@ def logits_for(answers):
 
 def test_per_task_and_mean_error_match_counts_by_hand():
     # task 1: 3 questions, 1 wrong; task 4: 1 question, right; task 7 never asked.
-    target = torch.tensor([[1, 1], [2, 1], [3, 1], [4, 4]])
+    answers, asked = torch.tensor([1, 2, 3, 4]), torch.tensor([1, 1, 1, 4])
     logits = logits_for([1, 2, 0, 4])
     tasks = [1, 4, 7]
     figures = {}
     for figure in ("acc", "error", "mean_error", 1, 4, 7):
         metric = AnswerMetric(tasks, figure)
-        metric.update(logits[:2], target[:2])  # two batches
-        metric.update(logits[2:], target[2:])
+        metric.update(logits[:2], answers[:2], asked[:2])  # two batches
+        metric.update(logits[2:], answers[2:], asked[2:])
         figures[figure] = float(metric.compute())
     assert figures["acc"] == pytest.approx(3 / 4) and figures["error"] == pytest.approx(1 / 4)
     assert figures[1] == pytest.approx(1 / 3) and figures[4] == 0.0
@@ -36,7 +36,7 @@ def test_per_task_and_mean_error_match_counts_by_hand():
 
 def test_a_task_the_metric_does_not_know_is_an_error_naming_the_key():
     with pytest.raises(ValueError, match=r"task 3, but task.tasks = \[1, 2\]"):
-        AnswerMetric([1, 2], "acc").update(logits_for([1]), torch.tensor([[1, 3]]))
+        AnswerMetric([1, 2], "acc").update(logits_for([1]), torch.tensor([1]), torch.tensor([3]))
 
 
 def test_task_logs_overall_and_per_task_figures():
@@ -74,9 +74,12 @@ def test_images_draw_the_first_validation_question(generated_batch, device):
     assert QuestionAnswering().images(on(device, MemN2N(34, attention="none")), batch) == {}
 
 
-def test_a_vocabulary_mismatch_names_the_setting(generated_batch):
-    with pytest.raises(ValueError, match="model.vocab_size = 10"):
-        QuestionAnswering().step(MemN2N(10), generated_batch, "train")
+def test_a_vocabulary_or_tasks_mismatch_names_the_setting():
+    data = GeneratedStories(train_size=8, val_size=4, test_size=4)
+    with pytest.raises(ValueError, match="model.vocab_size is 10 but the data has 34: set model.vocab_size=34"):
+        QuestionAnswering().check(MemN2N(10), data)
+    with pytest.raises(ValueError, match=r"task.tasks=\[1\] but the data holds tasks \[1, 2\]"):
+        QuestionAnswering([1]).check(MemN2N(34), data)
 
 
 def run_callback(losses, **kwargs):

@@ -28,10 +28,10 @@ def test_loss_ignores_unlabelled_pixels_and_weights_the_auxiliary_head():
     task = Segmentation(K, aux_weight=0.4)
     keep = target != IGNORE
     naive = lambda z: -(z.log_softmax(1).gather(1, target.clamp(max=K - 1)[:, None])[:, 0][keep]).mean()
-    assert torch.allclose(task.loss(logits, target), naive(logits))
-    assert torch.allclose(task.loss(SegmentationOutput(logits, aux), target), naive(logits) + 0.4 * naive(aux))
+    assert torch.allclose(task.losses(logits, target)[0], naive(logits))
+    assert torch.allclose(task.losses(SegmentationOutput(logits, aux), target)[0], naive(logits) + 0.4 * naive(aux))
     with pytest.raises(ValueError, match="task.num_classes=5"):
-        Segmentation(5).loss(logits, target)
+        Segmentation(5).losses(logits, target)
 
 
 def test_miou_and_pixel_accuracy_match_a_confusion_matrix_over_batches():
