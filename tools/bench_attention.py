@@ -1,17 +1,28 @@
 """Speed and memory of the library's fast paths, as ratios against references run alongside.
 
-    python tools/bench_attention.py            # all sections (about 4 minutes on 2 CPU cores)
+    python tools/bench_attention.py            # all CPU sections (about 5 minutes on 2 cores)
     python tools/bench_attention.py --quick    # small sizes only
+    python tools/bench_attention.py --cuda     # the criss-cross core on the GPU (section 3) only
 
 1. The general Attention: fused ``scaled_dot_product_attention`` path vs the explicit path
    (same module, weights requested), and the linear-time kernel path vs its explicit path.
 2. Criss-cross (recurrence 1, C = 512, B = 2) against the CCNet authors' algorithm
-   (tools/ccnet_reference.py) and against non-local attention, forward + backward: time and
-   peak memory. Non-local is measured twice: dense as in the papers (an explicit (HW x HW)
-   softmax), and the library's block, which runs through the fused kernel.
+   (tests/attention/ccnet_reference.py) and against non-local attention, forward + backward:
+   time and peak memory. ``criss_cross_batched`` is the same block with the portable path's
+   column matmuls batched (as on devices other than the CPU) instead of one per image.
+   Non-local is measured twice: dense as in the papers (an explicit (HW x HW) softmax), and
+   the library's block, which runs through the fused kernel.
+3. On CUDA, the criss-cross core alone (q, k, v -> y, C = 512, C' = 64, forward + backward,
+   bfloat16 and float32): ours (the Triton kernels behind ``framework::criss_cross``), our
+   portable path, the authors' algorithm, its einsum form and that form under
+   ``torch.compile``, all on views of one channels-last (B, 2C' + C, H, W) tensor, as the
+   block's convolution gives them. Median time of CUDA-event-timed steps, peak allocated
+   memory of one step above its inputs, ratios against the authors' algorithm of the same
+   run, and the largest difference of each output from the authors'.
 
-Every measurement runs in a fresh process, so peak memory (the growth of the resident set
-during one forward + backward) is not polluted by the one before. Times are medians.
+In sections 1 and 2 every measurement runs in a fresh process, so peak memory (the growth of
+the resident set during one forward + backward) is not polluted by the one before. Times are
+medians.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `tools.ccnet_reference` when run as a script
+sys.path.insert(0, str(ROOT))  # `tests.attention.ccnet_reference` when run as a script
 
 
 def _rss_mb() -> float:
@@ -71,8 +82,8 @@ def _attention_case(case: str, reps: int) -> dict:
 def _criss_cross_case(impl: str, side: int, reps: int) -> dict:
     import torch
 
-    from framework.attention.feature_map import CrissCrossAttention, NonLocal
-    from tools.ccnet_reference import criss_cross_authors
+    from framework.attention.feature_map import CrissCrossAttention, NonLocal, criss_cross_op
+    from tests.attention.ccnet_reference import criss_cross_authors
 
     x = torch.randn(2, 512, side, side, requires_grad=True)
     if impl == "difference":  # outputs of one pass, ours against the authors', same weights
@@ -95,8 +106,10 @@ def _criss_cross_case(impl: str, side: int, reps: int) -> dict:
         block = CrissCrossAttention(512, recurrence=1)
         with torch.no_grad():
             block.gamma.fill_(1.0)
-        if impl == "criss_cross":
+        if impl.startswith("criss_cross"):
             forward = block
+            if impl == "criss_cross_batched":
+                criss_cross_op.PER_IMAGE_DEVICES = frozenset()
         else:
             def forward(x):
                 return x + block.gamma * criss_cross_authors(block.query_conv(x), block.key_conv(x), block.value_conv(x))
@@ -121,7 +134,7 @@ def criss_cross_table(sides, title: str = "") -> None:
     for side in sides:
         reps = 5 if side < 97 else 3
         results = {impl: _run("criss_cross", impl, str(side), str(reps if "non_local" not in impl else 2))
-                   for impl in ("criss_cross", "authors", "non_local", "non_local_dense")}
+                   for impl in ("criss_cross", "criss_cross_batched", "authors", "non_local", "non_local_dense")}
         ours = results["criss_cross"]
         for impl, r in results.items():
             print(f"{side:>4}{impl:>22}{r['ms']:>10.1f}{r['peak_mb']:>10.0f}{r['ms'] / ours['ms']:>12.2f}x"
@@ -130,15 +143,122 @@ def criss_cross_table(sides, title: str = "") -> None:
         print(f"{side:>4}{'max |ours - authors|':>22}{difference:>10.1e}")
 
 
+GPU_CASES = ((8, 97), (2, 129), (2, 97))  # (B, H = W); CCNet's Cityscapes feature map is 97 x 97
+GPU_IMPLS = {"ours": "ours (Triton)", "portable": "our portable path", "authors": "authors' algorithm",
+             "einsum": "einsum form", "einsum_compiled": "einsum, torch.compile"}
+INNER, CHANNELS = 64, 512
+
+
+def _gpu_cores() -> dict:
+    """impl -> f(qkv (B, 2C' + C, H, W) channels-last) = y (B, C, H, W), forward + backward differentiable."""
+    import torch
+
+    from framework.attention.feature_map import criss_cross_op
+    from tests.attention.ccnet_reference import criss_cross_authors, criss_cross_einsum
+
+    class Portable(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v):
+            out, lse = criss_cross_op.portable_forward(q, k, v)
+            ctx.save_for_backward(q, k, v, out, lse)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            return criss_cross_op.portable_backward(grad.contiguous(), *ctx.saved_tensors)
+
+    def channels_last(core):
+        def f(qkv):
+            q, k, v = qkv.permute(0, 2, 3, 1).split([INNER, INNER, CHANNELS], dim=-1)
+            return core(q, k, v).permute(0, 3, 1, 2)
+        return f
+
+    def channels_first(core):
+        return lambda qkv: core(*qkv.split([INNER, INNER, CHANNELS], dim=1))
+
+    return {"ours": channels_last(lambda q, k, v: criss_cross_op.criss_cross(q, k, v)[0]),
+            "portable": channels_last(Portable.apply),
+            "authors": channels_first(criss_cross_authors),
+            "einsum": channels_first(criss_cross_einsum),
+            "einsum_compiled": channels_first(torch.compile(criss_cross_einsum, dynamic=False))}
+
+
+def _gpu_measure(core, qkv, grad, reps: int = 20) -> dict:
+    """Median ms of forward + backward (CUDA events), and the peak memory of one step above its inputs."""
+    import torch
+
+    def step():
+        qkv.grad = None
+        core(qkv).backward(grad)
+
+    for _ in range(3):  # compilation, autotuning, allocator warm-up
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    qkv.grad = None
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    peak = (torch.cuda.max_memory_allocated() - base) / 2**20
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return {"ms": statistics.median(times), "peak_mb": peak}
+
+
+def criss_cross_gpu_table(cases=GPU_CASES) -> None:
+    """Print, as a markdown table, the criss-cross core on CUDA against the authors' algorithm."""
+    import torch
+
+    print(f"Criss-cross core on {torch.cuda.get_device_name()}, C={CHANNELS}, C'={INNER}, forward + backward; "
+          f"torch.backends.cuda.matmul.allow_tf32 = {torch.backends.cuda.matmul.allow_tf32}")
+    print("| B | H x W | dtype | impl | ms | peak MB | speed-up vs authors | memory / authors | max abs diff vs authors |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    cores, results = _gpu_cores(), {}
+    for batch, side in cases:
+        for dtype in (torch.bfloat16, torch.float32):
+            gen = torch.Generator(device="cuda").manual_seed(0)
+            qkv = torch.randn(batch, 2 * INNER + CHANNELS, side, side, device="cuda", generator=gen)
+            qkv[:, : 2 * INNER] *= INNER**-0.25  # energies of unit variance
+            qkv = qkv.to(dtype).contiguous(memory_format=torch.channels_last).requires_grad_()
+            grad = torch.randn(batch, CHANNELS, side, side, device="cuda", generator=gen, dtype=dtype)
+            grad = grad.contiguous(memory_format=torch.channels_last)
+            reference = cores["authors"](qkv).detach().float()
+            differences = {impl: (core(qkv).detach().float() - reference).abs().max().item() for impl, core in cores.items()}
+            del reference
+            measured = {impl: _gpu_measure(core, qkv, grad) for impl, core in cores.items()}
+            authors = measured["authors"]
+            for impl, r in measured.items():
+                print(f"| {batch} | {side}x{side} | {str(dtype)[6:]} | {GPU_IMPLS[impl]} | {r['ms']:.2f} | {r['peak_mb']:.0f} | "
+                      f"{authors['ms'] / r['ms']:.2f}x | {r['peak_mb'] / authors['peak_mb']:.2f}x | {differences[impl]:.1e} |", flush=True)
+            results[batch, side, dtype] = measured
+    if (8, 97, torch.bfloat16) in results:
+        r = results[8, 97, torch.bfloat16]
+        ours = r["ours"]
+        print(f"Targets (H100, bf16, B=8, 97x97): ours >= 2x the authors' algorithm: {r['authors']['ms'] / ours['ms']:.2f}x; "
+              f">= 1.3x the compiled einsum: {r['einsum_compiled']['ms'] / ours['ms']:.2f}x; "
+              f"peak memory <= the authors': {ours['peak_mb'] / r['authors']['peak_mb']:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
+    parser.add_argument("--cuda", action="store_true", help="the criss-cross core on the GPU (section 3) only")
     parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         kind, *rest = args.one
         result = _attention_case(rest[0], 5) if kind == "attention" else _criss_cross_case(rest[0], int(rest[1]), int(rest[2]))
         print(json.dumps(result))
+        return
+    if args.cuda:
+        criss_cross_gpu_table(GPU_CASES[:1] if args.quick else GPU_CASES)
         return
 
     print("1. General Attention, forward + backward, CPU")

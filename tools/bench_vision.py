@@ -4,6 +4,7 @@ criss-cross block alone against the CCNet authors' algorithm and non-local.
     python tools/bench_vision.py models --data scenes --epochs 15     # CCNet vs FCN vs non-local vs DANet
     python tools/bench_vision.py models --data camvid --epochs 30     # the same on ../shared/data/CamVid
     python tools/bench_vision.py blocks                                # C=512 at 32, 64 and 97 (CCNet's Cityscapes size)
+    python tools/bench_vision.py blocks --device cuda                  # the criss-cross core on the GPU (default there)
 
 ``models`` trains each head with its domain config (domains/vision/ccnet.yaml for the scenes,
 ccnet_camvid.yaml for CamVid, with ``--model.attention`` switched) in a fresh process, selects
@@ -11,8 +12,11 @@ the checkpoint with the best ``val/miou`` and reports its test mIoU and pixel ac
 median seconds per training epoch and the peak resident memory of the process above what it
 held before the model was built. Every figure of
 one table comes from the same run of this script; compare ratios, not absolute times, across
-machines. ``blocks`` runs the block comparison of tools/bench_attention.py (fresh process per
-measurement, median times, peak memory of one forward + backward).
+machines. ``blocks`` runs the block comparison of tools/bench_attention.py: on the CPU its section 2
+(fresh process per measurement, median times, peak memory of one forward + backward), on CUDA
+its section 3 (the criss-cross core, Triton kernels against the authors' algorithm, the einsum
+form and the compiled einsum, bf16 and fp32, B=8 97x97, B=2 129x129 and B=2 97x97) as a
+markdown table.
 """
 
 from __future__ import annotations
@@ -85,7 +89,9 @@ def main() -> None:
     parser.add_argument("--data", choices=sorted(CONFIGS), default="scenes")
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--heads", nargs="+", choices=sorted(HEADS), default=list(HEADS))
-    parser.add_argument("--sides", nargs="+", type=int, default=[32, 64, 97], help="feature sizes of the block comparison")
+    parser.add_argument("--sides", nargs="+", type=int, default=[32, 64, 97], help="feature sizes of the CPU block comparison")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="where blocks runs (auto: CUDA when present)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a CLI override for every model, e.g. --override=--data.batch_size=8")
     parser.add_argument("--one", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -96,9 +102,14 @@ def main() -> None:
     elif args.section == "models":
         models_table(args.data, args.epochs, args.heads, args.override)
     else:
-        from tools.bench_attention import criss_cross_table
+        import torch
 
-        criss_cross_table(args.sides)
+        from tools.bench_attention import criss_cross_gpu_table, criss_cross_table
+
+        if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()):
+            criss_cross_gpu_table()
+        else:
+            criss_cross_table(args.sides)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""Criss-cross attention against a dense reference and the CCNet authors' algorithm."""
+"""Criss-cross attention against a dense reference, the CCNet authors' algorithm and the einsum
+form; its operator (``framework::criss_cross``) under ``opcheck`` and ``torch.compile``. The
+Triton kernels have their own tests (test_criss_cross_triton.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from framework.attention import ShapeError, capture, create
+from framework.attention.feature_map import criss_cross_op
 from framework.attention.feature_map.criss_cross import CrissCrossAttention
+from tests.attention.ccnet_reference import criss_cross_authors, criss_cross_einsum
 from tests.attention.reference import assert_matches_reference, randomize_
-from tools.ccnet_reference import criss_cross_authors
 
 
 def dense_reference(block: CrissCrossAttention, x: torch.Tensor) -> torch.Tensor:
@@ -32,19 +35,57 @@ def dense_reference(block: CrissCrossAttention, x: torch.Tensor) -> torch.Tensor
     return x
 
 
-@pytest.mark.parametrize("shape", [(2, 8, 5, 7), (1, 16, 6, 6), (2, 4, 1, 3)])
+@pytest.mark.parametrize("shape", [(2, 8, 5, 7), (1, 16, 6, 6), (2, 4, 1, 3), (2, 4, 3, 1)])
 @pytest.mark.parametrize("recurrence", [1, 2])
-def test_matches_dense_row_and_column_attention(shape, recurrence):
+@pytest.mark.parametrize("per_image", [True, False], ids=["per-image", "batched"])
+def test_matches_dense_row_and_column_attention(shape, recurrence, per_image, monkeypatch):
+    """Both forms of the portable path's column matmuls: per image (the CPU's) and batched."""
+    if not per_image:
+        monkeypatch.setattr(criss_cross_op, "PER_IMAGE_DEVICES", frozenset())
     block = randomize_(CrissCrossAttention(shape[1], reduction=2, recurrence=recurrence))
     assert_matches_reference(block, dense_reference, torch.randn(shape))
 
 
-def test_matches_the_authors_algorithm_in_float32():
+@pytest.mark.parametrize("reference", [criss_cross_authors, criss_cross_einsum], ids=["authors", "einsum"])
+def test_matches_the_authors_algorithm_and_the_einsum_form_in_float32(reference):
     torch.manual_seed(0)
     block = randomize_(CrissCrossAttention(64, recurrence=1), scale=0.2)
     x = torch.randn(2, 64, 13, 11)
-    want = x + block.gamma * criss_cross_authors(block.query_conv(x), block.key_conv(x), block.value_conv(x))
+    want = x + block.gamma * reference(block.query_conv(x), block.key_conv(x), block.value_conv(x))
     torch.testing.assert_close(block(x), want, atol=1e-5, rtol=1e-5)
+
+
+def test_the_einsum_form_is_the_authors_algorithm():
+    q, k, v = torch.randn(2, 3, 6, 5).double(), torch.randn(2, 3, 6, 5).double(), torch.randn(2, 4, 6, 5).double()
+    torch.testing.assert_close(criss_cross_einsum(q, k, v), criss_cross_authors(q, k, v))
+
+
+def test_operators_pass_opcheck():
+    """Schema, fake (meta) kernels, autograd registration and AOT dispatch of both operators."""
+    qkv = torch.randn(2, 5, 7, 4 + 4 + 8, requires_grad=True)
+    q, k, v = qkv.split([4, 4, 8], dim=-1)  # channels-last views, as the block passes them
+    torch.library.opcheck(torch.ops.framework.criss_cross, (q, k, v))
+    out, lse = torch.ops.framework.criss_cross(q, k, v)
+    saved = (q.detach(), k.detach(), v.detach(), out.detach(), lse)
+    torch.library.opcheck(torch.ops.framework.criss_cross_backward, (torch.randn_like(out), *saved))
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compiles_into_one_graph_forward_and_backward(backend):
+    """fullgraph=True: no graph break; the operator is one node of the graph (inductor: about
+    20 s here with a warm cache, 50 s cold)."""
+    torch._dynamo.reset()
+    block = randomize_(CrissCrossAttention(8, reduction=2, recurrence=1), scale=0.3)
+    x = torch.randn(2, 8, 5, 7, requires_grad=True)
+    compiled = torch.compile(block, fullgraph=True, backend=backend)
+    out = compiled(x)
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    got = torch.autograd.grad(out.square().sum(), [x, block.gamma, block.query_conv.weight])
+    want_out = block(x)
+    want = torch.autograd.grad(want_out.square().sum(), [x, block.gamma, block.query_conv.weight])
+    torch.testing.assert_close(out, want_out, atol=1e-5, rtol=1e-5)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
 
 
 def test_captured_weights_are_the_joint_softmax_over_row_and_column():
@@ -66,14 +107,18 @@ def test_captured_weights_are_the_joint_softmax_over_row_and_column():
 
 
 class _LargestTensor(TorchDispatchMode):
-    """Records the largest tensor any operator produces."""
+    """Records the largest tensor any operator produces, inside the library's custom operators too."""
 
     def __init__(self):
         super().__init__()
         self.largest = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        if func.namespace == "framework":  # run its CPU kernel with this mode watching its operators
+            with self:
+                out = func.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU), *args, **(kwargs or {}))
+        else:
+            out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(t, torch.Tensor):
                 self.largest = max(self.largest, t.numel())

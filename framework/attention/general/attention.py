@@ -255,7 +255,9 @@ class Attention(AttentionBlock):
             numerator = (fq.unsqueeze(-2) @ kv).squeeze(-2)
             denominator = (fq * fk.cumsum(2)).sum(-1, keepdim=True)
         else:
-            numerator = fq @ (fk.transpose(-1, -2) @ v)
+            # (V^T phi(K))^T rather than phi(K)^T V: the same numbers, and a backward whose
+            # strides torch.compile predicts (the other order fails a view in aot_eager's backward).
+            numerator = fq @ (v.transpose(-1, -2) @ fk).transpose(-1, -2)
             denominator = fq @ fk.sum(2).unsqueeze(-1)
         return numerator / (denominator + self.distribution.eps)
 
