@@ -28,20 +28,22 @@ def kind_of(word: str) -> Optional[str]:
     return kind if kind in KINDS else None
 
 
-def rows(kind: Optional[str] = None, pattern: Optional[str] = None) -> list[tuple[str, str, str, str]]:
-    """(name, kind, taxonomy category, paper) of the registered blocks, by kind then name; only
-    those of ``kind`` and whose name matches the glob ``pattern`` when these are given."""
+def rows(kind: Optional[str] = None, pattern: Optional[str] = None) -> list[tuple[str, str, str, str, str]]:
+    """(name, kind, taxonomy category, defined in, paper) of the registered blocks, by kind then
+    name; only those of ``kind`` and whose name matches the glob ``pattern`` when these are given.
+    A feature-map block's kind says its placement in a CNN (``feature map, per stage``)."""
     order = list(KINDS)
     entries = [info(name) for name in available(kind) if pattern is None or fnmatchcase(name, pattern)]
     entries.sort(key=lambda e: (order.index(e.kind), e.name))
-    return [(e.name, e.kind.replace("_", " "), e.category, e.paper) for e in entries]
+    shown = {"block": ", per residual block", "stage": ", per stage", None: ""}
+    return [(e.name, e.kind.replace("_", " ") + shown[e.placement], e.category, e.source, e.paper) for e in entries]
 
 
 def text(kind: Optional[str] = None, pattern: Optional[str] = None) -> str:
     """Aligned columns for the terminal; the whole catalogue ends with the score and distribution functions."""
-    table = [("name", "kind", "category", "paper"), *rows(kind, pattern)]
-    widths = [max(len(row[i]) for row in table) for i in range(3)]
-    lines = ["  ".join(f"{cell:<{w}}" for cell, w in zip(row[:3], widths)) + "  " + row[3] for row in table]
+    table = [("name", "kind", "category", "defined in", "paper"), *rows(kind, pattern)]
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    lines = ["  ".join(f"{cell:<{w}}" for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in table]
     lines.insert(1, "-" * len(lines[0]))
     if kind is None and pattern is None:
         lines += ["", "score functions (Attention(score=...)): " + ", ".join(SCORES),
@@ -51,8 +53,9 @@ def text(kind: Optional[str] = None, pattern: Optional[str] = None) -> str:
 
 def markdown(kind: Optional[str] = None, pattern: Optional[str] = None) -> str:
     """Markdown tables: blocks, then (for the whole catalogue) score functions and distribution functions."""
-    lines = ["| name | kind | taxonomy category | paper |", "|---|---|---|---|"]
-    lines += [f"| `{name}` | {shown} | {category} | {paper} |" for name, shown, category, paper in rows(kind, pattern)]
+    lines = ["| name | kind | taxonomy category | defined in | paper |", "|---|---|---|---|---|"]
+    lines += [f"| `{name}` | {shown} | {category} | `{source}` | {paper} |"
+              for name, shown, category, source, paper in rows(kind, pattern)]
     if kind is None and pattern is None:
         lines += ["", "| score function | e = score(q, k) |", "|---|---|"]
         lines += [f"| `{name}` | {_first_line(cls)} |" for name, cls in SCORES.items()]

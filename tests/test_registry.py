@@ -117,3 +117,16 @@ def test_blocks_with_an_unknown_kind_lists_the_kinds_and_exits_2(capsys):
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("python -m framework blocks: unknown kind 'graphs'; the kinds are ")
     assert all(kind in err for kind in KINDS)
+
+
+def test_the_registry_says_where_a_block_goes_and_where_it_is_defined():
+    for name in available():
+        entry = info(name)
+        assert (ROOT / entry.source).is_file() and entry.source.startswith("framework/attention/"), name
+        assert (entry.placement is not None) == (entry.kind == "feature_map"), name
+    assert {n for n in available("feature_map") if info(n).placement == "stage"} == {
+        "criss_cross", "non_local", "danet", "danet_position", "danet_channel"}
+    with pytest.raises(ValueError, match="a feature_map block names its placement"):
+        from framework.attention.registry import register
+
+        register("new_gate", kind="feature_map", category="vision / gate", paper="-")(torch.nn.Identity)

@@ -3,7 +3,7 @@
     python tools/sync_readme.py          # rewrite the section in place
     python tools/sync_readme.py --check  # exit 1 if the README is out of date
 
-tests/test_readme.py runs the check, so the README cannot drift from the registry.
+tests/test_registry.py runs the check, so the README cannot drift from the registry.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ registry is complete before any name is looked up.
 from __future__ import annotations
 
 import difflib
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Optional
 
 from torch import nn
 
@@ -24,6 +26,12 @@ KINDS: dict[str, str] = {
 }
 
 
+#: Where a feature-map block goes in a CNN: ``block``, on the residual branch of every residual
+#: block (channel and spatial gates, as SE-ResNet and CBAM-ResNet place them), or ``stage``, once
+#: after a stage (blocks that relate every position to every other, as the non-local paper places them).
+PLACEMENTS = ("block", "stage")
+
+
 @dataclass(frozen=True)
 class BlockInfo:
     """One catalogue entry."""
@@ -34,12 +42,20 @@ class BlockInfo:
     category: str
     paper: str
     defaults: dict[str, Any] = field(default_factory=dict)
+    placement: Optional[str] = None  # feature-map blocks: one of PLACEMENTS
 
     @property
     def summary(self) -> str:
         """First line of the block's docstring."""
         doc = (self.builder.__doc__ or "").strip()
         return doc.splitlines()[0] if doc else ""
+
+    @property
+    def source(self) -> str:
+        """Where the block is defined: its file, relative to the project (``framework/attention/...``)."""
+        path = Path(inspect.getfile(self.builder)).resolve()
+        root = Path(__file__).resolve().parents[2]
+        return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 class UnknownBlockError(ValueError):
@@ -49,19 +65,24 @@ class UnknownBlockError(ValueError):
 _REGISTRY: dict[str, BlockInfo] = {}
 
 
-def register(name: str, *, kind: str, category: str, paper: str, **defaults: Any) -> Callable:
+def register(name: str, *, kind: str, category: str, paper: str, placement: Optional[str] = None,
+             **defaults: Any) -> Callable:
     """Class decorator: register ``cls`` under ``name``.
 
     ``defaults`` are keyword arguments baked into this entry, so one class can
     serve several catalogue entries (``additive`` is ``Attention(score="additive")``).
+    A feature-map block names its ``placement`` in a CNN (:data:`PLACEMENTS`).
     """
     if kind not in KINDS:
         raise ValueError(f"register({name!r}): kind must be one of {sorted(KINDS)}, got {kind!r}")
+    if (kind == "feature_map") != (placement in PLACEMENTS):
+        raise ValueError(f"register({name!r}): a feature_map block names its placement, one of {PLACEMENTS}; "
+                         f"other kinds none; got kind={kind!r}, placement={placement!r}")
 
     def decorate(cls: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         if name in _REGISTRY:
             raise ValueError(f"attention block {name!r} is registered twice")
-        _REGISTRY[name] = BlockInfo(name, cls, kind, category, paper, dict(defaults))
+        _REGISTRY[name] = BlockInfo(name, cls, kind, category, paper, dict(defaults), placement)
         if not defaults:
             cls.block_name = name  # the canonical name of a class, used in messages
         return cls

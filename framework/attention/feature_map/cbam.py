@@ -12,7 +12,7 @@ from .spatial import SpatialAttention
 
 
 @register(
-    "cbam", kind="feature_map", category="vision / channel + spatial", paper="Woo, Park, Lee & Kweon, ECCV 2018"
+    "cbam", kind="feature_map", placement="block", category="vision / channel + spatial", paper="Woo, Park, Lee & Kweon, ECCV 2018"
 )
 class CBAM(AttentionBlock):
     """CBAM: a channel gate from avg- and max-pooled features, then a spatial gate.

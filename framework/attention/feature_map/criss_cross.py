@@ -37,7 +37,7 @@ def criss_cross_weights(q: Tensor, k: Tensor) -> Tensor:
 
 @register(
     "criss_cross",
-    kind="feature_map",
+    kind="feature_map", placement="stage",
     category="vision / criss-cross (row and column self-attention)",
     paper="Huang et al., CCNet: Criss-Cross Attention for Semantic Segmentation, ICCV 2019",
 )

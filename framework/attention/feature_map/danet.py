@@ -22,7 +22,7 @@ def _finish(block: AttentionBlock, out: Tensor, weights: object, want: bool, nee
     return AttentionOutput(out, weights) if need else out
 
 
-@register("danet_position", kind="feature_map", category="vision / spatial (position attention)", paper=PAPER)
+@register("danet_position", kind="feature_map", placement="stage", category="vision / spatial (position attention)", paper=PAPER)
 class PositionAttention(AttentionBlock):
     """DANet position attention (PAM): every position attends to all positions, gated by gamma.
 
@@ -66,7 +66,7 @@ class PositionAttention(AttentionBlock):
         return _finish(self, x + out, weights, want, need_weights)
 
 
-@register("danet_channel", kind="feature_map", category="vision / channel (channel attention)", paper=PAPER)
+@register("danet_channel", kind="feature_map", placement="stage", category="vision / channel (channel attention)", paper=PAPER)
 class ChannelAttention(AttentionBlock):
     """DANet channel attention (CAM): every channel attends to all channels, gated by beta.
 
@@ -109,7 +109,7 @@ class ChannelAttention(AttentionBlock):
         return _finish(self, x + out, weights, self.wants_weights(need_weights), need_weights)
 
 
-@register("danet", kind="feature_map", category="vision / channel + spatial (dual attention)", paper=PAPER)
+@register("danet", kind="feature_map", placement="stage", category="vision / channel + spatial (dual attention)", paper=PAPER)
 class DualAttention(AttentionBlock):
     """DANet dual attention: position and channel attention added to one residual.
 

@@ -22,7 +22,7 @@ def eca_kernel_size(channels: int, gamma: float = 2, beta: float = 1) -> int:
     return 2 * math.floor(t / 2) + 1
 
 
-@register("eca", kind="feature_map", category="vision / channel", paper="Wang et al., CVPR 2020")
+@register("eca", kind="feature_map", placement="block", category="vision / channel", paper="Wang et al., CVPR 2020")
 class EfficientChannelAttention(AttentionBlock):
     """Efficient channel attention: a sigmoid gate from a 1-D convolution over channel means.
 

@@ -10,7 +10,7 @@ from ..general import AttentionOutput
 from ..registry import register
 
 
-@register("gc", kind="feature_map", category="vision / global context", paper="Cao, Xu, Lin, Wei & Hu, ICCVW 2019")
+@register("gc", kind="feature_map", placement="block", category="vision / global context", paper="Cao, Xu, Lin, Wei & Hu, ICCVW 2019")
 class GlobalContext(AttentionBlock):
     """Global context block: softmax attention pooling over positions, a bottleneck, a broadcast add.
 

@@ -33,7 +33,7 @@ def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, want: bool) -> tuple[
 
 @register(
     "non_local",
-    kind="feature_map",
+    kind="feature_map", placement="stage",
     category="vision / non-local (self-attention over positions)",
     paper="Wang, Girshick, Gupta & He, CVPR 2018",
 )

@@ -10,7 +10,7 @@ from ..general import AttentionOutput
 from ..registry import register
 
 
-@register("se", kind="feature_map", category="vision / channel", paper="Hu, Shen & Sun, CVPR 2018")
+@register("se", kind="feature_map", placement="block", category="vision / channel", paper="Hu, Shen & Sun, CVPR 2018")
 class SqueezeExcite(AttentionBlock):
     """Squeeze-and-excitation: channels rescaled by a sigmoid gate of their global averages.
 
