@@ -11,7 +11,7 @@ so that ``import framework.attention`` does not pay its start-up time (about 2 s
 from __future__ import annotations
 
 import importlib
-from typing import ClassVar
+from typing import Any, ClassVar, Optional, Union
 
 from torch import Tensor
 
@@ -27,7 +27,7 @@ class _GraphAttention(AttentionBlock):
 
     def __init__(
         self,
-        in_channels: int,
+        in_channels: Union[int, tuple[int, int]],
         out_channels: int,
         heads: int = 1,
         concat: bool = True,
@@ -35,6 +35,7 @@ class _GraphAttention(AttentionBlock):
         negative_slope: float = 0.2,
         add_self_loops: bool = True,
         bias: bool = True,
+        **conv_options: Any,
     ) -> None:
         super().__init__()
         self.in_channels = in_channels
@@ -48,14 +49,22 @@ class _GraphAttention(AttentionBlock):
             negative_slope=negative_slope,
             add_self_loops=add_self_loops,
             bias=bias,
+            **conv_options,
         )
 
-    def forward(self, x: Tensor, edge_index: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
-        self.expect("x", x, "N F", F=self.in_channels)
+    def forward(self, x: Union[Tensor, tuple[Tensor, Tensor]], edge_index: Tensor, edge_attr: Optional[Tensor] = None,
+                *, need_weights: bool = False, **inputs: Any) -> Tensor | AttentionOutput:
+        sources, targets = (self.in_channels, self.in_channels) if isinstance(self.in_channels, int) else self.in_channels
+        if isinstance(x, tuple):  # bipartite: (source nodes, target nodes)
+            self.expect("x[0]", x[0], "N F", F=sources)
+            if x[1] is not None:
+                self.expect("x[1]", x[1], "M F", F=targets)
+        else:
+            self.expect("x", x, "N F", F=sources)
         self.expect("edge_index", edge_index, "R E", R=2)
         if not self.wants_weights(need_weights):
-            return self.conv(x, edge_index)
-        out, weights = self.conv(x, edge_index, return_attention_weights=True)
+            return self.conv(x, edge_index, edge_attr, **inputs)
+        out, weights = self.conv(x, edge_index, edge_attr, return_attention_weights=True, **inputs)
         self.record(weights)
         return AttentionOutput(out, weights) if need_weights else out
 
@@ -93,9 +102,14 @@ class GraphAttention(_GraphAttention):
         add_self_loops: every node also attends to itself (existing self loops are
             replaced by one loop per node).
         bias: learn the additive output bias b.
+        conv_options: further keyword arguments of ``GATConv`` (``edge_dim`` for edge
+            features, ``fill_value``, ``residual`` ...), passed through as they are.
 
     Shapes:
-        x (N, F_in), edge_index (2, E) of (source, target) node indices.
+        x (N, F_in), or ``(x_source (N, F_s), x_target (M, F_t))`` for a bipartite graph with
+        ``in_channels=(F_s, F_t)``; edge_index (2, E) of (source, target) node indices;
+        ``edge_attr`` (E, edge_dim) with ``edge_dim``; further keyword inputs of
+        ``GATConv.forward`` (``size``) are passed through.
         Output (N, H * C) with ``concat``, else (N, C). With ``need_weights=True``:
         ``AttentionOutput(output, weights=(edge_index', alpha))``, edge_index' (2, E') the
         edges attended over (self loops included) and alpha (E', H).
@@ -137,9 +151,14 @@ class GraphAttentionV2(_GraphAttention):
         negative_slope: slope of the LeakyReLU inside the score.
         add_self_loops: every node also attends to itself.
         bias: learn the biases of W_src, W_dst and the output bias b.
+        conv_options: further keyword arguments of ``GATv2Conv`` (``edge_dim``,
+            ``share_weights``, ``fill_value``, ``residual`` ...), passed through as they are.
 
     Shapes:
-        x (N, F_in), edge_index (2, E) of (source, target) node indices.
+        x (N, F_in), or ``(x_source, x_target)`` for a bipartite graph with
+        ``in_channels=(F_s, F_t)``; edge_index (2, E) of (source, target) node indices;
+        ``edge_attr`` (E, edge_dim) with ``edge_dim``; further keyword inputs of
+        ``GATv2Conv.forward`` are passed through.
         Output (N, H * C) with ``concat``, else (N, C). With ``need_weights=True``:
         ``AttentionOutput(output, weights=(edge_index', alpha))``, alpha (E', H).
 

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.attention import AttentionOutput, ShapeError, capture, create
+from framework.attention.feature_map import bottleneck_width
 from framework.attention.feature_map import non_local as non_local_module
 from framework.attention.feature_map.eca import eca_kernel_size
 
@@ -315,7 +316,7 @@ def test_cbam_matches_timm_with_its_batch_norm_folded():
     conv, bn = theirs.spatial.conv.conv, theirs.spatial.conv.bn
     bn.running_mean.normal_()
     bn.running_var.uniform_(0.5, 2.0)
-    ours = create("cbam", C, reduction=4)
+    ours = create("cbam", C, reduction=4, min_hidden=1)
     copy_linear_from_conv(ours.fc1, theirs.channel.fc1)
     copy_linear_from_conv(ours.fc2, theirs.channel.fc2)
     with torch.no_grad():
@@ -323,6 +324,16 @@ def test_cbam_matches_timm_with_its_batch_norm_folded():
         ours.spatial.conv.weight.copy_(conv.weight * factor[:, None, None, None])
         ours.spatial.conv.bias.copy_(bn.bias - bn.running_mean * factor)
     assert_same_function(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["se", "cbam", "gc"])
+def test_gates_share_one_bottleneck_rule(name):
+    """hidden = max(C // reduction, min_hidden): the papers' C / 16 with a floor of 8."""
+    for channels, reduction, min_hidden, hidden in ((512, 16, 8, 32), (64, 16, 8, 8), (64, 16, 2, 4), (40, 4, 8, 10)):
+        block = create(name, channels, reduction=reduction, min_hidden=min_hidden)
+        assert block.fc1.out_features == hidden == bottleneck_width(channels, reduction, min_hidden)
+    with pytest.raises(ValueError, match="reduction and min_hidden must be at least 1"):
+        create(name, 16, reduction=0)
 
 
 def test_gc_matches_timm():

@@ -77,3 +77,28 @@ def test_create():
     assert isinstance(block, GraphAttention)
     assert block(torch.randn(5, 8), torch.tensor([[0, 1, 2], [1, 2, 3]])).shape == (5, 8)
     assert create("gatv2", 8, 4, concat=False)(torch.randn(5, 8), torch.tensor([[0], [1]])).shape == (5, 4)
+
+
+@pytest.mark.parametrize("cls, conv", [(GraphAttention, "GATConv"), (GraphAttentionV2, "GATv2Conv")], ids=["gat", "gatv2"])
+def test_edge_features_and_bipartite_graphs_pass_through_to_torch_geometric(cls, conv, device):
+    import torch_geometric.nn as pyg
+
+    torch.manual_seed(0)
+    edge_index, edge_attr = random_graph(), torch.randn(random_graph().shape[1], 3)
+    block = cls(F_IN, C, heads=2, edge_dim=3).to(device)
+    reference = getattr(pyg, conv)(F_IN, C, heads=2, edge_dim=3).to(device)
+    reference.load_state_dict(block.conv.state_dict())
+    x = torch.randn(N, F_IN, device=device)
+    got = block(x, edge_index.to(device), edge_attr.to(device))
+    torch.testing.assert_close(got, reference(x, edge_index.to(device), edge_attr.to(device)))
+    got.sum().backward()
+    assert block.conv.lin_edge.weight.grad is not None, "the edge features reach the scores"
+
+    bipartite = cls((F_IN, 7), C, heads=2, add_self_loops=False).to(device)
+    sources, targets = torch.randn(N, F_IN, device=device), torch.randn(3, 7, device=device)
+    edges = torch.tensor([[0, 1, 2, 5, 4], [0, 0, 1, 2, 2]], device=device)
+    out = bipartite((sources, targets), edges)
+    assert out.shape == (3, 2 * C)
+    torch.testing.assert_close(out, bipartite.conv((sources, targets), edges))
+    with pytest.raises(ShapeError, match=r"x\[1\] must have shape \(M, 7\)"):
+        bipartite((sources, torch.randn(3, 5, device=device)), edges)

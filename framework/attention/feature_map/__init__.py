@@ -13,7 +13,7 @@ from .danet import ChannelAttention, DualAttention, PositionAttention
 from .eca import EfficientChannelAttention, eca_kernel_size
 from .gc import GlobalContext
 from .non_local import NonLocal
-from .se import SqueezeExcite
+from .se import SqueezeExcite, bottleneck_width
 from .spatial import SpatialAttention
 
 __all__ = [
@@ -27,5 +27,6 @@ __all__ = [
     "PositionAttention",
     "SpatialAttention",
     "SqueezeExcite",
+    "bottleneck_width",
     "eca_kernel_size",
 ]

@@ -8,6 +8,7 @@ from torch import Tensor, nn
 from ..base import AttentionBlock
 from ..general import AttentionOutput
 from ..registry import register
+from .se import bottleneck_width
 from .spatial import SpatialAttention
 
 
@@ -26,7 +27,8 @@ class CBAM(AttentionBlock):
 
     Args:
         channels: input channels C.
-        reduction: the shared MLP has max(C // reduction, 1) hidden features.
+        reduction, min_hidden: the shared MLP has ``bottleneck_width(C, reduction, min_hidden)``
+            hidden features (the rule SE, CBAM and GC share).
         kernel_size: k of the spatial module's k x k convolution.
 
     Shapes:
@@ -39,10 +41,10 @@ class CBAM(AttentionBlock):
     Paper: Woo, Park, Lee & Kweon, "CBAM: Convolutional Block Attention Module", ECCV 2018.
     """
 
-    def __init__(self, channels: int, reduction: int = 16, kernel_size: int = 7) -> None:
+    def __init__(self, channels: int, reduction: int = 16, kernel_size: int = 7, min_hidden: int = 8) -> None:
         super().__init__()
         self.channels = channels
-        hidden = max(channels // reduction, 1)
+        hidden = bottleneck_width(channels, reduction, min_hidden)
         self.fc1 = nn.Linear(channels, hidden)
         self.fc2 = nn.Linear(hidden, channels)
         self.spatial = SpatialAttention(channels, kernel_size)

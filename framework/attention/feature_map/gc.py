@@ -8,6 +8,7 @@ from torch import Tensor, nn
 from ..base import AttentionBlock
 from ..general import AttentionOutput
 from ..registry import register
+from .se import bottleneck_width
 
 
 @register("gc", kind="feature_map", placement="block", category="vision / global context", paper="Cao, Xu, Lin, Wei & Hu, ICCVW 2019")
@@ -26,7 +27,8 @@ class GlobalContext(AttentionBlock):
 
     Args:
         channels: input channels C.
-        reduction: the bottleneck W1 has max(C // reduction, 8) features.
+        reduction, min_hidden: the bottleneck W1 has ``bottleneck_width(C, reduction, min_hidden)``
+            features (the rule SE, CBAM and GC share).
 
     Shapes:
         x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
@@ -38,10 +40,10 @@ class GlobalContext(AttentionBlock):
     Networks and Beyond", ICCV Workshops 2019.
     """
 
-    def __init__(self, channels: int, reduction: int = 16) -> None:
+    def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8) -> None:
         super().__init__()
         self.channels = channels
-        hidden = max(channels // reduction, 8)
+        hidden = bottleneck_width(channels, reduction, min_hidden)
         self.mask = nn.Conv2d(channels, 1, 1)
         self.fc1 = nn.Linear(channels, hidden)
         self.norm = nn.LayerNorm(hidden)

@@ -10,6 +10,18 @@ from ..general import AttentionOutput
 from ..registry import register
 
 
+def bottleneck_width(channels: int, reduction: int = 16, min_hidden: int = 8) -> int:
+    """The hidden width of a gate's bottleneck MLP: C // reduction, but at least ``min_hidden``.
+
+    One rule for SE, CBAM's channel gate and GC: the papers' C / r (r = 16), with a floor so
+    that the narrow stages of small networks (C = 16 or 32) keep a usable bottleneck (timm
+    rounds to multiples of 8 instead; CBAM's official code would give 1 or 2 features there).
+    """
+    if reduction < 1 or min_hidden < 1:
+        raise ValueError(f"reduction and min_hidden must be at least 1, got {reduction} and {min_hidden}")
+    return max(channels // reduction, min_hidden)
+
+
 @register("se", kind="feature_map", placement="block", category="vision / channel", paper="Hu, Shen & Sun, CVPR 2018")
 class SqueezeExcite(AttentionBlock):
     """Squeeze-and-excitation: channels rescaled by a sigmoid gate of their global averages.
@@ -22,8 +34,8 @@ class SqueezeExcite(AttentionBlock):
 
     Args:
         channels: input channels C.
-        reduction: the bottleneck W1 has C // reduction features ...
-        min_hidden: ... but at least this many.
+        reduction, min_hidden: the bottleneck W1 has ``bottleneck_width(C, reduction,
+            min_hidden)`` features (the rule SE, CBAM and GC share).
 
     Shapes:
         x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
@@ -37,7 +49,7 @@ class SqueezeExcite(AttentionBlock):
     def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8) -> None:
         super().__init__()
         self.channels = channels
-        hidden = max(channels // reduction, min_hidden)
+        hidden = bottleneck_width(channels, reduction, min_hidden)
         self.fc1 = nn.Linear(channels, hidden)
         self.fc2 = nn.Linear(hidden, channels)
 
