@@ -40,12 +40,14 @@ MODELS = ("gat", "gatv2", "gcn")
 
 def load_config(model: str) -> dict:
     """The parts of ``domains/graph/<model>_cora.yaml`` a run needs."""
-    config = yaml.safe_load((ROOT / "domains" / "graph" / f"{model}_cora.yaml").read_text())
+    path = ROOT / "domains" / "graph" / f"{model}_cora.yaml"
+    config = yaml.safe_load(path.read_text())
+    data = yaml.safe_load((path.parent / config["data"]).read_text())  # datasets/cora.yaml, beside the config
     trainer = config["trainer"]
     stopping = [c["init_args"] for c in trainer.get("callbacks", []) if c["class_path"].endswith("EarlyStopping")]
     return {
         "model": config["model"]["init_args"],
-        "data": config["data"]["init_args"],
+        "data": data["init_args"],
         "optimizer": config["optimizer"],
         "max_epochs": trainer["max_epochs"],
         "patience": stopping[0]["patience"] if stopping else trainer["max_epochs"],

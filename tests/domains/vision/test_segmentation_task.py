@@ -9,7 +9,7 @@ import torch
 from domains.vision.data.palettes import voc_palette
 from domains.vision.models import SegmentationNet, SegmentationOutput
 from domains.vision.pictures import pixel_attention
-from domains.vision.tasks import Segmentation
+from domains.vision.task import Segmentation
 from framework.attention import create
 from tests.conftest import on
 

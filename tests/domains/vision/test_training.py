@@ -11,7 +11,7 @@ import yaml
 
 from domains.vision.data import DigitScenes, Digits
 from domains.vision.models import AttentionResNet, SegmentationNet
-from domains.vision.tasks import Segmentation
+from domains.vision.task import Segmentation
 from framework.cli import main
 from framework.tasks import Classification
 from tests.conftest import ONE_BATCH, accelerator
