@@ -1,9 +1,10 @@
 """timm ResNets with a feature-map attention block in every residual block or stage.
 
-Channel and spatial gates (SE, ECA, CBAM, spatial, GC) go inside every residual block, on
-the residual branch before the addition, through timm's own ``attn_layer`` hook (as in
-SE-ResNet and CBAM-ResNet). Blocks that mix all positions (non-local, criss-cross, DANet)
-go after the last residual block of each chosen stage, as the non-local paper places them.
+Where a block goes is the registry's ``placement`` of the block: channel and spatial gates
+(SE, ECA, CBAM, spatial, GC) go inside every residual block, on the residual branch before
+the addition, through timm's own ``attn_layer`` hook (as in SE-ResNet and CBAM-ResNet);
+blocks that mix all positions (non-local, criss-cross, DANet) go after the last residual
+block of each chosen stage, as the non-local paper places them.
 """
 
 from __future__ import annotations
@@ -15,18 +16,17 @@ import timm
 import torch
 from torch import Tensor, nn
 
-from framework.attention import FeatureMapBlock, build
+from framework.attention import FeatureMapBlock, available, build, info
 
-#: Blocks that relate every position to every other: one per stage, not one per residual block.
-GLOBAL_BLOCKS = frozenset({"non_local", "criss_cross", "danet", "danet_position", "danet_channel"})
 Placement = Literal["auto", "block", "stage"]
 
 
 def placement_of(attention: FeatureMapBlock, placement: Placement) -> str:
-    """``block`` or ``stage``: where ``auto`` puts a block (global blocks per stage, gates per block)."""
+    """``block`` or ``stage``: where ``auto`` puts a block (the registry's placement of a named
+    block; a block given by class path or spec goes in every residual block)."""
     if placement != "auto":
         return placement
-    return "stage" if isinstance(attention, str) and attention in GLOBAL_BLOCKS else "block"
+    return info(attention).placement if isinstance(attention, str) and attention in available() else "block"
 
 
 def make_block(attention: FeatureMapBlock, channels: int, options: Optional[dict[str, Any]] = None) -> nn.Module:
