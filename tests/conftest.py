@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -37,6 +38,14 @@ ONE_BATCH = ["--trainer.fast_dev_run=false", "--trainer.max_epochs=1", "--traine
              "--trainer.limit_val_batches=1",
              "--trainer.limit_test_batches=1", "--trainer.num_sanity_val_steps=0",
              "--trainer.logger=tests.image_logger.ImageLogger"]
+
+
+def demo_config() -> dict:
+    """The demo's experiment config with its data section read in, to be changed and written
+    elsewhere by a test (the file names its data config relative to its own folder)."""
+    config = yaml.safe_load((ROOT / "domains/demo/demo.yaml").read_text())
+    config["data"] = yaml.safe_load((ROOT / "domains/demo" / config["data"]).read_text())
+    return config
 
 
 def on(device: str, *items):

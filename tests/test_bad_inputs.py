@@ -20,8 +20,9 @@ import torch
 import yaml
 
 from framework.cli import main
+from tests.conftest import demo_config
 
-DEMO = ["--config", "configs/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=64",
+DEMO = ["--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=64",
         "--data.val_size=32", "--data.test_size=32", "--data.batch_size=32", "--trainer.max_epochs=1",
         "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 ONE_STEP = ["--trainer.max_steps=1", "--trainer.limit_val_batches=1", "--trainer.num_sanity_val_steps=0",
@@ -111,7 +112,7 @@ def test_a_config_file_that_is_missing_or_not_a_mapping_is_named(capsys, tmp_pat
 
 
 def test_a_schedule_without_an_optimizer(capsys, tmp_path):
-    config = yaml.safe_load(Path("configs/demo.yaml").read_text())
+    config = demo_config()
     del config["optimizer"]
     config["lr_scheduler"] = {"class_path": "torch.optim.lr_scheduler.StepLR", "init_args": {"step_size": 1}}
     (tmp_path / "schedule.yaml").write_text(yaml.safe_dump(config))
@@ -230,7 +231,7 @@ def test_a_checkpoint_of_another_program_is_named(capsys, tmp_path):
 def test_a_checkpoint_whose_model_class_is_gone_is_named(capsys, tmp_path):
     best = fitted()
     checkpoint = torch.load(best, weights_only=True)
-    checkpoint["hyper_parameters"]["model"]["class_path"] = "framework.demo.NoSuchModel"
+    checkpoint["hyper_parameters"]["model"]["class_path"] = "domains.demo.NoSuchModel"
     path = tmp_path / "renamed.ckpt"
     torch.save(checkpoint, path)
     assert f"{path}: its model or task config no longer fits the code" in fails(

@@ -11,10 +11,10 @@ import yaml
 
 from framework import TaskModule
 from framework.cli import main
-from tests.conftest import accelerator, on
+from tests.conftest import accelerator, demo_config, on
 
 SMALL = [
-    "--config", "configs/demo.yaml",
+    "--config", "domains/demo/demo.yaml",
     "--config", "configs/logger/csv.yaml",
     "--data.train_size=256", "--data.val_size=64", "--data.test_size=64", "--data.batch_size=32",
     "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
@@ -70,7 +70,7 @@ def test_task_flags_on_the_command_line_win_over_the_checkpoints_task():
 
 
 def test_an_optimizer_named_in_a_config_gets_its_own_defaults(tmp_path):
-    config = yaml.safe_load(Path("configs/demo.yaml").read_text())
+    config = demo_config()
     del config["optimizer"]
     (tmp_path / "no_optimizer.yaml").write_text(yaml.safe_dump(config))
     sgd = tmp_path / "sgd.yaml"
@@ -83,7 +83,7 @@ def test_an_optimizer_named_in_a_config_gets_its_own_defaults(tmp_path):
 
 
 def test_a_schedule_without_an_optimizer_is_refused(tmp_path, capsys):
-    config = yaml.safe_load(Path("configs/demo.yaml").read_text())
+    config = demo_config()
     del config["optimizer"]
     config["lr_scheduler"] = {"class_path": "torch.optim.lr_scheduler.StepLR", "init_args": {"step_size": 1}}
     (tmp_path / "schedule_only.yaml").write_text(yaml.safe_dump(config))
@@ -118,7 +118,7 @@ def test_print_config_shows_the_composed_config(capsys):
         main(["fit", *SMALL, "--config", "configs/trainer/debug.yaml", "--model.attention=local", "--print_config"])
     assert stop.value.code == 0
     out = capsys.readouterr().out
-    assert "class_path: framework.demo.SequenceClassifier" in out and "attention: local" in out
+    assert "class_path: domains.demo.SequenceClassifier" in out and "attention: local" in out
     assert "class_path: framework.tasks.Classification" in out
     assert "limit_train_batches: 5" in out and "class_path: framework.loggers.CSVLogger" in out
 

@@ -17,7 +17,7 @@ from framework import TaskModule
 from framework.callbacks import AttentionMaps, RunSummary
 from framework.checkpoint import AtomicCheckpointIO
 from framework.data import DataNotFoundError, SplitDataModule, cache_dir, content_key, dataset_dir, load_or_rebuild
-from framework.demo import AssociativeRecall, SequenceClassifier
+from domains.demo import AssociativeRecall, SequenceClassifier
 from framework.errors import CheckpointError, NonFiniteError
 from framework.layers import AttentionEncoder, AttentiveConvNet, PositionalEncoding, masked_mean, run_packed
 from framework.pictures import heatmap

@@ -13,7 +13,7 @@ def test_two_process_ddp_fit_finishes_on_both_ranks_and_its_checkpoint_loads(tmp
     run = tmp_path / "ddp-run"
     command = [
         sys.executable, "-m", "framework", "fit",
-        "--config", "configs/demo.yaml", "--config", "configs/trainer/ddp.yaml",
+        "--config", "domains/demo/demo.yaml", "--config", "configs/trainer/ddp.yaml",
         "--trainer.accelerator=cpu", "--trainer.devices=2", "--trainer.max_steps=6",
         "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
         "--data.train_size=512", "--data.val_size=64", "--data.batch_size=32",

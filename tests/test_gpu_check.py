@@ -15,10 +15,10 @@ def gpu_check(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_dry_run_on_the_cpu_fits_a_config_and_ends_with_the_table():
-    done = gpu_check("--device", "cpu", "--sections", "env", "configs", "--configs", "configs/demo.yaml", "--steps", "2")
+    done = gpu_check("--device", "cpu", "--sections", "env", "configs", "--configs", "domains/demo/demo.yaml", "--steps", "2")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| section | item | result | figure |" in done.stdout
-    assert "| configs | configs/demo.yaml | ok | " in done.stdout and "ms/step |" in done.stdout
+    assert "| configs | domains/demo/demo.yaml | ok | " in done.stdout and "ms/step |" in done.stdout
     assert done.stdout.strip().endswith("rows, 0 failed")
 
 

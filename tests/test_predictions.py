@@ -30,7 +30,7 @@ def rows(path: Path) -> list[dict[str, str]]:
 
 
 def test_a_classifier_writes_class_ids_and_scores():
-    folder, examples = fit_then_predict("configs/demo.yaml", "--data.train_size=64", "--data.test_size=40")
+    folder, examples = fit_then_predict("domains/demo/demo.yaml", "--data.train_size=64", "--data.test_size=40")
     table = rows(folder / "predictions.csv")
     assert len(table) == examples == 40 and [int(r["example"]) for r in table] == list(range(40))
     assert all(0 <= int(r["class"]) < 10 and 0.0 < float(r["score"]) <= 1.0 for r in table)
@@ -71,7 +71,7 @@ def test_a_node_classifier_writes_node_ids():
 
 @pytest.mark.parametrize("subcommand", ["validate", "test"])
 def test_evaluation_writes_no_predictions(subcommand):
-    fitted = main(["fit", "--config", "configs/demo.yaml", *QUIET, *SHORT, "--data.train_size=64"])
-    run = main([subcommand, "--config", "configs/demo.yaml", *QUIET, "--data.train_size=64",
+    fitted = main(["fit", "--config", "domains/demo/demo.yaml", *QUIET, *SHORT, "--data.train_size=64"])
+    run = main([subcommand, "--config", "domains/demo/demo.yaml", *QUIET, "--data.train_size=64",
                 "--ckpt_path", fitted.trainer.checkpoint_callback.last_model_path])
     assert not (Path(run.trainer.default_root_dir) / "predictions").exists()

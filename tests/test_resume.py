@@ -12,7 +12,7 @@ import torch
 
 from framework.cli import main
 
-FIT = [sys.executable, "-m", "framework", "fit", "--config", "configs/demo.yaml", "--config", "configs/logger/csv.yaml",
+FIT = [sys.executable, "-m", "framework", "fit", "--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml",
        "--data.train_size=256", "--data.val_size=64", "--data.test_size=64", "--data.batch_size=32",
        "--model.dropout=0.1", "--trainer.max_epochs=3", "--trainer.deterministic=true", "--resume.every_n_steps=3",
        "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
@@ -45,7 +45,7 @@ def test_a_run_killed_mid_epoch_and_resumed_ends_exactly_like_an_uninterrupted_o
 
 
 def test_extending_a_run_appends_its_metrics_and_the_summary_covers_all_of_it():
-    args = ["fit", "--config", "configs/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=128",
+    args = ["fit", "--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=128",
             "--data.val_size=32", "--data.batch_size=32", "--trainer.enable_progress_bar=false"]
     first = main([*args, "--trainer.max_epochs=2"])
     run = Path(first.trainer.default_root_dir)

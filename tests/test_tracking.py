@@ -19,7 +19,7 @@ from framework.loggers import WandbLogger, unreachable
 from tests.wandb_records import config, history, records
 
 SMALL = [
-    "--config", "configs/demo.yaml",
+    "--config", "domains/demo/demo.yaml",
     "--data.train_size=256", "--data.val_size=64", "--data.test_size=64", "--data.batch_size=32",
     "--trainer.max_epochs=2", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
 ]
@@ -54,7 +54,7 @@ def test_wandb_runs_offline_into_the_run_folder_with_metrics_config_and_maps(cap
 
     # The full resolved config, not only flat hyper-parameters.
     cfg = config(log)
-    assert json.loads(cfg["model"])["class_path"] == "framework.demo.SequenceClassifier"
+    assert json.loads(cfg["model"])["class_path"] == "domains.demo.SequenceClassifier"
     assert json.loads(cfg["task"])["init_args"]["num_classes"] == 10
     assert json.loads(cfg["trainer"])["max_epochs"] == 2
     assert json.loads(cfg["optimizer"])["init_args"]["lr"] == 0.003

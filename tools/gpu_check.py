@@ -2,14 +2,14 @@
 
     python tools/gpu_check.py                         # everything, on CUDA (about 10 minutes on one H100)
     python tools/gpu_check.py --sections configs ddp  # some sections
-    python tools/gpu_check.py --device cpu --sections configs --configs configs/demo.yaml   # a dry run on the CPU
+    python tools/gpu_check.py --device cpu --sections configs --configs domains/demo/demo.yaml   # a dry run on the CPU
 
 Sections, each ending as rows of one table (section, item, result, figure):
 
 * ``env``: torch and CUDA versions, the device, bf16 support, the TF32 settings.
 * ``suite``: the CUDA lane of the test suite (``pytest -k cuda``: every test that takes a
   ``device`` runs on the GPU), with a few threads per process.
-* ``configs``: a short ``fit`` of every config (``configs/demo.yaml`` and ``domains/*/*.yaml``)
+* ``configs``: a short ``fit`` of every config (``domains/demo/demo.yaml`` and ``domains/*/*.yaml``)
   with the GPU preset (bf16) and the config's own logger (W&B, offline without a key), so
   that pictures are drawn from GPU tensors; real-data configs without their data are skipped.
 * ``benchmarks``: ``tools/bench_overhead.py`` (fit against a hand-written loop, kernels per
@@ -71,7 +71,7 @@ def suite_rows(device: str) -> list[Row]:
 
 
 def all_configs() -> list[str]:
-    return ["configs/demo.yaml", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("domains/*/*.yaml"))]
+    return ["domains/demo/demo.yaml", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("domains/*/*.yaml"))]
 
 
 class StepClock(pl.Callback):
@@ -138,7 +138,7 @@ def ddp_rows(device: str) -> list[Row]:
     accelerator = "gpu" if device == "cuda" else "cpu"
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
-        done = run([sys.executable, "-m", "framework", "fit", "--config", "configs/demo.yaml", "--config",
+        done = run([sys.executable, "-m", "framework", "fit", "--config", "domains/demo/demo.yaml", "--config",
                     "configs/trainer/ddp.yaml", f"--trainer.accelerator={accelerator}", f"--trainer.devices={devices}",
                     "--trainer.max_epochs=2", "--trainer.enable_progress_bar=false", f"--run_dir={folder}/run"],
                    timeout=300, threads=1)

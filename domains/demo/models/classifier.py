@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..attention import SequenceBlock
-from ..layers import AttentionEncoder
+from framework.attention import SequenceBlock
+from framework.layers import AttentionEncoder
 
 
 class SequenceClassifier(nn.Module):

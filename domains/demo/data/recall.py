@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ..data import SplitDataModule
-from ..data.tensors import TensorExamples
+from framework.data import SplitDataModule, TensorExamples
 
 
 class RecallDataset(TensorExamples):
