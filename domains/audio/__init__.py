@@ -10,14 +10,14 @@
 * Data: generated audio events (:class:`AudioEvents`, the embedded default), the Free Spoken
   Digit Dataset (:class:`FSDD`, official and speaker-disjoint splits) and Speech Commands
   (:class:`SpeechCommands`, torchaudio's layout from a local folder).
+
+Layout: ``data/`` (data modules), ``models/`` (front end and networks), ``task.py``,
+``pictures.py``; ``datasets/<name>.yaml`` are the data sections that the experiment configs
+(``<experiment>.yaml``) name.
 """
 
-from .clips import AudioDataModule, ClipFiles, fit_length
-from .events import CLASSES, AudioEventDataset, AudioEvents
-from .frontend import Frontend
-from .fsdd import FSDD
-from .models import CRNN, SpectrogramCNN, SpectrogramTransformer
-from .speechcommands import SpeechCommands
+from .data import CLASSES, FSDD, AudioDataModule, AudioEventDataset, AudioEvents, ClipFiles, SpeechCommands, fit_length
+from .models import CRNN, Frontend, SpectrogramCNN, SpectrogramTransformer
 from .pictures import spectrogram_with_attention
 from .task import AudioClassification
 

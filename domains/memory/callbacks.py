@@ -1,5 +1,5 @@
-"""Linear start (Sukhbaatar et al. 2015, §4.2): train without the softmax in the hops, then
-put it back."""
+"""The memory networks' training callback: linear start (Sukhbaatar et al. 2015, §4.2), which
+trains without the softmax in the hops, then puts it back."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ class QuestionAnswering(Task):
     tables report it) and ``error_task<k>`` for each task k of ``tasks``. The best
     checkpoint is the one with the highest ``val/acc``.
 
-    Batches are the mappings of ``domains.memory.stories``; the model is called as
+    Batches are the mappings of ``domains.memory.data.stories``; the model is called as
     ``model(story, question)`` and returns logits (B, V), or with ``need_weights=True``
     ``(logits, hop weights (B, K, N))``. :meth:`images` draws the hop weights of the first
     validation question with its supporting facts marked.

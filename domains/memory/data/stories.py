@@ -23,7 +23,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 from framework.data import SplitDataModule
 from framework.data.tensors import Batch, TensorExamples, collate
 
-from .encoding import PAD
+from ..models.encoding import PAD
 
 WORD = re.compile(r"\w+")
 

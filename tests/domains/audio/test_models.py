@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from domains.audio import CRNN, AudioClassification, Frontend, SpectrogramCNN, SpectrogramTransformer
-from domains.audio.models import pool_frames
+from domains.audio.models.frames import pool_frames
 from domains.audio.pictures import BAR_COLOUR, STRIP_HEIGHT, spectrogram_with_attention
 from framework.attention import NoAttention, capture, create
 from tests.conftest import on

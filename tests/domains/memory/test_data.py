@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from domains.memory import BabiStories, GeneratedStories, generate_stories, parse_babi
-from domains.memory.generated import lexicon
-from domains.memory.stories import SimilarLengthSampler, StoryDataset, Vocabulary
+from domains.memory.data.generated import lexicon
+from domains.memory.data.stories import SimilarLengthSampler, StoryDataset, Vocabulary
 from framework.data import DataNotFoundError
 
 FILE = """1 Mary moved to the bathroom.

@@ -7,7 +7,7 @@ import itertools
 
 import torch
 
-from domains.memory.encoding import SentenceEmbedding, memory_ages
+from domains.memory.models.encoding import SentenceEmbedding, memory_ages
 from tests.attention.reference import assert_matches_reference
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from domains.memory import KVMemNN, MemN2N
-from domains.memory.encoding import SentenceEmbedding
+from domains.memory.models.encoding import SentenceEmbedding
 from tests.attention.reference import assert_matches_reference
 
 V, D, HOPS, SLOTS = 12, 6, 3, 8
