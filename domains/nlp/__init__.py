@@ -1,12 +1,47 @@
 """The NLP domain: attentive text classification and sequence-to-sequence translation.
 
 * ``data``: generated defaults (dates -> ISO dates, reviews) and readers of Multi30k, TREC
-  and any labelled corpus; one ``tokenizers`` tokeniser per run, trained on the training split.
+  and any labelled corpus; one ``tokenizers`` tokeniser per run, trained on the training
+  split (``data.tokenization``).
 * ``models``: the self-attentive sentence embedding, the hierarchical attention network, a
   Transformer classifier; a recurrent encoder-decoder with Bahdanau or Luong attention and
   a Transformer encoder-decoder.
-* ``tasks``: ``TextClassification`` and ``Translation`` (their checkpoints carry the tokeniser).
+* ``task``: ``TextClassification`` and ``Translation`` (their checkpoints carry the tokeniser).
 * ``decoding``: greedy and beam search; ``metrics``; ``pictures``: alignments and highlights.
 
-Configs: ``domains/nlp/*.yaml``.
+Configs (they name the classes below as ``domains.nlp.<name>``): ``selfattentive.yaml``,
+``transformer_cls.yaml`` (generated reviews, ``datasets/reviews.yaml``), ``han.yaml``
+(``datasets/reviews_sentences.yaml``), their ``*_trec.yaml`` twins (``datasets/trec.yaml``,
+``datasets/trec_sentences.yaml``), ``seq2seq_bahdanau.yaml``, ``seq2seq_luong.yaml``,
+``transformer_mt.yaml`` (dates, ``datasets/dates.yaml``) and their ``*_multi30k.yaml`` twins
+(``datasets/multi30k.yaml``).
 """
+
+from .data import TREC, DateNormalization, GeneratedReviews, LabelledText, Multi30k
+from .metrics import ExactMatch, TokenAccuracy
+from .models import (
+    HierarchicalAttentionNetwork,
+    RecurrentSeq2Seq,
+    SelfAttentiveClassifier,
+    TransformerClassifier,
+    TransformerSeq2Seq,
+)
+from .task import TextClassification, TokenizerState, Translation
+
+__all__ = [
+    "TREC",
+    "DateNormalization",
+    "ExactMatch",
+    "GeneratedReviews",
+    "HierarchicalAttentionNetwork",
+    "LabelledText",
+    "Multi30k",
+    "RecurrentSeq2Seq",
+    "SelfAttentiveClassifier",
+    "TextClassification",
+    "TokenizerState",
+    "TokenAccuracy",
+    "TransformerClassifier",
+    "TransformerSeq2Seq",
+    "Translation",
+]

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .models.seq2seq import State
-from .tokenization import BOS, EOS, PAD
+from .data.tokenization import BOS, EOS, PAD
 
 
 class Decodable(Protocol):

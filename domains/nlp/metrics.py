@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from .tokenization import PAD
+from .data.tokenization import PAD
 
 
 class TokenAccuracy(Metric):

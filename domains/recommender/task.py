@@ -22,10 +22,10 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from framework.attention import capture
-from framework.pictures import heatmap
 from framework.tasks import Step, Task
 
 from .metrics import MRR, NDCG, HitRate
+from .pictures import history_attention
 
 Protocol = Literal["full", "sampled"]
 
@@ -136,7 +136,7 @@ class SequentialRanking(Task):
         for name, records in maps.items():
             weights = blocks[name].weights_image(records[0])
             if weights is not None and weights.shape == (len(real), len(real)):
-                pictures[f"history_attention/{name}"] = [heatmap(weights[real][:, real])]
+                pictures[f"history_attention/{name}"] = [history_attention(weights, real)]
         return pictures
 
 

@@ -14,8 +14,8 @@ from torch.utils.data import DataLoader
 
 from framework.data import SplitDataModule
 
-from ..tasks.state import TokenizerState
-from ..tokenization import PAD, check_kind, train_tokenizer
+from ..task import TokenizerState
+from .tokenization import PAD, check_kind, train_tokenizer
 
 Example = tuple[str, Any]  # (text, target); the target is None for texts to predict
 
@@ -37,10 +37,11 @@ class TextData(SplitDataModule):
     The tokeniser is made when the first loader is: the task's, when a checkpoint restored
     one (``validate``/``test``/``predict``/resumed ``fit`` with ``--ckpt_path``), else one
     trained on the training split, which is then handed to the task so that checkpoints
-    carry it. The model's ``vocab_size`` is checked against it.
+    carry it. The task checks the model's ``vocab_size`` against this module's when a run
+    starts (``Task.check``).
 
     Args:
-        tokenizer: ``char``, ``word`` or ``bpe`` (:mod:`domains.nlp.tokenization`).
+        tokenizer: ``char``, ``word`` or ``bpe`` (:mod:`domains.nlp.data.tokenization`).
         vocab_size: the largest vocabulary the tokeniser may learn; the model's
             ``vocab_size`` must be at least this.
         lowercase: lower-case every text before tokenising.
@@ -89,18 +90,8 @@ class TextData(SplitDataModule):
         self.tokenizer = train_tokenizer(self.training_texts(), self.tokenizer_kind, self.vocab_size, self.lowercase,
                                          self.min_frequency)
         if task is not None:
-            self.check_run(self.tokenizer, self.trainer.lightning_module.model, task)
             task.attach(self.tokenizer, self.labels())
         return self.tokenizer
-
-    def check_run(self, tokenizer: Tokenizer, model: Any, task: TokenizerState) -> None:
-        """Fail early, naming the config keys, when the model or task does not fit the data."""
-        model_vocab = getattr(model, "vocab_size", None)
-        if model_vocab is not None and tokenizer.get_vocab_size() > model_vocab:
-            raise ValueError(
-                f"model.vocab_size={model_vocab} is smaller than the tokenizer's {tokenizer.get_vocab_size()} tokens "
-                f"(data.vocab_size={self.vocab_size}); set model.vocab_size to at least data.vocab_size"
-            )
 
     def loader(self, name: str, shuffle: bool = False) -> DataLoader:
         self.collate_fn = self.make_collator(self.resolve_tokenizer())

@@ -10,8 +10,8 @@ from typing import Any, Optional
 import torch
 from tokenizers import Tokenizer
 
-from ..tokenization import PAD, UNK
 from .base import Example, TextData, pad
+from .tokenization import PAD, UNK
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -99,13 +99,6 @@ class TextClassificationData(TextData):
         self._labels = self.label_order({label for examples in named.values() for _, label in examples})
         index = {name: i for i, name in enumerate(self._labels)}
         return {split: [(text, index[label]) for text, label in examples] for split, examples in named.items()}
-
-    def check_run(self, tokenizer: Tokenizer, model: Any, task: Any) -> None:
-        super().check_run(tokenizer, model, task)
-        classes = getattr(task, "num_classes", None)
-        if classes is not None and classes != len(self.labels()):
-            raise ValueError(f"task.num_classes={classes} but {type(self).__name__} has {len(self.labels())} classes "
-                             f"({', '.join(self.labels()[:8])}{' ...' if len(self.labels()) > 8 else ''})")
 
     def make_collator(self, tokenizer: Tokenizer) -> ClassificationCollator:
         return ClassificationCollator(tokenizer, self.max_length, self.sentences, self.max_sentences)

@@ -48,7 +48,7 @@ class LabelledText(TextClassificationData):
     Example::
 
         data:
-          class_path: domains.nlp.data.LabelledText
+          class_path: domains.nlp.LabelledText
           init_args: {root: /data/sst2, splits: {train: [train.tsv], test: [test.tsv]}}
     """
 

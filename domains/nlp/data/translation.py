@@ -7,8 +7,8 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from ..tokenization import EOS, UNK
 from .base import Example, TextData, pad
+from .tokenization import EOS, UNK
 
 
 class TranslationCollator:

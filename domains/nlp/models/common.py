@@ -7,7 +7,7 @@ from typing import NamedTuple, Optional
 import torch
 from torch import Tensor, nn
 
-from ..tokenization import PAD
+from ..data.tokenization import PAD
 
 
 class ClassifierOutput(NamedTuple):

@@ -11,7 +11,7 @@ from framework.attention import PoolingBlock, available, build, capture
 from framework.attention.spec import NONE
 from framework.layers import masked_mean
 
-from ..tokenization import PAD
+from ..data.tokenization import PAD
 from .common import ClassifierOutput, uniform_weights
 from .recurrent import RecurrentEncoder
 

@@ -11,7 +11,7 @@ from framework.attention import BlockSpec, build, info
 from framework.attention.spec import NONE
 from framework.layers import masked_mean
 
-from ..tokenization import PAD
+from ..data.tokenization import PAD
 from .common import ClassifierOutput, query_key_weights, uniform_weights
 from .recurrent import RecurrentEncoder
 

@@ -17,7 +17,7 @@ from typing import NamedTuple, Optional
 import torch
 from torch import Tensor
 
-from ..tokenization import BOS
+from ..data.tokenization import BOS
 
 State = dict[str, Tensor]
 

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from framework.attention import CrossBlock, NoAttention, build
 
-from ..tokenization import PAD
+from ..data.tokenization import PAD
 from .common import query_key_weights
 from .recurrent import RecurrentEncoder, recurrent_cell
 from .seq2seq import Seq2SeqOutput, State

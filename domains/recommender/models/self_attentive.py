@@ -63,7 +63,7 @@ class SASRec(SelfAttentiveRecommender):
 
 class BERT4Rec(SelfAttentiveRecommender):
     """BERT4Rec (Sun et al., CIKM 2019): a bidirectional encoder trained to fill masked items
-    (the Cloze task, :class:`~domains.recommender.tasks.MaskedItemRanking`).
+    (the Cloze task, :class:`~domains.recommender.task.MaskedItemRanking`).
 
     The item after the history is predicted by appending the ``[mask]`` token (id I + 1)
     and reading its position. The output layer is the paper's: a GELU projection with

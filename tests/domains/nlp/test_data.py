@@ -22,7 +22,7 @@ from domains.nlp.data import (
 )
 from domains.nlp.data.dates import FORMATS, ordinal
 from domains.nlp.data.reviews import SENTIMENT, VERDICTS
-from domains.nlp.tokenization import EOS, PAD, SPECIAL_TOKENS, UNK, train_tokenizer
+from domains.nlp.data.tokenization import EOS, PAD, SPECIAL_TOKENS, UNK, train_tokenizer
 
 # --- tokenisers --------------------------------------------------------------------------
 

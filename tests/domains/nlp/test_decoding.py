@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from domains.nlp.data.tokenization import BOS, EOS, PAD
 from domains.nlp.decoding import beam_search, greedy_decode, length_normalised
 from domains.nlp.models import RecurrentSeq2Seq, TransformerSeq2Seq, teacher_inputs
-from domains.nlp.tokenization import BOS, EOS, PAD
 
 V = 7  # <pad>, <unk>, <s>, </s>, a = 4, b = 5, c = 6
 A, B_, C = 4, 5, 6

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torchmetrics.text import Perplexity, SacreBLEUScore
 
+from domains.nlp.data.tokenization import PAD
 from domains.nlp.metrics import ExactMatch, TokenAccuracy
-from domains.nlp.tokenization import PAD
 
 HYPOTHESES = ["A man is riding a bike down the street.", "Two dogs play in the snow.", "a girl smiles", "People."]
 REFERENCES = ["A man rides a bicycle down the street.", "Two dogs are playing in the snow.", "A girl is smiling.", "People."]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from domains.nlp.data.tokenization import BOS, PAD
 from domains.nlp.models import (
     HierarchicalAttentionNetwork,
     RecurrentSeq2Seq,
@@ -13,7 +14,6 @@ from domains.nlp.models import (
     TransformerSeq2Seq,
     teacher_inputs,
 )
-from domains.nlp.tokenization import BOS, PAD
 from tests.attention.reference import assert_matches_reference, randomize_
 
 V, D, E = 23, 8, 6

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from domains.nlp.data import TREC, DateNormalization, GeneratedReviews
+from domains.nlp.data.tokenization import PAD
 from domains.nlp.models import (
     HierarchicalAttentionNetwork,
     RecurrentSeq2Seq,
@@ -14,8 +15,7 @@ from domains.nlp.models import (
     TransformerClassifier,
     TransformerSeq2Seq,
 )
-from domains.nlp.tasks import TextClassification, Translation
-from domains.nlp.tokenization import PAD, train_tokenizer
+from domains.nlp.task import TextClassification, Translation
 from tests.conftest import on
 
 
@@ -167,8 +167,9 @@ def test_clear_errors_for_bad_task_and_run_values():
     with pytest.raises(ValueError, match="task.penalty must be >= 0"):
         TextClassification(num_classes=3, penalty=-1.0)
     data = GeneratedReviews(vocab_size=128, train_size=50)
-    tokenizer = train_tokenizer(["a b c d e f"], "word", vocab_size=128)
-    with pytest.raises(ValueError, match=r"model.vocab_size=4 is smaller than the tokenizer's 10 tokens \(data.vocab_size=128\)"):
-        data.check_run(tokenizer, SelfAttentiveClassifier(4, 3), TextClassification(num_classes=3))
-    with pytest.raises(ValueError, match="task.num_classes=5 but GeneratedReviews has 3 classes"):
-        data.check_run(tokenizer, SelfAttentiveClassifier(128, 5), TextClassification(num_classes=5))
+    data.setup("fit")
+    with pytest.raises(ValueError, match=r"model.vocab_size is 4 but the data has 128: set model.vocab_size=128 or more"):
+        TextClassification(num_classes=3).check(SelfAttentiveClassifier(4, 3), data)
+    with pytest.raises(ValueError, match=r"task.num_classes=5 but GeneratedReviews has 3 classes \(negative, neutral, positive\)"):
+        TextClassification(num_classes=5).check(SelfAttentiveClassifier(128, 5), data)
+    TextClassification(num_classes=3).check(SelfAttentiveClassifier(128, 3), data)

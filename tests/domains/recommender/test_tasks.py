@@ -15,8 +15,8 @@ from domains.recommender import (
     MovieLens100K,
     NextItemRanking,
     SASRec,
+    SequentialRanking,
 )
-from domains.recommender.tasks import SequentialRanking
 
 
 class Fixed(torch.nn.Module):
