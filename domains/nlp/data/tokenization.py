@@ -77,6 +77,10 @@ def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase:
                             show_progress=False)
     tokenizer.train_from_iterator(texts, trainer)
     assert [tokenizer.token_to_id(t) for t in SPECIAL_TOKENS] == [PAD, UNK, BOS, EOS]
+    if tokenizer.get_vocab_size() > vocab_size:  # BPE keeps every character of the training texts
+        raise ValueError(f"data.vocab_size={vocab_size} is too small for the {kind} tokeniser of these texts: it needs "
+                         f"{tokenizer.get_vocab_size()} tokens (every character and the special tokens); raise "
+                         "data.vocab_size (and model.vocab_size) to at least that")
     return tokenizer
 
 
