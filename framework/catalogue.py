@@ -13,7 +13,7 @@ from fnmatch import fnmatchcase
 from typing import Optional, Sequence
 
 from .attention import KINDS, available, info
-from .attention.general import DISTRIBUTIONS, SCORES
+from .attention.cross import DISTRIBUTIONS, SCORES
 
 WILDCARDS = set("*?[")
 

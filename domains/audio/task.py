@@ -42,7 +42,7 @@ class AudioClassification(Classification):
         if isinstance(getattr(model, "pool", None), AttentionBlock):
             with capture(model, "pool") as maps:
                 model(**clip)
-            pooled = maps["pool"][-1][0].float().mean(0)  # (N',)
+            pooled = maps["pool"][-1].weights[0].float().mean(0)  # (N',)
             weights = F.interpolate(pooled.view(1, 1, -1), size=features.shape[-1], mode="nearest").view(-1)
         frames = features.shape[-1] if mask is None else int(mask[0].sum())
         return {"time_attention": [spectrogram_with_attention(features[0, :, :frames],

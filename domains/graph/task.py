@@ -88,7 +88,7 @@ class NodeClassification(Classification):
         ids = batch.n_id if "n_id" in batch else None
         pictures = []
         for name, records in maps.items():
-            edge_index, alpha = records[0]
+            edge_index, alpha = records[0].weights
             sources, coefficients = node_coefficients(edge_index, alpha, local)
             pictures.append(draw_neighbourhood(
                 self.image_node, sources if ids is None else ids[sources].cpu(), coefficients,

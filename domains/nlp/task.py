@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.text import Perplexity, SacreBLEUScore
 
-from framework.attention.sequence import frobenius_penalty
+from framework.attention.pooling import frobenius_penalty
 from framework.tasks import Classification, Step, Task, call_model, inputs_of, split_batch
 
 from .data.tokenization import EOS, PAD, token_names, tokens_of

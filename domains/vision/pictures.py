@@ -6,19 +6,30 @@ from typing import Optional
 
 from torch import Tensor, nn
 
+from framework.attention import Record
+from framework.pictures import as_rgb, colour_mask, overlay, side_by_side
 
-def pixel_attention(block: nn.Module, record: object, i: int, j: int, size: tuple[int, int]) -> Optional[Tensor]:
-    """(B, h, w) weights with which feature pixel (i, j) attends, from a captured record.
 
-    Criss-cross records are drawn by the block's ``pixel_map`` (the pixel's row and column);
-    records of all-pairs attention (non-local, DANet position: (B, hw, hw)) by the pixel's
-    row. None for records of other shapes (channel attention, sub-sampled keys).
+def masks(image: Tensor, truth: Tensor, prediction: Tensor, colours: Tensor, ignore_index: int) -> Tensor:
+    """The image, the true and the predicted label maps side by side (ignored pixels grey)."""
+    return side_by_side(as_rgb(image), colour_mask(truth, colours, ignore_index),
+                        colour_mask(prediction, colours, ignore_index))
+
+
+def pixel_attention(block: nn.Module, record: Record, images: Tensor, pixel: tuple[float, float]) -> Optional[list[Tensor]]:
+    """Where the feature pixel at relative position ``pixel`` (row, column in [0, 1]) looks, drawn
+    beside each image with the pixel marked; None when the record relates no pixels.
+
+    The record says its query grid (the feature map's h x w); the block says where one of
+    its queries looks (:meth:`~framework.attention.AttentionBlock.looks`: criss-cross draws a
+    row and a column, non-local and DANet position every key pixel).
     """
-    if hasattr(block, "pixel_map") and isinstance(record, Tensor):
-        return block.pixel_map(record, i, j)
-    records = record if isinstance(record, (tuple, list)) else (record,)
-    h, w = size
-    for weights in records:
-        if isinstance(weights, Tensor) and weights.dim() == 3 and weights.shape[1:] == (h * w, h * w):
-            return weights[:, i * w + j].unflatten(1, (h, w))
-    return None
+    if record.queries is None or len(record.queries) != 2:
+        return None
+    i, j = (min(int(f * n), n - 1) for f, n in zip(pixel, record.queries))
+    weights = block.looks(record, (i, j))
+    if weights is None or weights.dim() != 3:
+        return None
+    height, width = images.shape[-2:]
+    point = (min(int(pixel[0] * height), height - 1), min(int(pixel[1] * width), width - 1))
+    return [overlay(as_rgb(x), w, point) for x, w in zip(images, weights)]

@@ -11,12 +11,11 @@ from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardIndex
 
 from framework.attention import capture
-from framework.pictures import as_rgb, colour_mask, overlay, side_by_side
 from framework.tasks import Task, call_model, split_batch
 
 from .models import SegmentationOutput
 from .data.palettes import as_palette, voc_palette
-from .pictures import pixel_attention
+from .pictures import masks, pixel_attention
 
 
 def _logits(output: Any) -> tuple[Tensor, Tensor | None]:
@@ -103,41 +102,10 @@ class Segmentation(Task):
         inputs, target = inputs[: self.num_images], target[: self.num_images]
         with capture(model) as maps:
             prediction = _logits(call_model(model, inputs))[0].argmax(1)
-        pictures = {"masks": [side_by_side(as_rgb(x), colour_mask(t, self.colours, self.ignore_index),
-                                           colour_mask(p, self.colours, self.ignore_index))
-                              for x, t, p in zip(inputs, target, prediction)]}
+        pictures = {"masks": [masks(x, t, p, self.colours, self.ignore_index) for x, t, p in zip(inputs, target, prediction)]}
         modules = dict(model.named_modules())
-        height, width = inputs.shape[-2:]
         for name, records in maps.items():
-            drawn = self._pixel_pictures(modules.get(name), records[-1], inputs, height, width)
+            drawn = pixel_attention(modules[name], records[-1], inputs, self.pixel)
             if drawn:
                 pictures[f"pixel_attention/{name}"] = drawn
         return pictures
-
-    def _pixel_pictures(self, block: nn.Module, record: object, inputs: Tensor, height: int, width: int) -> list[Tensor]:
-        """One picture per example of where the query pixel looks, or [] for records that are not pixel maps."""
-        size = _record_size(record, height, width)
-        if size is None:
-            return []
-        i, j = (min(int(f * n), n - 1) for f, n in zip(self.pixel, size))
-        weights = pixel_attention(block, record, i, j, size)
-        if weights is None:
-            return []
-        query = (min(int(self.pixel[0] * height), height - 1), min(int(self.pixel[1] * width), width - 1))
-        return [overlay(as_rgb(x), w, query) for x, w in zip(inputs, weights)]
-
-
-def _record_size(record: object, height: int, width: int) -> tuple[int, int] | None:
-    """(h, w) of the feature map a record was computed on: a criss-cross record says it, an
-    all-pairs record (B, hw, hw) is matched against the strides that keep the image's aspect."""
-    first = record[0] if isinstance(record, (tuple, list)) else record
-    if not isinstance(first, Tensor):
-        return None
-    if first.dim() == 4:  # criss-cross: (B, h, w, h + w)
-        return first.shape[1], first.shape[2]
-    if first.dim() == 3 and first.shape[1] == first.shape[2]:
-        for stride in (1, 2, 4, 8, 16, 32):
-            h, w = -(-height // stride), -(-width // stride)
-            if h * w == first.shape[1]:
-                return h, w
-    return None

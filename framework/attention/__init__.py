@@ -7,15 +7,18 @@ Public API, in the style of timm::
     block = attention.create("cbam", 64)  # first argument: the width
     with attention.capture(model) as maps: model(x)
 
-Sub-packages follow the taxonomy of Brauwers & Frasincar (2021): ``general`` (score and
-distribution functions composed by one ``Attention``), ``sequence`` blocks, ``feature_map``
-blocks for (B, C, H, W) maps, and the ``graph`` and ``memory`` modules.
+One sub-package per kind of block (``registry.KINDS``): ``cross`` (the general attention
+model of Brauwers & Frasincar (2021), score x distribution functions composed by one
+``Attention``, and the blocks built on it), ``sequence``, ``pooling``, ``feature_map`` for
+(B, C, H, W) maps, ``graph`` and ``memory``. ``base`` holds what every block shares (the
+record of its weights, the ablation switch), ``capture`` and ``ablation`` act on a whole model.
 """
 
-from . import feature_map, general, graph, memory, sequence  # noqa: F401  (register every block)
-from .base import AttentionBlock, ShapeError, expect_shape
+from . import cross, feature_map, graph, memory, pooling, sequence  # noqa: F401  (register every block)
+from .ablation import ABLATIONS, ablation
+from .base import AttentionBlock, AttentionOutput, Record, ShapeError, expect_shape
 from .capture import capture
-from .general import Attention, AttentionOutput
+from .cross import Attention
 from .registry import KINDS, BlockInfo, UnknownBlockError, available, create, info
 from .spec import (
     BlockSpec,
@@ -30,6 +33,7 @@ from .spec import (
 )
 
 __all__ = [
+    "ABLATIONS",
     "KINDS",
     "Attention",
     "AttentionBlock",
@@ -42,9 +46,11 @@ __all__ = [
     "MemoryBlock",
     "NoAttention",
     "PoolingBlock",
+    "Record",
     "SequenceBlock",
     "ShapeError",
     "UnknownBlockError",
+    "ablation",
     "available",
     "build",
     "capture",

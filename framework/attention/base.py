@@ -1,17 +1,55 @@
-"""What every block of the library shares: shape checks and on-demand weights."""
+"""What every block of the library shares: shape checks, weights on demand, records that
+describe themselves, and the ablation switch.
+
+A block's forward pass ends in :meth:`AttentionBlock.finish`, the one place where weights
+leave a block: a :class:`~framework.attention.capture` receives them as a :class:`Record`
+that knows the layout of its queries and keys, and the caller gets them with
+``need_weights=True``. Blocks compute weights only when :meth:`AttentionBlock.wants_weights`
+says so (asked for, captured, or ablated), so training pays nothing for them.
+"""
 
 from __future__ import annotations
 
-from typing import Optional
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Optional
 
+import torch
 from torch import Tensor, nn
 
+from .ablation import ablated
 from .capture import is_capturing
 from .capture import record as _record
 
 
+
 class ShapeError(ValueError):
     """A tensor reached a block with the wrong shape; the message names block, tensor and shapes."""
+
+
+class AttentionOutput(NamedTuple):
+    """What a block returns when asked for its weights (``need_weights=True``)."""
+
+    output: Tensor
+    weights: Any
+    log_prob: Optional[Tensor] = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One call's weights as a capture keeps them, and where their axes point.
+
+    Attributes:
+        weights: what the block's docstring lists under "Captured weights" (a tensor, or a
+            tuple of tensors for blocks with several maps, such as CBAM's two gates).
+        queries: the grid of the query positions, ``(h, w)`` for pixels, ``(n,)`` for tokens,
+            when the weights relate positions to positions; None otherwise (gates, graphs).
+        keys: the grid of the key positions likewise (``(h', w')`` for sub-sampled keys).
+    """
+
+    weights: Any
+    queries: Optional[tuple[int, ...]] = None
+    keys: Optional[tuple[int, ...]] = None
 
 
 def expect_shape(block: str, name: str, x: Tensor, dims: str, **sizes: int) -> None:
@@ -30,38 +68,94 @@ def expect_shape(block: str, name: str, x: Tensor, dims: str, **sizes: int) -> N
 class AttentionBlock(nn.Module):
     """Base class of the library's blocks.
 
-    Subclasses compute attention weights only when :meth:`wants_weights` says so
-    (the caller asked with ``need_weights=True`` or a :class:`~framework.attention.capture`
-    watches the block) and hand them to :meth:`record`; they check their inputs
-    with :meth:`expect`, so a wrong shape names the block, the tensor and both shapes.
+    Subclasses compute attention weights only when :meth:`wants_weights` says so, pass them
+    through :meth:`ablate` before using them, and end their forward pass with :meth:`finish`
+    (capture and return). They check their inputs with :meth:`expect`, so a wrong shape
+    names the block, the tensor and both shapes.
+
+    ``ablation`` (None, or one of :data:`ABLATIONS`) is set on a model's blocks by
+    :func:`framework.attention.ablation` to replace their weights at inference.
     """
 
     block_name: str = "attention"
+    ablation: Optional[str] = None
 
     def wants_weights(self, need_weights: bool = False) -> bool:
-        return need_weights or is_capturing(self)
+        """Whether the weights must be computed: asked for, watched by a capture, or ablated."""
+        return need_weights or self.ablation is not None or is_capturing(self)
 
-    def record(self, weights: object) -> None:
-        _record(self, weights)
+    def ablate(self, weights: Tensor, valid: Optional[Tensor] = None, dim: int = -1, normalised: bool = True) -> Tensor:
+        """``weights`` unchanged, or replaced under the block's ablation (see :func:`ablated`)."""
+        return weights if self.ablation is None else ablated(weights, self.ablation, valid, dim, normalised)
+
+    def finish(self, output: Any, weights: Any, need_weights: bool = False, *,
+               queries: Optional[tuple[int, ...]] = None, keys: Optional[tuple[int, ...]] = None) -> Any:
+        """The end of a forward pass: hand ``weights`` to the captures watching this block (as a
+        :class:`Record` with the query and key grids) and return ``output``, or
+        ``AttentionOutput(output, weights)`` when the caller asked for the weights."""
+        if weights is not None:
+            self.record(weights, queries=queries, keys=keys)
+        return AttentionOutput(output, weights) if need_weights else output
+
+    def record(self, weights: Any, *, queries: Optional[tuple[int, ...]] = None,
+               keys: Optional[tuple[int, ...]] = None) -> None:
+        """Hand ``weights`` to the captures watching this block (nothing when none does)."""
+        if is_capturing(self):
+            _record(self, Record(weights, queries, keys))
 
     def expect(self, name: str, x: Tensor, dims: str, **sizes: int) -> None:
         expect_shape(self.block_name, name, x, dims, **sizes)
 
-    def weights_image(self, record: object) -> Optional[Tensor]:
-        """One 2-D map of the first example of a captured record, for plots and loggers.
+    def looks(self, record: Record, query: tuple[int, ...] = ()) -> Optional[Tensor]:
+        """Where one query looks: the (B, *keys grid) weights of the query at position ``query``
+        of the record's query grid, heads averaged; None when the record has no key grid.
 
-        The default averages the leading axes of the first example (heads, hops) down to
-        two; for a tuple record it draws the last tensor of two or more dims. Blocks whose
-        weights are no image (graphs) return None.
+        The default reads weights (B, [heads,] Q, K) with Q and K the sizes of the record's
+        grids (multi-head attention, non-local, DANet position); a record without a query
+        grid (global context, pooling with learned queries) has weights (B, [queries,] K),
+        averaged over its queries. Blocks whose weights are laid out otherwise (criss-cross)
+        override it.
         """
-        if isinstance(record, (tuple, list)):
-            tensors = [r for r in record if isinstance(r, Tensor) and r.dim() >= 2]
+        weights, keys = record.weights, record.keys
+        if keys is None or not isinstance(weights, Tensor) or weights.shape[-1] != math.prod(keys):
+            return None
+        if record.queries is None:
+            row = weights
+        else:
+            if weights.dim() < 3 or weights.shape[-2] != math.prod(record.queries):
+                return None
+            row = weights[..., int(torch.tensor(query).dot(torch.tensor(_strides(record.queries)))), :]
+        while row.dim() > 2:  # heads, or learned queries
+            row = row.mean(1)
+        return row.unflatten(-1, keys)
+
+    def weights_image(self, record: Record) -> Optional[Tensor]:
+        """One 2-D map of the first example of a record, for plots and loggers.
+
+        A record over a grid of positions draws where its middle query looks; otherwise the
+        leading axes of the first example (heads, hops) are averaged down to two, and a tuple
+        record draws its last tensor of two or more dims. Records that are no image (graphs)
+        give None.
+        """
+        if record.keys is not None and len(record.keys) == 2:
+            middle = tuple(size // 2 for size in record.queries) if record.queries else ()
+            looked = self.looks(record, middle)
+            if looked is not None:
+                return looked[0]
+        weights = record.weights
+        if isinstance(weights, (tuple, list)):
+            tensors = [w for w in weights if isinstance(w, Tensor) and w.dim() >= 2]
             if not tensors:
                 return None
-            record = tensors[-1]
-        if not isinstance(record, Tensor) or record.dim() < 2:
+            weights = tensors[-1]
+        if not isinstance(weights, Tensor) or weights.dim() < 2:
             return None
-        image = record[0].float()
+        image = weights[0].float()
         while image.dim() > 2:
             image = image.mean(0)
         return image if image.dim() == 2 else image.unsqueeze(0)
+
+
+def _strides(grid: tuple[int, ...]) -> list[int]:
+    """Row-major strides of a grid: (h, w) -> [w, 1]."""
+    return [math.prod(grid[i + 1:]) for i in range(len(grid))]

@@ -12,7 +12,9 @@ capture the check is one test of an empty list, so training pays nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from fnmatch import fnmatch
+from typing import Any
 
 from torch import Tensor, nn
 
@@ -31,9 +33,10 @@ class capture(Mapping[str, list]):
         detach: store detached tensors (the default) or keep them in the graph.
 
     Inside the context the object is a mapping ``qualified name -> list of records``,
-    one record per call of the block (a block applied twice, like criss-cross with
-    recurrence 2 or a multi-hop read, leaves two). What a record holds is documented
-    by each block under "Captured weights".
+    one :class:`~framework.attention.base.Record` per call of the block (a block applied
+    twice, like criss-cross with recurrence 2 or a multi-hop read, leaves two): its
+    ``weights`` are what each block documents under "Captured weights", with the grids of
+    its queries and keys where they relate positions.
     """
 
     def __init__(self, model: nn.Module, *patterns: str, detach: bool = True) -> None:
@@ -73,12 +76,12 @@ def is_capturing(block: nn.Module) -> bool:
     return bool(_ACTIVE) and any(id(block) in c._names for c in _ACTIVE)
 
 
-def record(block: nn.Module, weights: object) -> None:
-    """Hand a block's weights to every active capture that watches it."""
+def record(block: nn.Module, record: Any) -> None:
+    """Hand a block's record to every active capture that watches it."""
     for c in _ACTIVE:
         name = c._names.get(id(block))
         if name is not None:
-            c._records.setdefault(name, []).append(_detach(weights) if c.detach else weights)
+            c._records.setdefault(name, []).append(replace(record, weights=_detach(record.weights)) if c.detach else record)
 
 
 def _detach(value: object) -> object:

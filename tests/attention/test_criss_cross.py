@@ -95,11 +95,12 @@ def test_captured_weights_are_the_joint_softmax_over_row_and_column():
     with capture(block) as maps:
         captured = block(x)
     torch.testing.assert_close(plain, captured)
-    first, second = maps["criss_cross"]
+    first, second = (record.weights for record in maps["criss_cross"])
+    assert maps["criss_cross"][0].queries == maps["criss_cross"][0].keys == (5, 7)
     assert first.shape == (2, 5, 7, 5 + 7)
     torch.testing.assert_close(first.sum(-1), torch.ones(2, 5, 7))
     assert (first[:, 2, 3, 2] == 0).all(), "the query's own pixel is counted in its row only"
-    image = CrissCrossAttention.pixel_map(first, 2, 3)
+    image = block.looks(maps["criss_cross"][0], (2, 3))
     torch.testing.assert_close(image.sum((1, 2)), torch.ones(2))
     off_cross = torch.ones(5, 7, dtype=torch.bool)
     off_cross[2, :] = off_cross[:, 3] = False
@@ -174,6 +175,6 @@ def test_need_weights_returns_the_last_pass_and_the_image_is_the_centre_cross():
     with capture(block) as maps:
         out = block(x, need_weights=True)
     torch.testing.assert_close(out.output, block(x))
-    torch.testing.assert_close(out.weights, maps["criss_cross"][-1])
-    image = block.weights_image(out.weights)
+    torch.testing.assert_close(out.weights, maps["criss_cross"][-1].weights)
+    image = block.weights_image(maps["criss_cross"][-1])
     assert image.shape == (5, 7) and (image[2] > 0).all() and (image[:, 3] > 0).all()

@@ -217,6 +217,9 @@ WEIGHT_SHAPES = {
     "gc": (B, H * W),
 }
 SOFTMAX = {"non_local", "danet_position", "danet_channel", "gc"}
+#: (queries, keys) grids of each record: blocks whose weights relate pixels say so.
+GRIDS = {"non_local": ((H, W), (H, W)), "danet_position": ((H, W), (H, W)), "danet": ((H, W), (H, W)),
+         "gc": (None, (H, W))}
 
 
 def shapes(weights):
@@ -230,8 +233,9 @@ def test_capture_records_documented_weights(name):
         out = block(x)
         block(x)
     assert out.shape == x.shape and len(maps[name]) == 2
-    weights = maps[name][0]
+    weights = maps[name][0].weights
     assert shapes(weights) == WEIGHT_SHAPES[name]
+    assert (maps[name][0].queries, maps[name][0].keys) == GRIDS.get(name, (None, None))
     if name in SOFTMAX:
         torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
     result = block(x, need_weights=True)
@@ -244,7 +248,8 @@ def test_capture_of_sub_sampled_non_local():
     block = create("non_local", C, sub_sample=True)
     with capture(block) as maps:
         block(feature_map())
-    assert maps["non_local"][0].shape == (B, H * W, (H // 2) * (W // 2))
+    record = maps["non_local"][0]
+    assert record.weights.shape == (B, H * W, (H // 2) * (W // 2)) and record.keys == (H // 2, W // 2)
 
 
 @pytest.mark.parametrize("name", NAMES)

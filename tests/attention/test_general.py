@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from framework.attention import Attention, ShapeError, capture, create
-from framework.attention.general import distribution as dist_module
+from framework.attention.cross import distribution as dist_module
 from tests.attention.reference import assert_matches_reference, randomize_
 
 B, M, N, DQ, DK, DV = 2, 3, 5, 6, 4, 7
@@ -295,8 +295,9 @@ def test_capture_records_every_hop_and_nothing_outside():
     with capture(block) as maps:
         block(x)
     (name,) = maps
-    assert name == "multi_hop" and len(maps[name]) == 2 and maps[name][0].shape == (B, 1, M, M)
-    assert not maps[name][0].requires_grad
+    first = maps[name][0]
+    assert name == "multi_hop" and len(maps[name]) == 2 and first.weights.shape == (B, 1, M, M)
+    assert not first.weights.requires_grad and first.queries == first.keys == (M,)
 
 
 def test_errors_name_the_block_the_tensor_and_the_shapes():

@@ -50,8 +50,8 @@ def test_weights_sum_to_one_over_incoming_edges(cls):
     with capture(block) as maps:
         block(x, edge_index)
     (record,) = maps[block.block_name]
-    assert torch.equal(record[0], edges)
-    torch.testing.assert_close(record[1], alpha)
+    assert torch.equal(record.weights[0], edges) and record.queries is None
+    torch.testing.assert_close(record.weights[1], alpha)
 
 
 @pytest.mark.parametrize("cls", [GraphAttention, GraphAttentionV2], ids=["gat", "gatv2"])

@@ -83,8 +83,8 @@ def test_weights_and_capture(linear_start):
     records = maps["memory_read"]
     assert len(records) == HOPS
     for k, record in enumerate(records):
-        assert record.shape == (B, N)
-        torch.testing.assert_close(record, weights[:, k])
+        assert record.weights.shape == (B, N) and record.keys == (N,)
+        torch.testing.assert_close(record.weights, weights[:, k])
 
 
 def test_fully_masked_example_reads_nothing():

@@ -10,18 +10,9 @@ from torch import nn
 from torch.func import functional_call
 
 from framework.attention import AttentionOutput, ShapeError, capture, create
-from framework.attention.sequence import (
-    AlternatingCoAttention,
-    AttentionPooling,
-    HierarchicalAttention,
-    LocalAttention,
-    LuongLocalAttention,
-    MultiHeadSelfAttention,
-    ParallelCoAttention,
-    RotatoryAttention,
-    band_mask,
-    frobenius_penalty,
-)
+from framework.attention.cross import AlternatingCoAttention, LuongLocalAttention, ParallelCoAttention, RotatoryAttention
+from framework.attention.pooling import AttentionPooling, HierarchicalAttention, frobenius_penalty
+from framework.attention.sequence import LocalAttention, MultiHeadSelfAttention, band_mask
 from tests.attention.reference import assert_matches_reference, randomize_
 
 B, N, D = 3, 6, 8
@@ -384,34 +375,34 @@ def test_capture_records_documented_weights():
     ]:
         with capture(block) as maps:
             block(x, mask)
-        assert maps[block.block_name][0].shape == shape
+        assert maps[block.block_name][0].weights.shape == shape and maps[block.block_name][0].keys == (5,)
     local_p = LuongLocalAttention(D)
     with capture(local_p) as maps:
         local_p(torch.randn(2, 3, D), x, key_padding_mask=mask)
-    assert maps["local_p"][0].shape == (2, 3, 5)
+    assert maps["local_p"][0].weights.shape == (2, 3, 5) and maps["local_p"][0].queries == (3,)
 
     han = HierarchicalAttention(D)
     with capture(han) as maps:
         han(torch.randn(2, 3, 4, D), torch.rand(2, 3, 4) > 0.3)
-    words, sentences = maps["hierarchical"][0]
+    words, sentences = maps["hierarchical"][0].weights
     assert (words.shape, sentences.shape) == ((2, 3, 4), (2, 3))
-    assert maps["words"][0].shape == (6, 1, 4) and maps["sentences"][0].shape == (2, 1, 3)
+    assert maps["words"][0].weights.shape == (6, 1, 4) and maps["sentences"][0].weights.shape == (2, 1, 3)
 
     x2 = torch.randn(2, 4, D)
     parallel, alternating = ParallelCoAttention(D), AlternatingCoAttention(D)
     with capture(parallel) as maps:
         parallel(x, x2, mask)
-    assert [w.shape for w in maps["parallel_co_attention"][0]] == [(2, 5, 4), (2, 5), (2, 4)]
+    assert [w.shape for w in maps["parallel_co_attention"][0].weights] == [(2, 5, 4), (2, 5), (2, 4)]
     with capture(alternating) as maps:
         alternating(x, x2, mask)
-    assert [w.shape for w in maps["alternating_co_attention"][0]] == [(2, 5), (2, 4), (2, 5)]
+    assert [w.shape for w in maps["alternating_co_attention"][0].weights] == [(2, 5), (2, 4), (2, 5)]
     assert {"summary", "attend2", "attend1"} <= set(maps)
 
     rotatory = RotatoryAttention(D, hops=2)
     with capture(rotatory, "rotatory") as maps:
         rotatory(x, torch.randn(2, 3, D), x2)
     assert len(maps["rotatory"]) == 2
-    assert [w.shape for w in maps["rotatory"][1]] == [(2, 5), (2, 4), (2, 3), (2, 3)]
+    assert [w.shape for w in maps["rotatory"][1].weights] == [(2, 5), (2, 4), (2, 3), (2, 3)]
 
 
 @pytest.mark.parametrize(

@@ -86,7 +86,7 @@ class HierarchicalAttentionNetwork(nn.Module):
         elif need_weights:
             with capture(self, "attention") as maps:
                 document = self.attention(words, mask)
-            word_weights, sentence_weights = maps["attention"][0]
+            word_weights, sentence_weights = maps["attention"][0].weights
             weights = word_weights * sentence_weights.unsqueeze(-1)
         else:
             document = self.attention(words, mask)

@@ -67,7 +67,7 @@ class TransformerClassifier(nn.Module):
         records = next(iter(maps.values()), None)  # none when the block is `none`
         if not records:
             return ClassifierOutput(logits, uniform_weights(mask[:, 1:], logits.dtype))
-        weights = query_key_weights(records[0])[:, 0, 1:]  # what [CLS] gives the tokens, without itself
+        weights = query_key_weights(records[0].weights)[:, 0, 1:]  # what [CLS] gives the tokens, without itself
         return ClassifierOutput(logits, weights / weights.sum(-1, keepdim=True).clamp(min=1e-12))
 
     def _pooled(self, states: Tensor, mask: Tensor, need_weights: bool) -> Union[Tensor, ClassifierOutput]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
-from ..general import AttentionOutput
+from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 from .se import bottleneck_width
 from .spatial import SpatialAttention
@@ -52,11 +51,9 @@ class CBAM(AttentionBlock):
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
         pooled = torch.stack([x.mean((2, 3)), x.amax((2, 3))])  # (2, B, C), one MLP pass for both
-        gate = torch.sigmoid(self.fc2(torch.relu(self.fc1(pooled))).sum(0))
+        gate = self.ablate(torch.sigmoid(self.fc2(torch.relu(self.fc1(pooled))).sum(0)), normalised=False)
         y = x * gate[:, :, None, None]
-        want = self.wants_weights(need_weights)
-        if not want:
+        if not self.wants_weights(need_weights):
             return self.spatial(y)
-        out, spatial_gate, _ = self.spatial(y, need_weights=True)
-        self.record((gate, spatial_gate))
-        return AttentionOutput(out, (gate, spatial_gate)) if need_weights else out
+        out, spatial_gate, _ = self.spatial(y, need_weights=True)  # the sub-block ablates its own gate
+        return self.finish(out, (gate, spatial_gate), need_weights)

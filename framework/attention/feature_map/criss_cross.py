@@ -22,8 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
-from ..general import AttentionOutput
+from ..base import AttentionBlock, AttentionOutput, Record
 from ..registry import register
 from .criss_cross_op import criss_cross, energies, softmax_
 
@@ -33,6 +32,23 @@ def criss_cross_weights(q: Tensor, k: Tensor) -> Tensor:
     (its own entry 0), then those of row i; q, k (B, H, W, c)."""
     p_row, p_col, _ = softmax_(*energies(q, k))
     return torch.cat([p_col.transpose(1, 2), p_row], dim=-1).to(q.dtype)
+
+
+def own_pixel_excluded(height: int, width: int, device: torch.device) -> Tensor:
+    """(H, W, H + W) boolean: the keys of each pixel in a record's layout, False at its own
+    entry of the column part (the pixel is counted in its row)."""
+    valid = torch.ones(height, width, height + width, dtype=torch.bool, device=device)
+    rows = torch.arange(height, device=device)
+    valid[rows, :, rows] = False
+    return valid
+
+
+def apply_weights(weights: Tensor, v: Tensor) -> Tensor:
+    """sum_v A_u,v v_v for weights in a record's layout (B, H, W, H + W) and v (B, H, W, C): the
+    explicit form the block uses when its weights are replaced (ablation)."""
+    height = weights.shape[1]
+    column = torch.einsum("bijk,bkjc->bijc", weights[..., :height], v)  # k runs over the rows of column j
+    return column + torch.einsum("bijk,bikc->bijc", weights[..., height:], v)  # k over the columns of row i
 
 
 @register(
@@ -77,20 +93,26 @@ class CrissCrossAttention(AttentionBlock):
         weight = torch.cat([self.query_conv.weight, self.key_conv.weight, self.value_conv.weight])
         bias = torch.cat([self.query_conv.bias, self.key_conv.bias, self.value_conv.bias])
         want = self.wants_weights(need_weights)
+        grid = tuple(x.shape[2:])
         for _ in range(self.recurrence):
             qkv = F.conv2d(x, weight, bias).permute(0, 2, 3, 1)  # (B, H, W, 2C' + C), a view
             q, k, v = qkv.split([self.inner, self.inner, self.channels], dim=-1)
             if want:
                 with torch.no_grad():
                     weights = criss_cross_weights(q, k)
-                self.record(weights)
-            out = criss_cross(q, k, v)[0].permute(0, 3, 1, 2)  # (B, C, H, W), channels last
-            x = torch.addcmul(x, self.gamma, out)
+            if self.ablation is None:
+                out = criss_cross(q, k, v)[0]
+            else:
+                weights = self.ablate(weights, own_pixel_excluded(*grid, x.device))
+                out = apply_weights(weights, v)
+            if want:
+                self.record(weights, queries=grid, keys=grid)
+            x = torch.addcmul(x, self.gamma, out.permute(0, 3, 1, 2))  # (B, C, H, W), channels last
         return AttentionOutput(x, weights) if need_weights else x
 
-    def weights_image(self, record: object) -> Tensor:
-        """The cross of weights with which the centre pixel of the first image attends."""
-        return self.pixel_map(record, record.shape[1] // 2, record.shape[2] // 2)[0]
+    def looks(self, record: Record, query: tuple[int, ...] = ()) -> Tensor:
+        """(B, H, W): the cross of weights with which pixel ``query`` = (i, j) attends."""
+        return self.pixel_map(record.weights, *query)
 
     @staticmethod
     def pixel_map(weights: Tensor, i: int, j: int) -> Tensor:

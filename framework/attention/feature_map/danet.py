@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
-from ..general import AttentionOutput
+from ..base import AttentionBlock, AttentionOutput, Record
 from ..registry import register
 from .non_local import dot_product_attention, tokens
 
 PAPER = "Fu et al., CVPR 2019"
-
-
-def _finish(block: AttentionBlock, out: Tensor, weights: object, want: bool, need: bool) -> Tensor | AttentionOutput:
-    """Record the weights when wanted; return them too when the caller asked."""
-    if want:
-        block.record(weights)
-    return AttentionOutput(out, weights) if need else out
 
 
 @register("danet_position", kind="feature_map", placement="stage", category="vision / spatial (position attention)", paper=PAPER)
@@ -56,14 +49,14 @@ class PositionAttention(AttentionBlock):
 
     def attend(self, x: Tensor, want: bool) -> tuple[Tensor, Optional[Tensor]]:
         """The gated attention term gamma * sum_j a_ij V(x)_j, without the residual, and a."""
-        out, weights = dot_product_attention(tokens(self.query(x)), tokens(self.key(x)), tokens(self.value(x)), want)
+        out, weights = dot_product_attention(tokens(self.query(x)), tokens(self.key(x)), tokens(self.value(x)), self, want)
         return self.gamma * out.transpose(1, 2).unflatten(2, x.shape[2:]), weights
 
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
-        want = self.wants_weights(need_weights)
-        out, weights = self.attend(x, want)
-        return _finish(self, x + out, weights, want, need_weights)
+        out, weights = self.attend(x, self.wants_weights(need_weights))
+        grid = tuple(x.shape[2:])
+        return self.finish(x + out, weights, need_weights, queries=grid, keys=grid)
 
 
 @register("danet_channel", kind="feature_map", placement="stage", category="vision / channel (channel attention)", paper=PAPER)
@@ -100,13 +93,13 @@ class ChannelAttention(AttentionBlock):
     def attend(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """The gated attention term beta * A X, without the residual, and A."""
         flat = x.flatten(2)
-        weights = torch.softmax(-(flat @ flat.transpose(1, 2)), dim=-1)
+        weights = self.ablate(torch.softmax(-(flat @ flat.transpose(1, 2)), dim=-1))
         return self.beta * (weights @ flat).view_as(x), weights
 
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
         out, weights = self.attend(x)
-        return _finish(self, x + out, weights, self.wants_weights(need_weights), need_weights)
+        return self.finish(x + out, weights if self.wants_weights(need_weights) else None, need_weights)
 
 
 @register("danet", kind="feature_map", placement="stage", category="vision / channel + spatial (dual attention)", paper=PAPER)
@@ -146,6 +139,12 @@ class DualAttention(AttentionBlock):
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
         want = self.wants_weights(need_weights)
-        position, position_weights = self.position.attend(x, want)
+        position, position_weights = self.position.attend(x, want)  # the branches ablate their own weights
         channel, channel_weights = self.channel.attend(x)
-        return _finish(self, x + position + channel, (position_weights, channel_weights), want, need_weights)
+        grid = tuple(x.shape[2:])
+        return self.finish(x + position + channel, (position_weights, channel_weights) if want else None, need_weights,
+                           queries=grid, keys=grid)
+
+    def looks(self, record: Record, query: tuple[int, ...] = ()) -> Optional[Tensor]:
+        """Where a pixel looks in the position branch (the channel branch relates no pixels)."""
+        return super().looks(replace(record, weights=record.weights[0]), query)

@@ -8,8 +8,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
-from ..general import AttentionOutput
+from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 
 
@@ -64,7 +63,5 @@ class EfficientChannelAttention(AttentionBlock):
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
         gate = torch.sigmoid(self.conv(x.mean((2, 3)).unsqueeze(1))).squeeze(1)  # (B, C)
-        out = x * gate[:, :, None, None]
-        if self.wants_weights(need_weights):
-            self.record(gate)
-        return AttentionOutput(out, gate) if need_weights else out
+        gate = self.ablate(gate, normalised=False)
+        return self.finish(x * gate[:, :, None, None], gate, need_weights)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
-from ..general import AttentionOutput
+from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 from .se import bottleneck_width
 
@@ -53,10 +52,7 @@ class GlobalContext(AttentionBlock):
 
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
-        weights = torch.softmax(self.mask(x).flatten(1), dim=-1)  # (B, HW)
+        weights = self.ablate(torch.softmax(self.mask(x).flatten(1), dim=-1))  # (B, HW)
         context = (x.flatten(2) @ weights.unsqueeze(-1)).squeeze(-1)  # (B, C)
         transform = self.fc2(torch.relu(self.norm(self.fc1(context))))
-        out = x + transform[:, :, None, None]
-        if self.wants_weights(need_weights):
-            self.record(weights)
-        return AttentionOutput(out, weights) if need_weights else out
+        return self.finish(x + transform[:, :, None, None], weights, need_weights, keys=tuple(x.shape[2:]))

@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
-from ..general import AttentionOutput
+from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 
 
@@ -18,16 +17,17 @@ def tokens(x: Tensor) -> Tensor:
     return x.flatten(2).transpose(1, 2)
 
 
-def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, want: bool) -> tuple[Tensor, Optional[Tensor]]:
+def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, block: AttentionBlock,
+                          want: bool) -> tuple[Tensor, Optional[Tensor]]:
     """softmax(q k^T) v, unscaled, for q (B, M, d), k (B, N, d), v (B, N, dv): (output, weights or None).
 
     Without ``want`` the fused ``scaled_dot_product_attention`` (scale 1) computes it and
     the (B, M, N) weights are never materialised; with it the same numbers come from an
-    explicit softmax, and the weights are returned.
+    explicit softmax, passed through ``block``'s ablation, and the weights are returned.
     """
     if not want:
         return F.scaled_dot_product_attention(q, k, v, scale=1.0), None
-    weights = torch.softmax(q @ k.transpose(1, 2), dim=-1)
+    weights = block.ablate(torch.softmax(q @ k.transpose(1, 2), dim=-1))
     return weights @ v, weights
 
 
@@ -70,6 +70,7 @@ class NonLocal(AttentionBlock):
         self.theta = nn.Conv2d(channels, inner, 1)
         self.phi = nn.Conv2d(channels, inner, 1)
         self.g = nn.Conv2d(channels, inner, 1)
+        self.sub_sample = sub_sample
         self.pool = nn.MaxPool2d(2) if sub_sample else nn.Identity()
         self.out = nn.Conv2d(inner, channels, 1)
         self.norm = nn.BatchNorm2d(channels)
@@ -79,9 +80,8 @@ class NonLocal(AttentionBlock):
         self.expect("x", x, "B C H W", C=self.channels)
         want = self.wants_weights(need_weights)
         q, k, v = tokens(self.theta(x)), tokens(self.pool(self.phi(x))), tokens(self.pool(self.g(x)))
-        y, weights = dot_product_attention(q, k, v, want)
+        y, weights = dot_product_attention(q, k, v, self, want)
         y = y.transpose(1, 2).unflatten(2, x.shape[2:])  # (B, C', H, W)
-        out = self.norm(self.out(y)) + x
-        if want:
-            self.record(weights)
-        return AttentionOutput(out, weights) if need_weights else out
+        (h, w), sub = x.shape[2:], self.sub_sample
+        keys = (h // 2, w // 2) if sub else (h, w)
+        return self.finish(self.norm(self.out(y)) + x, weights, need_weights, queries=(h, w), keys=keys)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
-from ..general import AttentionOutput
+from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 
 
@@ -55,8 +54,5 @@ class SqueezeExcite(AttentionBlock):
 
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
-        gate = torch.sigmoid(self.fc2(torch.relu(self.fc1(x.mean((2, 3))))))
-        out = x * gate[:, :, None, None]
-        if self.wants_weights(need_weights):
-            self.record(gate)
-        return AttentionOutput(out, gate) if need_weights else out
+        gate = self.ablate(torch.sigmoid(self.fc2(torch.relu(self.fc1(x.mean((2, 3)))))), normalised=False)
+        return self.finish(x * gate[:, :, None, None], gate, need_weights)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
-from ..general import AttentionOutput
+from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 
 
@@ -46,8 +45,7 @@ class SpatialAttention(AttentionBlock):
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
         stats = torch.cat([x.mean(1, keepdim=True), x.amax(1, keepdim=True)], dim=1)
-        gate = torch.sigmoid(self.conv(stats))
-        out = x * gate
-        if self.wants_weights(need_weights):
-            self.record(gate.squeeze(1))
-        return AttentionOutput(out, gate.squeeze(1)) if need_weights else out
+        gate = torch.sigmoid(self.conv(stats)).squeeze(1)  # (B, H, W)
+        if self.ablation is not None:  # a gate over the positions: ablated over all of them
+            gate = self.ablate(gate.flatten(1), normalised=False).view_as(gate)
+        return self.finish(x * gate.unsqueeze(1), gate, need_weights)

@@ -7,7 +7,8 @@ from typing import Optional
 
 from torch import Tensor
 
-from ..general import Attention, AttentionOutput
+from ..base import AttentionOutput
+from ..cross.attention import Attention
 from ..registry import register
 
 

@@ -63,7 +63,7 @@ def test_pooling_weights_are_zero_on_padded_frames_and_none_pools_the_mean():
     model = CRNN(4, frontend(), widths=(4, 8), hidden=8).eval()
     with torch.no_grad(), capture(model, "pool") as maps:
         model(torch.randn(2, 2000), torch.tensor([2000, 700]))
-    weights = maps["pool"][0]  # (B, 1, N')
+    weights = maps["pool"][0].weights  # (B, 1, N')
     assert weights.shape == (2, 1, (2000 // FRONT["hop_length"] + 1) // 4)
     # 700 samples: 11 real frames, of which 0, 4 and 8 start a frame of the 4x reduced sequence
     assert weights[1, 0, :3].min() > 0 and weights[1, 0, 3:].abs().max() == 0

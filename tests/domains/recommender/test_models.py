@@ -124,7 +124,7 @@ def test_captured_self_attention_maps_are_causal_over_the_history():
     with torch.no_grad(), capture(model) as maps:
         model(history, last=True)
     assert sorted(maps) == ["encoder.layers.0.attention", "encoder.layers.1.attention"]
-    weights = maps["encoder.layers.0.attention"][0]  # (B, h, N, N)
+    weights = maps["encoder.layers.0.attention"][0].weights  # (B, h, N, N)
     assert weights.shape == (4, 8, 8, 8)
     assert weights.triu(1).abs().max() == 0
     real = history > 0

@@ -8,9 +8,8 @@ import torch
 
 from domains.vision.data.palettes import voc_palette
 from domains.vision.models import SegmentationNet, SegmentationOutput
-from domains.vision.pictures import pixel_attention
 from domains.vision.task import Segmentation
-from framework.attention import create
+from framework.attention import capture, create
 from tests.conftest import on
 
 K, IGNORE = 4, 255
@@ -50,15 +49,19 @@ def test_miou_and_pixel_accuracy_match_a_confusion_matrix_over_batches():
     assert torch.allclose(result["miou"], iou.mean()) and torch.allclose(result["pixel_acc"], tp.sum() / confusion.sum())
 
 
-def test_non_local_pixel_map_is_the_softmax_row_of_the_query_pixel():
+@pytest.mark.parametrize("sub_sample, keys", [(False, (4, 5)), (True, (2, 2))])
+def test_a_non_local_record_knows_its_grids_and_where_a_pixel_looks(sub_sample, keys):
     torch.manual_seed(0)
-    block = create("non_local", 6).eval()
+    block = create("non_local", 6, sub_sample=sub_sample).eval()
     x = torch.randn(2, 6, 4, 5)
-    weights = block(x, need_weights=True).weights
-    q, k = block.theta(x).flatten(2), block.phi(x).flatten(2)  # (B, C', hw)
+    with capture(block) as maps:
+        block(x)
+    (record,) = maps["non_local"]
+    assert (record.queries, record.keys) == ((4, 5), keys)
+    q, k = block.theta(x).flatten(2), block.pool(block.phi(x)).flatten(2)  # (B, C', hw), (B, C', h'w')
     i, j = 2, 3
-    expected = torch.softmax(torch.einsum("bc,bcn->bn", q[:, :, i * 5 + j], k), dim=-1).view(2, 4, 5)
-    assert torch.allclose(pixel_attention(block, weights, i, j, (4, 5)), expected, atol=1e-6)
+    expected = torch.softmax(torch.einsum("bc,bcn->bn", q[:, :, i * 5 + j], k), dim=-1).view(2, *keys)
+    assert torch.allclose(block.looks(record, (i, j)), expected, atol=1e-6)
 
 
 def test_pictures_show_masks_and_where_the_chosen_pixel_looks(device):

@@ -8,7 +8,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..general import Attention, AttentionOutput
+from ..base import AttentionOutput
+from ..cross.attention import Attention
 from ..registry import register
 
 
@@ -58,8 +59,8 @@ class AttentionPooling(Attention):
         self.key_map = nn.Linear(dim, hidden)  # W_1, b
         self.queries = nn.Parameter(torch.randn(num_queries, hidden) / hidden**0.5)  # W_2
 
-    def record(self, weights: Tensor) -> None:  # type: ignore[override]
-        super().record(weights[:, 0])  # Attention's (B, 1, r, N) without the head axis
+    def record(self, weights: Tensor, *, queries: object = None, keys: object = None) -> None:
+        super().record(weights[:, 0], keys=keys)  # Attention's (B, 1, r, N) without the head axis; learned queries
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Tensor | AttentionOutput:  # type: ignore[override]
         self.expect("x", x, "B N D", D=self.token_dim)

@@ -13,10 +13,9 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from .base import AttentionBlock
-from .general import AttentionOutput
-from .general.distribution import Softmax
-from .registry import register
+from ..base import AttentionBlock, AttentionOutput
+from ..cross.distribution import Softmax
+from ..registry import register
 
 #: How the state moves from one hop to the next.
 UPDATES = ("add", "linear", "per_hop")
@@ -106,8 +105,9 @@ class MemoryRead(AttentionBlock):
                 p = scores if mask is None else scores.masked_fill(~mask, 0.0)
             else:
                 p, _ = self.softmax(scores, mask)
+            p = self.ablate(p, mask, normalised=not self.linear_start)
             if want:
-                self.record(p)
+                self.record(p, keys=(p.shape[-1],))
                 weights.append(p)
             o = torch.einsum("bn,bnd->bd", p, c)
             if self.update == "add":

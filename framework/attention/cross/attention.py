@@ -13,24 +13,16 @@ Brauwers & Frasincar (2021), eqs. (1)-(4), with the extensions of their taxonomy
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..base import AttentionBlock
+from ..base import AttentionBlock, AttentionOutput
 from ..registry import register, unknown_name_message
 from .distribution import DISTRIBUTIONS, Normalize, Softmax
 from .score import SCORES, KernelScore
-
-
-class AttentionOutput(NamedTuple):
-    """What a block returns when asked for its weights (``need_weights=True``)."""
-
-    output: Tensor
-    weights: Tensor
-    log_prob: Optional[Tensor] = None
 
 
 @lru_cache(maxsize=32)
@@ -232,12 +224,15 @@ class Attention(AttentionBlock):
 
         mask = self._mask(key_padding_mask, attn_mask, m, n, q.device)
         energies = self.score(q, k)  # (B, h, M, N) or (B, h, M, N, dv)
+        normalised = self.distribution.normalised
         if self.multi_dimensional:
-            weights, log_prob = self.distribution(energies, None if mask is None else mask.unsqueeze(-1), dim=-2)
+            mask = None if mask is None else mask.unsqueeze(-1)
+            weights, log_prob = self.distribution(energies, mask, dim=-2)
+            weights = self.ablate(weights, mask, dim=-2, normalised=normalised)
         else:
             weights, log_prob = self.distribution(energies, mask, dim=-1)
-        if want:
-            self.record(weights)
+            weights = self.ablate(weights, mask, dim=-1, normalised=normalised)
+        self.record(weights, queries=(m,), keys=(n,))
         dropped = F.dropout(weights, dropout) if dropout else weights
         if self.multi_dimensional:
             context = (dropped * v.unsqueeze(2)).sum(-2)  # sum_l a_l * v_l

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from ..base import AttentionBlock
-from ..general import Attention
+from .attention import Attention
 from ..registry import register
 
 
@@ -84,7 +84,7 @@ class RotatoryAttention(AttentionBlock):
             r_lt = self._attend(self.left_target, r_l, target, target_mask, records)
             r_rt = self._attend(self.right_target, r_r, target, target_mask, records)
             if records is not None:
-                self.record(tuple(records[-4:]))
+                self.record(tuple(records[-4:]))  # one record per hop
         return torch.cat([r_l, r_r, r_lt, r_rt], dim=-1)
 
     @staticmethod

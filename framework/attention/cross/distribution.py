@@ -9,7 +9,7 @@ loss needs.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import ClassVar, Optional
 
 import torch
 from torch import Tensor, nn
@@ -20,7 +20,10 @@ def _lowest(e: Tensor) -> float:
 
 
 class Distribution(nn.Module):
-    """Base class; subclasses define ``forward(e, mask, dim) -> (weights, log_prob or None)``."""
+    """Base class; subclasses define ``forward(e, mask, dim) -> (weights, log_prob or None)``.
+    ``normalised``: whether the weights of a query sum to 1 over its keys (what an ablation keeps)."""
+
+    normalised: ClassVar[bool] = True
 
 
 class Softmax(Distribution):
@@ -35,6 +38,8 @@ class Softmax(Distribution):
 
 class Sigmoid(Distribution):
     """Logistic sigmoid, a_l = sigmoid(e_l): independent weights in [0, 1] (Kim et al., ICLR 2017)."""
+
+    normalised = False
 
     def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
         weights = torch.sigmoid(e)

@@ -13,11 +13,27 @@ from __future__ import annotations
 import importlib
 from typing import Any, ClassVar, Optional, Union
 
+import torch
 from torch import Tensor
 
-from .base import AttentionBlock
-from .general import AttentionOutput
-from .registry import register
+from ..base import AttentionBlock, AttentionOutput
+from ..registry import register
+
+
+def ablated_coefficients(target: Tensor, alpha: Tensor, mode: str) -> Tensor:
+    """Attention coefficients alpha (E, H) over each target node's incoming edges replaced as an
+    ablation replaces weights (:func:`framework.attention.ablation.ablated`): ``uniform`` 1 / in-degree
+    (mean aggregation), ``random`` a random point of each node's simplex, ``permute`` each node's
+    own coefficients shuffled among its incoming edges."""
+    if mode == "permute":
+        grouped = target.argsort(stable=True)  # edges by target, in their order
+        shuffled = (target.to(alpha.dtype) + 0.5 * torch.rand(len(target), device=target.device)).argsort()
+        result = torch.empty_like(alpha)
+        result[grouped] = alpha[shuffled]  # both orders group the edges by target alike
+        return result
+    draw = torch.ones_like(alpha) if mode == "uniform" else -torch.rand_like(alpha).clamp(min=1e-12).log()
+    total = torch.zeros(int(target.max()) + 1, alpha.shape[-1], dtype=alpha.dtype, device=alpha.device)
+    return draw / total.index_add_(0, target, draw)[target]
 
 
 class _GraphAttention(AttentionBlock):
@@ -65,8 +81,14 @@ class _GraphAttention(AttentionBlock):
         if not self.wants_weights(need_weights):
             return self.conv(x, edge_index, edge_attr, **inputs)
         out, weights = self.conv(x, edge_index, edge_attr, return_attention_weights=True, **inputs)
-        self.record(weights)
-        return AttentionOutput(out, weights) if need_weights else out
+        if self.ablation is not None:
+            weights = (weights[0], ablated_coefficients(weights[0][1], weights[1], self.ablation))
+            self.conv.message = lambda x_j, alpha: weights[1].unsqueeze(-1) * x_j  # messages with the new coefficients
+            try:
+                out = self.conv(x, edge_index, edge_attr, **inputs)
+            finally:
+                del self.conv.message
+        return self.finish(out, weights, need_weights)
 
     def weights_image(self, record: object) -> None:
         """Edge weights are no image; the graph domain draws neighbourhoods itself."""

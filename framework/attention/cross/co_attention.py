@@ -9,11 +9,11 @@ import torch
 from torch import Tensor, nn
 
 from ..base import AttentionBlock
-from ..general import Attention
-from ..general.distribution import Softmax
-from ..general.score import GeneralScore
+from ..pooling.pooling import AttentionPooling
 from ..registry import register
-from .pooling import AttentionPooling
+from .attention import Attention
+from .distribution import Softmax
+from .score import GeneralScore
 
 PAPER = "Lu, Yang, Batra & Parikh, Hierarchical Question-Image Co-Attention for VQA, NeurIPS 2016"
 
@@ -76,9 +76,9 @@ class ParallelCoAttention(_CoAttention):
         k1, k2 = self.proj1(x1), self.proj2(x2)
         a1, _ = self.distribution(self.score1(torch.tanh(k1 + affinity @ k2)).squeeze(-1), mask1)
         a2, _ = self.distribution(self.score2(torch.tanh(k2 + affinity.transpose(1, 2) @ k1)).squeeze(-1), mask2)
-        if self.wants_weights():
-            self.record((affinity, a1, a2))
-        return (a1.unsqueeze(1) @ x1).squeeze(1), (a2.unsqueeze(1) @ x2).squeeze(1)
+        a1, a2 = self.ablate(a1, mask1), self.ablate(a2, mask2)
+        c1, c2 = (a1.unsqueeze(1) @ x1).squeeze(1), (a2.unsqueeze(1) @ x2).squeeze(1)
+        return self.finish((c1, c2), (affinity, a1, a2) if self.wants_weights() else None)
 
 
 @register("alternating_co_attention", kind="cross", category="feature-related / multiplicity: alternating co-attention", paper=PAPER)
@@ -124,5 +124,4 @@ class AlternatingCoAttention(_CoAttention):
         c1 = self.attend1(c2.output if want else c2, x1, key_padding_mask=mask1, need_weights=want)
         if not want:
             return c1, c2
-        self.record((s.weights[:, 0], c2.weights[:, 0], c1.weights[:, 0]))
-        return c1.output, c2.output
+        return self.finish((c1.output, c2.output), (s.weights[:, 0], c2.weights[:, 0], c1.weights[:, 0]))
