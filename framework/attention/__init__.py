@@ -14,7 +14,10 @@ model of Brauwers & Frasincar (2021), score x distribution functions composed by
 record of its weights, the ablation switch), ``capture`` and ``ablation`` act on a whole model.
 """
 
-from . import cross, feature_map, graph, memory, pooling, sequence  # noqa: F401  (register every block)
+import importlib
+import pkgutil
+
+from . import cross, feature_map, graph, memory, pooling, sequence
 from .ablation import ABLATIONS, ablation
 from .base import AttentionBlock, AttentionOutput, Record, ShapeError, expect_shape
 from .capture import capture
@@ -31,6 +34,11 @@ from .spec import (
     SequenceBlock,
     build,
 )
+
+for _kind in (cross, feature_map, graph, memory, pooling, sequence):  # every public module of a kind's folder registers
+    for _module in pkgutil.iter_modules(_kind.__path__, f"{_kind.__name__}."):  # its blocks (_private ones are helpers)
+        if not _module.name.rpartition(".")[2].startswith("_"):
+            importlib.import_module(_module.name)
 
 __all__ = [
     "ABLATIONS",

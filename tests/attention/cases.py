@@ -1,9 +1,13 @@
 """Every registered block at small sizes with typical inputs (masks included), for the tests
 that run all of them (compile, ablation). A newly registered block fails those tests until
-it has a case here, so none is skipped silently."""
+it has a case here, or in a module ``tests/attention/cases_<family>.py`` whose ``CASES`` are
+added to these, so none is skipped silently."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -49,3 +53,7 @@ CASES: dict[str, Case] = {
     "gat": _graph("gat"),
     "gatv2": _graph("gatv2"),
 }
+
+for _module in pkgutil.iter_modules([str(Path(__file__).parent)], "tests.attention."):
+    if _module.name.rpartition(".")[2].startswith("cases_"):
+        CASES.update(importlib.import_module(_module.name).CASES)

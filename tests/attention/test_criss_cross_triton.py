@@ -23,7 +23,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from framework.attention.feature_map import criss_cross_op, criss_cross_triton  # noqa: E402
+from framework.attention.feature_map import criss_cross_op, _criss_cross_triton  # noqa: E402
 from framework.attention.feature_map.criss_cross import CrissCrossAttention  # noqa: E402
 from tests.attention.ccnet_reference import criss_cross_einsum  # noqa: E402
 from tests.attention.reference import randomize_  # noqa: E402
@@ -45,8 +45,8 @@ def check_kernels(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> No
     grad = torch.randn(batch, height, width, channels, generator=gen)
     qkv, grad = qkv.to(device, dtype), grad.to(device, dtype)
     q, k, v = qkv.split([inner, inner, channels], dim=-1)
-    out, lse = criss_cross_triton.forward(q, k, v)
-    got = (out, lse, *criss_cross_triton.backward(grad, q, k, v, out, lse))
+    out, lse = _criss_cross_triton.forward(q, k, v)
+    got = (out, lse, *_criss_cross_triton.backward(grad, q, k, v, out, lse))
 
     q64, k64, v64, grad64 = (t.cpu().double() for t in (q, k, v, grad))
     out64, lse64 = criss_cross_op.portable_forward(q64, k64, v64)
@@ -60,20 +60,20 @@ def check_kernels(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> No
 def check_operator(device: str) -> None:
     """The block, compiled with fullgraph=True, reaches the kernels through ``framework::criss_cross``."""
     calls = []
-    forward, backward = criss_cross_triton.forward, criss_cross_triton.backward
+    forward, backward = _criss_cross_triton.forward, _criss_cross_triton.backward
 
     def counted(name, fn):
         return lambda *args: (calls.append(name), fn(*args))[1]
 
     block = randomize_(CrissCrossAttention(8, reduction=2, recurrence=2), scale=0.3).to(device)
     x = torch.randn(2, 8, 5, 7, device=device, requires_grad=True)
-    criss_cross_triton.forward, criss_cross_triton.backward = counted("forward", forward), counted("backward", backward)
+    _criss_cross_triton.forward, _criss_cross_triton.backward = counted("forward", forward), counted("backward", backward)
     try:
         with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # float32 1 x 1 convolutions on CUDA
             out = torch.compile(block, fullgraph=True, backend="aot_eager")(x)
             (grad,) = torch.autograd.grad(out.square().sum(), x)
     finally:
-        criss_cross_triton.forward, criss_cross_triton.backward = forward, backward
+        _criss_cross_triton.forward, _criss_cross_triton.backward = forward, backward
     assert sorted(calls) == ["backward"] * 2 + ["forward"] * 2, calls
 
     block, x64 = block.cpu().double(), x.detach().cpu().double().requires_grad_()
@@ -116,7 +116,7 @@ def test_triton_kernels_match_the_portable_path(name, device, request):
 
 
 def _main() -> None:
-    assert criss_cross_triton.INTERPRETED, "run with TRITON_INTERPRET=1"
+    assert _criss_cross_triton.INTERPRETED, "run with TRITON_INTERPRET=1"
     results = {}
     for name in CHECKS:
         try:

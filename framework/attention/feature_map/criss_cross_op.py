@@ -15,7 +15,7 @@ weights, and with D_u = dy_u . y_u (= sum_v A_u,v dy_u . v_v)::
 
 Both are registered with ``torch.library.custom_op``, so ``torch.compile`` captures the block
 without graph breaks (and CUDA graphs capture the kernels). On CUDA tensors they run the Triton
-kernels of ``criss_cross_triton``; elsewhere the portable path below, which splits the keys
+kernels of ``_criss_cross_triton``; elsewhere the portable path below, which splits the keys
 into two families of matmuls: rows, (B, H) matrices of (W, c), one batched matmul over the
 channels-last views; and columns, (B, W) matrices of (H, c), strided views of the same
 tensors (see :func:`per_column`). Energies and weights never exceed O(HW (H + W)) elements;
@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 try:
-    from . import criss_cross_triton as _triton
+    from . import _criss_cross_triton as _triton
 except ImportError:  # a build of PyTorch without Triton: the portable path everywhere
     _triton = None
 
