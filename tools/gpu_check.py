@@ -42,7 +42,8 @@ Row = tuple[str, str, str, str]  # section, item, result (ok / FAILED / skipped 
 
 
 def run(command: list[str], timeout: float, threads: int = 4) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # the user's path kept
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path}
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
