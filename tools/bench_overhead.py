@@ -100,8 +100,8 @@ def time_loop(cli, module, epochs: int, train_batches: Optional[int], val_batche
     """Plain PyTorch: the same network, task, optimizer, precision and batches as ``fit``."""
     from lightning.pytorch.utilities import move_data_to_device
 
-    model, task = module.model.to(device), module.task.to(device)
-    metrics = module.val_metrics.to(device)
+    module = module.to(device)  # fit's teardown left it on the CPU; all of it, or the optimizer mixes devices
+    model, task, metrics = module.model, module.task, module.val_metrics
     optimizer = module.configure_optimizers()
     optimizer = optimizer[0][0] if isinstance(optimizer, tuple) else optimizer
     optimizer = optimizer["optimizer"] if isinstance(optimizer, dict) else optimizer
