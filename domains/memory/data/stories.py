@@ -127,11 +127,14 @@ class SimilarLengthSampler(Sampler[int]):
         return len(self.lengths)
 
     def __iter__(self) -> Iterator[int]:
-        generator = torch.Generator().manual_seed(int(torch.empty((), dtype=torch.int64).random_()))
-        order = torch.randperm(len(self.lengths), generator=generator)
-        pools = [pool[self.lengths[pool].argsort(stable=True)] for pool in order.split(self.pool)]
+        # Indices on the CPU, where the lengths are, whatever device a run makes the default.
+        generator = torch.Generator("cpu").manual_seed(int(torch.empty((), dtype=torch.int64, device="cpu").random_()))
+        order = torch.randperm(len(self.lengths), generator=generator, device="cpu")
+        lengths = self.lengths.cpu()
+        pools = [pool[lengths[pool].argsort(stable=True)] for pool in order.split(self.pool)]
         batches = torch.cat(pools).split(self.batch_size)
-        yield from torch.cat([batches[i] for i in torch.randperm(len(batches), generator=generator)]).tolist()
+        shuffled = torch.randperm(len(batches), generator=generator, device="cpu").tolist()
+        yield from torch.cat([batches[i] for i in shuffled]).tolist()
 
 
 class StoryDataModule(SplitDataModule):
