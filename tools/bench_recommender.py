@@ -1,7 +1,9 @@
-"""Benchmark of the recommender domain on MovieLens-100K: HR@10 and NDCG@10 of SASRec,
-BERT4Rec, GRU4Rec and the most-popular baseline under both evaluation protocols (full
-ranking over all items, history excluded; the SASRec paper's 100 sampled negatives), and
-the training seconds per epoch.
+"""Benchmarks of the recommender domain.
+
+Quality (the default): HR@10 and NDCG@10 on MovieLens-100K of SASRec, BERT4Rec, GRU4Rec and
+the most-popular baseline under both evaluation protocols (full ranking over all items,
+history excluded; the SASRec paper's 100 sampled negatives), and the training seconds per
+epoch.
 
 Each model is trained with its config ``domains/recommender/<model>_ml100k.yaml`` (the
 epochs and batch size given here override the config's); the checkpoint with the best
@@ -10,23 +12,51 @@ items (leave-one-out).
 
     FRAMEWORK_DATA_DIR=../shared/data nice -n 5 .venv/bin/python tools/bench_recommender.py
     .venv/bin/python tools/bench_recommender.py --models sasrec popularity --epochs 5
+    .venv/bin/python tools/bench_recommender.py --models sasrec gru4rec --set=--task.loss=softmax
 
 Seconds per epoch are the training batches of an epoch (forward, backward, step; no
 validation), averaged over the epochs: on a shared machine they include its contention.
 The random draws are seeded by each config's ``seed_everything``.
+
+Scale (``--scale``): the costs at a real catalogue size, on generated histories shaped like
+the Amazon Games file of the SASRec paper (31,013 users, 23,715 items, 287,000 interactions):
+30,000 users, 25,000 items, a long-tailed (Zipf) item popularity and log-normal history
+lengths with median 6 and mean about 9. The histories are written to a file in the SASRec
+format and read back by ``UserItemSequences``, as a user's file would be. Measured: set-up
+seconds (reading, indexing and padding; then the negatives, drawn with an empty cache and read
+from a filled one), seconds of one training epoch per model and loss, and seconds of a
+full-ranking and a sampled evaluation pass over every user; then the full-ranking pass
+again with 1,000,000 items (the scoring path at a large catalogue). On the CPU, and on the GPU
+where there is one.
+
+    OMP_NUM_THREADS=1 .venv/bin/python tools/bench_recommender.py --scale
+    OMP_NUM_THREADS=1 .venv/bin/python tools/bench_recommender.py --scale --fits sasrec:bce popularity
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 import time
 from pathlib import Path
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from domains.recommender import MaskedItemRanking, NextItemRanking
+from domains.recommender import (
+    BERT4Rec,
+    GRU4Rec,
+    MaskedItemRanking,
+    MostPopular,
+    NextItemRanking,
+    SASRec,
+    SequenceData,
+    UserItemSequences,
+)
+from domains.recommender.data import taste_histories
 from framework import TaskModule
 from framework.cli import FrameworkCLI
 
@@ -51,11 +81,12 @@ class BatchTimer(Callback):
         self.epochs[-1] += time.perf_counter() - self.start
 
 
-def train(name: str, epochs: int | None, batch_size: int | None, runs_dir: Path) -> tuple[Path, float, FrameworkCLI]:
+def train(name: str, epochs: int | None, batch_size: int | None, runs_dir: Path,
+          overrides: list[str] = ()) -> tuple[Path, float, FrameworkCLI]:
     """Fit one config; the best checkpoint, seconds per epoch and the CLI (its data module)."""
     args = ["--config", str(CONFIGS / f"{name}_ml100k.yaml"), "--config", "configs/logger/csv.yaml",
             "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-            "--run_dir", str(runs_dir / name)]
+            "--run_dir", str(runs_dir / name), *overrides]
     if epochs and name != "popularity":  # one epoch counts the training split
         args.append(f"--trainer.max_epochs={epochs}")
     if batch_size:
@@ -77,6 +108,178 @@ def test(checkpoint: Path, cli: FrameworkCLI, protocol: str) -> dict[str, float]
     return trainer.test(evaluated, datamodule=cli.datamodule, verbose=False)[0]
 
 
+#: The fits of --scale: model:loss (negatives: 1 for bce, 100 for sampled_softmax).
+FITS = ("sasrec:bce", "sasrec:sampled_softmax", "sasrec:softmax", "gru4rec:bce", "bert4rec:sampled_softmax",
+        "popularity")
+
+
+def popularity_histories(num_users: int, num_items: int, seed: int = 0) -> list[np.ndarray]:
+    """Histories without sequential structure, for the scoring path at a catalogue too large for
+    the taste chain's tables: log-normal lengths (median 6), items drawn by a Zipf popularity."""
+    rng = np.random.default_rng(seed)
+    lengths = np.clip(np.rint(rng.lognormal(np.log(6), 0.9, num_users)), 3, 2000).astype(np.int64)
+    weights = 1.0 / np.arange(1, num_items + 1)
+    items = rng.permutation(num_items)[np.searchsorted(np.cumsum(weights / weights.sum()),
+                                                       rng.random(int(lengths.sum())))] + 1
+    return np.split(np.minimum(items, num_items), np.cumsum(lengths)[:-1])
+
+
+class PopularitySequences(SequenceData):
+    """:func:`popularity_histories` over a catalogue of ``num_items`` (items no user touched are
+    candidates too), for the scoring path."""
+
+    def __init__(self, num_users: int, num_items: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.size = (num_users, num_items)
+        self.num_items = num_items
+
+    def load(self) -> tuple[list[np.ndarray], int]:
+        return popularity_histories(*self.size, seed=self.seed), self.size[1]
+
+
+def write_sasrec_file(path: Path, num_users: int, num_items: int, seed: int = 0) -> dict[str, float]:
+    """Generated histories (median length 6, Zipf popularity) as ``user item`` lines; what was made.
+    Up to 100,000 items: the taste chain of :mod:`domains.recommender.data.generated` (item
+    successors and user tastes); beyond: :func:`popularity_histories`."""
+    start = time.perf_counter()
+    if num_items <= 100_000:
+        histories = taste_histories(num_users, num_items, min_length=3, max_length=2000, num_tastes=50,
+                                    median_length=6, seed=seed)
+    else:
+        histories = popularity_histories(num_users, num_items, seed)
+    lengths = np.array([len(h) for h in histories])
+    users = np.repeat(np.arange(1, num_users + 1), lengths)
+    np.savetxt(path, np.c_[users, np.concatenate(histories)], fmt="%d")
+    return {"users": num_users, "items": len(np.unique(np.concatenate(histories))), "interactions": int(lengths.sum()),
+            "median": float(np.median(lengths)), "mean": float(lengths.mean()), "longest": int(lengths.max()),
+            "seconds": time.perf_counter() - start}
+
+
+class Clock:
+    """Wall-clock and CPU seconds of this process since it was made (on a shared machine the
+    wall clock also counts the time others held the cores; the CPU seconds do not)."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def read(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def timed_setup(path: Path, eval_batch_size: int) -> tuple[UserItemSequences, tuple, tuple]:
+    """A data module on the file, the seconds of its set-up (read, index, pad) and of its negatives."""
+    data = UserItemSequences(path=str(path), max_len=50, batch_size=128, eval_batch_size=eval_batch_size)
+    clock = Clock()
+    data.setup("fit")
+    cheap, clock = clock.read(), Clock()
+    data.draw_negatives()
+    return data, cheap, clock.read()
+
+
+class EpochTimer(Callback):
+    """Wall-clock and CPU seconds of each training epoch (its batches, no validation)."""
+
+    def __init__(self) -> None:
+        self.seconds: list[tuple[float, float]] = []
+
+    def on_train_epoch_start(self, *args) -> None:
+        self.clock = Clock()
+
+    def on_train_epoch_end(self, *args) -> None:
+        self.seconds.append(self.clock.read())
+
+
+def scale_model(fit: str, num_items: int) -> tuple[torch.nn.Module, object]:
+    name, _, loss = fit.partition(":")
+    negatives = 100 if loss == "sampled_softmax" else 1
+    if name == "popularity":
+        return MostPopular(num_items), NextItemRanking()
+    if name == "bert4rec":
+        return BERT4Rec(num_items, dim=64, max_len=50), MaskedItemRanking(loss=loss or "softmax", negatives=negatives)
+    model = SASRec(num_items, dim=64, max_len=50) if name == "sasrec" else GRU4Rec(num_items, dim=64, hidden=100)
+    return model, NextItemRanking(loss=loss or "bce", negatives=negatives)
+
+
+def trainer(accelerator: str, **kwargs) -> pl.Trainer:
+    return pl.Trainer(accelerator=accelerator, devices=1, logger=False, enable_progress_bar=False,
+                      enable_model_summary=False, enable_checkpointing=False, **kwargs)
+
+
+def timed_epoch(fit: str, data: UserItemSequences, accelerator: str) -> tuple[tuple, TaskModule]:
+    model, task = scale_model(fit, data.num_items)
+    module = TaskModule(model, task)
+    module.configure_optimizers = lambda: torch.optim.Adam(module.parameters(), lr=1e-3)
+    timer = EpochTimer()
+    trainer(accelerator, max_epochs=1, limit_val_batches=0, num_sanity_val_steps=0, callbacks=[timer]).fit(
+        module, datamodule=data)
+    return timer.seconds[0], module
+
+
+def timed_evaluation(module: TaskModule, data: SequenceData, protocol: str, accelerator: str) -> tuple:
+    """Seconds of one test pass over every user under ``protocol``."""
+    evaluated = TaskModule(module.model, NextItemRanking(protocol=protocol))
+    clock = Clock()
+    trainer(accelerator).test(evaluated, datamodule=data, verbose=False)
+    return clock.read()
+
+
+def scale(args: argparse.Namespace) -> None:
+    accelerators = ["cpu"] + (["gpu"] if torch.cuda.is_available() else [])
+    rows: list[tuple[str, str, tuple]] = []
+
+    def row(case: str, what: str, seconds: tuple) -> None:
+        rows.append((case, what, seconds))
+        print(f"{case}: {what}: {seconds[0]:.2f} s ({seconds[1]:.2f} s CPU)", flush=True)
+
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["FRAMEWORK_CACHE_DIR"] = str(Path(folder) / "cache")  # an empty cache: the first draw is cold
+        path = Path(folder) / "generated.txt"
+        made = write_sasrec_file(path, args.users, args.items)
+        print(f"generated {made['users']} users, {made['items']} items, {made['interactions']} interactions "
+              f"(history length median {made['median']:.0f}, mean {made['mean']:.1f}, longest {made['longest']}) "
+              f"in {made['seconds']:.1f} s", flush=True)
+        data, cheap, cold = timed_setup(path, args.eval_batch_size)
+        _, _, warm = timed_setup(path, args.eval_batch_size)
+        case = f"{made['users']} x {data.num_items}"
+        row(case, "set-up: read, index, pad", cheap)
+        row(case, "set-up: negatives, empty cache", cold)
+        row(case, "set-up: negatives, from the cache", warm)
+        for accelerator in accelerators:
+            trained = None
+            for fit in args.fits:
+                data, _, _ = timed_setup(path, args.eval_batch_size)
+                seconds, module = timed_epoch(fit, data, accelerator)
+                row(case, f"epoch {fit} ({accelerator})", seconds)
+                if fit.startswith("sasrec") and trained is None:
+                    trained = module
+            if trained is not None:
+                for protocol in ("full", "sampled"):
+                    row(case, f"evaluation {protocol} ({accelerator})",
+                        timed_evaluation(trained, data, protocol, accelerator))
+        if args.large_items:
+            large = PopularitySequences(args.large_users, args.large_items, max_len=50,
+                                        eval_batch_size=max(1, args.eval_batch_size // 4))
+            clock = Clock()
+            large.setup("fit")
+            cheap, clock = clock.read(), Clock()
+            large.draw_negatives()
+            case = f"{large.num_users} x {large.num_items}"
+            row(case, "set-up: generate, index, pad", cheap)
+            row(case, "set-up: negatives, no cache", clock.read())
+            for accelerator in accelerators:
+                module = TaskModule(SASRec(large.num_items, dim=64, max_len=50), NextItemRanking())
+                for protocol in ("full", "sampled"):
+                    wall, cpu = timed_evaluation(module, large, protocol, accelerator)
+                    row(case, f"evaluation {protocol}, untrained SASRec ({accelerator})", (wall, cpu))
+                    per = 1000 / large.num_users
+                    row(case, f"  the same per 1,000 users ({accelerator})", (wall * per, cpu * per))
+    print(f"\nRecommender at scale (torch threads: {torch.get_num_threads()}); seconds, wall clock and CPU")
+    width = max(len(what) for _, what, _ in rows)
+    print(f"{'users x items':<18} {'':<{width}} {'wall':>8} {'CPU':>8}")
+    for case, what, (wall, cpu) in rows:
+        print(f"{case:<18} {what:<{width}} {wall:>8.2f} {cpu:>8.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
@@ -86,12 +289,29 @@ def main() -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/bench_recommender"))
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (on a busy shared machine one thread is several times faster than two)")
+    parser.add_argument("--set", action="append", default=None, metavar="--KEY=VALUE",
+                        help="a setting passed on to every config, e.g. --set=--task.loss=softmax (repeatable)")
+    parser.add_argument("--scale", action="store_true", help="the costs at real catalogue sizes (see above)")
+    parser.add_argument("--users", type=int, default=30_000, help="--scale: users")
+    parser.add_argument("--items", type=int, default=25_000, help="--scale: items")
+    parser.add_argument("--fits", nargs="+", default=list(FITS),
+                        help=f"--scale: the epochs to time ({', '.join(FITS)})")
+    parser.add_argument("--eval-batch-size", type=int, default=256,
+                        help="--scale: users per evaluation batch (a quarter of it at 1,000,000 items)")
+    parser.add_argument("--large-items", type=int, default=1_000_000,
+                        help="--scale: items of the scoring path (0: skip)")
+    parser.add_argument("--large-users", type=int, default=3_000,
+                        help="--scale: users of the scoring path (its evaluation costs grow with users x items)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.scale:
+        scale(args)
+        return
 
     rows = []
     for name in args.models:
-        checkpoint, seconds, cli = train(name, args.epochs, args.batch_size, args.runs_dir)
+        overrides = [o for o in args.set or () if name != "popularity" or not o.startswith("--task.loss")]
+        checkpoint, seconds, cli = train(name, args.epochs, args.batch_size, args.runs_dir, overrides)
         full, sampled = test(checkpoint, cli, "full"), test(checkpoint, cli, "sampled")
         epochs = cli.trainer.max_epochs
         rows.append((name, epochs, full["test/hr@10"], full["test/ndcg@10"], sampled["test/hr@10_sampled100"],

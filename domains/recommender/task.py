@@ -10,6 +10,12 @@ setting, and the metric names carry it, so a figure always says how it was measu
   protocol); metrics ``hr@10_sampled100``, ``ndcg@10_sampled100``, ``mrr_sampled100``.
 
 Step outputs for the metrics: candidate scores (B, C) and the target's column (B,).
+
+Training (``task.loss``, see :mod:`.losses`) scores the real positions of the training rows
+only, never the padding of short histories: SASRec's binary cross-entropy with sampled
+negatives (``bce``), a sampled softmax (``sampled_softmax``) or the softmax over every item
+(``softmax``). A count-based model (``model.counted``: :class:`~.models.MostPopular`) is not
+trained: the task counts the data's training interactions into it once the data is set up.
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ from torchmetrics import MetricCollection
 from framework.attention import capture
 from framework.tasks import Step, Task
 
+from . import losses as objectives
+from .losses import LOSSES, Loss, without_padding
 from .metrics import MRR, NDCG, HitRate
+from .models.base import leading_padding
 from .pictures import history_attention
 
 Protocol = Literal["full", "sampled"]
@@ -36,9 +45,15 @@ def _number_of_items(model: nn.Module) -> int:
     return model.num_items
 
 
-def without_padding(scores: Tensor) -> Tensor:
-    """Scores over item ids 0 .. I with column 0 (padding) set to -inf."""
-    return scores.index_fill(-1, torch.tensor([0], device=scores.device), float("-inf"))
+def training_items(data: Any) -> Tensor:
+    """Every training interaction's item of a set-up data module (``data.train_items``), or,
+    for another module with a ``train`` split of rows, the items of those rows."""
+    items = getattr(data, "train_items", None)
+    if items is None and callable(getattr(data, "split", None)):
+        items = data.split("train").sequence
+    if items is None:
+        raise TypeError(f"a counted model needs the training items: {type(data).__name__} has no train_items")
+    return items
 
 
 class SequentialRanking(Task):
@@ -75,21 +90,46 @@ class SequentialRanking(Task):
         return MetricCollection(metrics, compute_groups=False)  # equal states after one batch must not merge them
 
     def check(self, model: nn.Module, data: Any) -> None:
-        """The model scores exactly the data's items (more would add never-seen candidates)."""
+        """The model scores exactly the data's items (more would add never-seen candidates).
+
+        The TaskModule calls this once the data module is set up (its cheap part: the item
+        count is known, the negatives are not drawn yet), so a wrong ``model.num_items`` stops
+        the run at once. It is also where a counted model (``model.counted``) gets the data's
+        training interactions: the one hook that sees model and data together."""
         items = getattr(data, "num_items", None)
         if items is not None and _number_of_items(model) != items:
             raise ValueError(f"model.num_items is {model.num_items} but the data has {items} items: "
                              f"set model.num_items={items}")
         super().check(model, data)
+        if getattr(model, "counted", False):
+            model.count(training_items(data))
 
     def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
         if stage == "train":
+            if getattr(model, "counted", False):
+                return self.counted_step(model, batch)
             return self.train_step(model, batch)
         scores, column = self.rank(model, batch)
         return Step(F.cross_entropy(scores, column), scores, column)
 
     def train_step(self, model: nn.Module, batch: dict[str, Tensor]) -> Step:
         raise TypeError(f"{type(self).__name__} must define train_step(model, batch)")
+
+    def counted_step(self, model: nn.Module, batch: dict[str, Tensor]) -> Step:
+        """A training step of a counted model: a zero loss (no gradient reaches the model, so
+        the optimizer leaves it as it is) and, for the training metrics, the scores of each
+        real position's next item and one random item."""
+        if not bool(model.counts.any()):
+            raise RuntimeError(f"{type(model).__name__} has no counts: the task counts data.train_items when "
+                               "the run starts (check(model, data) with a set-up recommender data module)")
+        sequence = batch["sequence"]
+        history, target = sequence[:, :-1], sequence[:, 1:]
+        real = history > 0
+        with torch.no_grad():
+            other = torch.randint(1, _number_of_items(model) + 1, (int(real.sum()), 1), device=sequence.device)
+            preds = model(history, torch.cat([target[real].unsqueeze(1), other], 1), where=real)
+        column = torch.zeros(len(preds), dtype=torch.long, device=preds.device)
+        return Step(torch.zeros((), device=sequence.device, requires_grad=True), preds, column)
 
     def rank(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
         """Candidate scores (B, C) and the target's column (B,) under the task's protocol."""
@@ -105,10 +145,15 @@ class SequentialRanking(Task):
 
     @staticmethod
     def exclude_history(scores: Tensor, seen: Tensor, target: Tensor) -> Tensor:
-        """Scores (B, I + 1) with the ``seen`` items (B, S) and padding at -inf, the target kept."""
+        """Scores (B, I + 1) with the ``seen`` items (B, S) and padding at -inf, the target kept.
+
+        Without autograd, a fresh score table is changed in place (no copies of B x I scores)."""
         target_scores = scores.gather(1, target.unsqueeze(1))
-        masked = scores.scatter(1, seen, float("-inf"))
-        return without_padding(masked).scatter(1, target.unsqueeze(1), target_scores)
+        if scores.requires_grad or not scores.is_contiguous():
+            scores = scores.clone()
+        scores.scatter_(1, seen, float("-inf"))
+        scores[:, 0] = float("-inf")
+        return scores.scatter_(1, target.unsqueeze(1), target_scores)
 
     def predict(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         """The k items to recommend to each user (B, k): best scores first, history excluded."""
@@ -128,7 +173,8 @@ class SequentialRanking(Task):
         picture: the item at n attending the items up to n."""
         history = batch["history"]
         row = int((history > 0).sum(1).argmax())
-        one, real = history[row:row + 1], history[row] > 0
+        one = history[row:row + 1, leading_padding(history[row:row + 1]):]  # the models cut that padding too
+        real = one[0] > 0
         with capture(model) as maps:
             model(one, one.unsqueeze(-1))
         blocks = dict(model.named_modules())
@@ -140,61 +186,88 @@ class SequentialRanking(Task):
         return pictures
 
 
-class NextItemRanking(SequentialRanking):
-    """Next-item training (SASRec, GRU4Rec, DIN): position n of a training row predicts item n + 1.
+def check_loss(loss: str, negatives: int) -> None:
+    if loss not in LOSSES:
+        raise ValueError(f"task.loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+    if loss != "softmax" and negatives < 1:
+        raise ValueError(f"task.negatives must be at least 1 for task.loss={loss} (task.loss=softmax scores every "
+                         f"item instead), got {negatives}")
 
-    With ``negatives: 0`` the loss is the cross-entropy over every item (softmax over the
-    whole catalogue, which beats SASRec's one-negative binary loss: Klenitskiy & Vasilev,
-    RecSys 2023); with ``negatives: m`` it is the cross-entropy of the target among itself
-    and m uniform random items (sampled softmax), for models that score candidates one by
-    one (DIN). A model with an ``observe(sequences)`` method (:class:`MostPopular`) is shown
-    each training row first.
+
+class TrainingLoss:
+    """The loss of M chosen positions of a batch (see :mod:`.losses`), shared by both tasks."""
+
+    loss: str
+    negatives: int
+
+    def position_loss(self, model: nn.Module, history: Tensor, where: Tensor, target: Tensor,
+                      rows: Tensor) -> Step:
+        """The loss at the positions ``where`` (B, N) of ``history``, whose items are ``target``
+        (M,); negatives avoid the items of the position's ``rows`` (B, L)."""
+        if self.loss == "softmax":
+            scores = without_padding(model(history, where=where))
+            return Step(F.cross_entropy(scores, target), scores, target)
+        owner = where.nonzero(as_tuple=True)[0]
+        negatives, hit = objectives.sample_training_negatives(rows, owner, self.negatives, _number_of_items(model))
+        scores = model(history, torch.cat([target.unsqueeze(1), negatives], 1), where=where)
+        positive, negative = scores[:, 0], scores[:, 1:]
+        objective = objectives.bce if self.loss == "bce" else objectives.sampled_softmax
+        loss = objective(positive, negative, hit)
+        preds = objectives.candidate_logits(positive, negative, hit)
+        return Step(loss, preds, torch.zeros(len(preds), dtype=torch.long, device=preds.device))
+
+
+class NextItemRanking(TrainingLoss, SequentialRanking):
+    """Next-item training (SASRec, GRU4Rec, DIN): position n of a training row predicts item
+    n + 1, at every position holding an item (a history of L training items gives L - 1 targets
+    within the row; padding positions give none).
+
+    Losses (``loss``, see :mod:`.losses`): ``bce``, SASRec's binary cross-entropy with
+    ``negatives`` sampled items per position (1 in the paper), the default; ``sampled_softmax``,
+    the cross-entropy of the next item among itself and ``negatives`` sampled items;
+    ``softmax``, the cross-entropy over every item (scores the whole catalogue at each real
+    position; better rankings at small catalogues, Klenitskiy & Vasilev, RecSys 2023).
+    Negatives are uniform over the items outside the user's training row, drawn anew every step.
 
     Args:
-        negatives: 0 for the full softmax, else sampled items per position.
+        loss: ``bce``, ``sampled_softmax`` or ``softmax``.
+        negatives: sampled items per position (the sampled losses).
         Others: as in :class:`SequentialRanking`.
     """
 
-    def __init__(self, negatives: int = 0, **kwargs) -> None:
+    def __init__(self, loss: Loss = "bce", negatives: int = 1, **kwargs) -> None:
         super().__init__(**kwargs)
-        if negatives < 0:
-            raise ValueError(f"task.negatives must be 0 (full softmax) or a positive count, got {negatives}")
-        self.negatives = negatives
+        check_loss(loss, negatives)
+        self.loss, self.negatives = loss, negatives
 
     def train_step(self, model: nn.Module, batch: dict[str, Tensor]) -> Step:
         sequence = batch["sequence"]
-        if callable(observe := getattr(model, "observe", None)):
-            observe(sequence)
         history, target = sequence[:, :-1], sequence[:, 1:]
-        valid = target > 0
-        if not self.negatives:
-            preds, column = without_padding(model(history)[valid]), target[valid]
-        else:
-            shape = (*target.shape, self.negatives)
-            sampled = torch.randint(1, _number_of_items(model) + 1, shape, device=target.device)
-            candidates = torch.cat([target.unsqueeze(-1), sampled], -1)
-            clash = torch.cat([torch.zeros_like(valid).unsqueeze(-1), sampled == target.unsqueeze(-1)], -1)
-            preds = model(history, candidates).masked_fill(clash, float("-inf"))[valid]
-            column = torch.zeros(len(preds), dtype=torch.long, device=preds.device)
-        return Step(F.cross_entropy(preds, column), preds, column)
+        real = history > 0  # left padding: the target after a real item is real too
+        return self.position_loss(model, history, real, target[real], sequence)
 
 
-class MaskedItemRanking(SequentialRanking):
+class MaskedItemRanking(TrainingLoss, SequentialRanking):
     """Cloze training (BERT4Rec): random items of the last ``max_len`` training items are
-    replaced by the model's ``[mask]`` token and predicted from both sides (cross-entropy
-    over every item). A row with no masked item gets its last item masked, the position
-    that evaluation asks about.
+    replaced by the model's ``[mask]`` token and predicted from both sides. A row with no
+    masked item gets its last item masked, the position that evaluation asks about.
+
+    Losses (``loss``): ``softmax`` over every item at the masked positions (the paper's), the
+    default; ``sampled_softmax`` or ``bce`` with ``negatives`` sampled items per masked position
+    (uniform outside the row), for large catalogues.
 
     Args:
         mask_prob: the share of items masked (0.2 for MovieLens in the BERT4Rec paper).
+        loss, negatives: as in :class:`NextItemRanking`.
         Others: as in :class:`SequentialRanking`.
     """
 
-    def __init__(self, mask_prob: float = 0.2, **kwargs) -> None:
+    def __init__(self, mask_prob: float = 0.2, loss: Loss = "softmax", negatives: int = 100, **kwargs) -> None:
         super().__init__(**kwargs)
         if not 0.0 < mask_prob <= 1.0:
             raise ValueError(f"task.mask_prob must be in (0, 1], got {mask_prob}")
-        self.mask_prob = mask_prob
+        check_loss(loss, negatives)
+        self.mask_prob, self.loss, self.negatives = mask_prob, loss, negatives
 
     def train_step(self, model: nn.Module, batch: dict[str, Tensor]) -> Step:
         mask_token = getattr(model, "mask_token", None)
@@ -205,6 +278,4 @@ class MaskedItemRanking(SequentialRanking):
         real = sequence > 0
         masked = (torch.rand(sequence.shape, device=sequence.device) < self.mask_prob) & real
         masked[:, -1] |= ~masked.any(1) & real[:, -1]
-        preds = without_padding(model(sequence.masked_fill(masked, mask_token))[masked])
-        column = sequence[masked]
-        return Step(F.cross_entropy(preds, column), preds, column)
+        return self.position_loss(model, sequence.masked_fill(masked, mask_token), masked, sequence[masked], sequence)

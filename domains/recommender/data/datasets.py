@@ -2,40 +2,50 @@
 
 Histories are left-padded with 0, so the most recent item is always the last position
 (the position a next-item model reads, and the one SASRec's learned positions key on).
+
+The data modules keep every user's items in one flat array, user after user (``items``), and
+a user's history as a range ``starts[u] .. ends[u]`` of it; the padded rows are cut from it
+in one vectorised step, with no Python loop over users.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any, Callable, Optional, Union
+
 import numpy as np
 import torch
 from torch import Tensor
+from torch.utils.data import Sampler
 
-from framework.data.tensors import TensorExamples
+from framework.data.tensors import Batch, TensorExamples
 
 from .interactions import Histories
 
 
+def flatten(histories: Histories) -> tuple[Tensor, Tensor]:
+    """One flat int64 tensor of every history, user after user, and the offsets (U + 1,) of
+    the users' ranges in it."""
+    lengths = np.fromiter(map(len, histories), np.int64, len(histories))
+    items = np.concatenate(histories).astype(np.int64) if histories else np.zeros(0, np.int64)
+    return torch.from_numpy(items), torch.from_numpy(np.r_[0, np.cumsum(lengths)])
+
+
+def left_window(items: Tensor, starts: Tensor, ends: Tensor, length: int) -> Tensor:
+    """The last ``length`` items of each range ``items[starts[u]:ends[u]]``, left-padded with 0:
+    (U, length) int64."""
+    position = ends.unsqueeze(1) - length + torch.arange(length, device=items.device)
+    inside = position >= starts.unsqueeze(1)
+    if not len(items):
+        return torch.zeros(len(starts), length, dtype=torch.long, device=items.device)
+    return torch.where(inside, items[position.clamp(min=0)], 0)
+
+
 def left_pad(histories: Histories, length: int) -> Tensor:
     """The last ``length`` items of each history, left-padded with 0: (U, length) int64."""
-    rows = torch.zeros(len(histories), length, dtype=torch.long)
-    for row, history in zip(rows, histories):
-        recent = history[-length:]
-        if len(recent):
-            row[length - len(recent):] = torch.from_numpy(recent)
-    return rows
-
-
-def sample_negatives(seen: Histories, num_items: int, count: int, rng: np.random.Generator) -> Tensor:
-    """``count`` distinct items per user, uniform over ``1 .. num_items`` minus the user's ``seen``
-    items (history and target), drawn once from ``rng``: (U, count) int64."""
-    rows = []
-    for items in seen:
-        allowed = np.setdiff1d(np.arange(1, num_items + 1), items, assume_unique=False)
-        if len(allowed) < count:
-            raise ValueError(f"data.num_negatives={count} but a user has only {len(allowed)} unseen items "
-                             f"of {num_items}; lower data.num_negatives")
-        rows.append(rng.choice(allowed, count, replace=False))
-    return torch.from_numpy(np.stack(rows)) if rows else torch.zeros(0, count, dtype=torch.long)
+    items, offsets = flatten(histories)
+    return left_window(items, offsets[:-1], offsets[1:], length)
 
 
 class TrainSequences(TensorExamples):
@@ -43,28 +53,152 @@ class TrainSequences(TensorExamples):
 
     A task reads a row as inputs and targets (next item: ``row[:-1]`` predicts ``row[1:]``;
     masked item: masked positions of ``row[1:]``). Items: ``{"sequence": (max_len + 1,)}``.
+
+    Args:
+        train: the training histories, or the flat ``items`` with ``starts`` and ``ends``.
     """
 
     fields = ("sequence",)
 
-    def __init__(self, train: Histories, max_len: int) -> None:
-        self.sequence = left_pad(train, max_len + 1)
+    def __init__(self, train: Union[Histories, Tensor], max_len: int, starts: Optional[Tensor] = None,
+                 ends: Optional[Tensor] = None) -> None:
+        if isinstance(train, Tensor):
+            self.sequence = left_window(train, starts, ends, max_len + 1)
+        else:
+            self.sequence = left_pad(train, max_len + 1)
+
+
+#: Negatives given as they are, or as a function that draws them on first use.
+Negatives = Union[Tensor, Callable[[], Tensor]]
 
 
 class RankingQueries(TensorExamples):
-    """One query per user: rank the ``target`` item given the ``history``.
+    """One query per user: rank the held-out ``target`` item given the ``history``.
 
-    Items: ``history`` (max_len,) the last items, left-padded; ``target`` () the held-out
-    item; ``seen`` (S,) every history item (left-padded to the longest history), which full
-    ranking excludes from the candidates; ``negatives`` (K,) items outside history and
-    target for the sampled protocol; ``user`` () the user's index.
+    User u's history is ``items[starts[u]:ends[u]]`` and the target ``items[ends[u]]``.
+
+    Items of a batch: ``history`` (max_len,) the last items, left-padded; ``target`` () the
+    held-out item; ``seen`` (S,) every history item (right-padded with 0 to the longest
+    history, S), which full ranking excludes from the candidates; ``negatives`` (K,) items
+    the user never interacted with, for the sampled protocol; ``user`` () the user's index.
+
+    ``seen`` is kept as the flat ranges and padded per batch (a dense (U, S) table would
+    take users x longest history). ``negatives`` may be a function: it is called on the
+    first access (a batch, or the attribute), so that a data module can be set up, and
+    checked against the model, before they are drawn.
     """
 
     fields = ("history", "target", "seen", "negatives", "user")
 
-    def __init__(self, histories: Histories, targets: np.ndarray, max_len: int, negatives: Tensor) -> None:
-        self.history = left_pad(histories, max_len)
-        self.seen = left_pad(histories, max(1, max((len(h) for h in histories), default=1)))
-        self.target = torch.from_numpy(np.asarray(targets, dtype=np.int64))
-        self.negatives = negatives
+    def __init__(self, items: Tensor, starts: Tensor, ends: Tensor, max_len: int, negatives: Negatives) -> None:
+        self.items, self.starts, self.ends = items, starts, ends
+        self.history = left_window(items, starts, ends, max_len)
+        self.target = items[ends] if len(ends) else torch.zeros(0, dtype=torch.long)
         self.user = torch.arange(len(self.target))
+        self.width = max(1, int((ends - starts).max()) if len(ends) else 1)
+        self._negatives = negatives if isinstance(negatives, Tensor) else None
+        self._draw = None if isinstance(negatives, Tensor) else negatives
+        self._device: Optional[torch.device] = None
+
+    @property
+    def negatives(self) -> Tensor:
+        """(U, K): the negatives, drawn (by the data module's function) on first access."""
+        if self._negatives is None:
+            self._negatives = self._draw()
+        if self._device is not None and self._negatives.device != self._device:
+            self._negatives = self._negatives.to(self._device)
+        return self._negatives
+
+    @property
+    def seen(self) -> Tensor:
+        """(U, S): every user's history items, right-padded with 0 (for inspection; batches
+        pad only their own users)."""
+        return self.seen_rows(torch.arange(len(self), device=self.history.device))
+
+    def seen_rows(self, index: Tensor) -> Tensor:
+        """(B, S) history items of the users ``index``, right-padded with 0."""
+        starts, ends = self.starts.index_select(0, index), self.ends.index_select(0, index)
+        position = starts.unsqueeze(1) + torch.arange(self.width, device=index.device)
+        inside = position < ends.unsqueeze(1)
+        if not len(self.items):
+            return torch.zeros(len(index), self.width, dtype=torch.long, device=index.device)
+        return torch.where(inside, self.items[position.clamp(max=len(self.items) - 1)], 0)
+
+    def __getitem__(self, i: int) -> dict[str, Tensor]:
+        return {name: value[0] for name, value in self.__getitems__([i]).items()}
+
+    def __getitems__(self, indices: Sequence[int]) -> Batch:
+        index = torch.as_tensor(indices, dtype=torch.long, device=self.history.device)
+        return Batch(history=self.history.index_select(0, index), target=self.target.index_select(0, index),
+                        seen=self.seen_rows(index), negatives=self.negatives.index_select(0, index),
+                        user=self.user.index_select(0, index))
+
+    def to(self, device: Union[torch.device, str]) -> RankingQueries:
+        """Move every tensor to ``device``, in place (negatives not drawn yet follow when drawn)."""
+        for name in ("items", "starts", "ends", "history", "target", "user"):
+            setattr(self, name, getattr(self, name).to(device))
+        self._device = torch.device(device)
+        if self._negatives is not None:
+            self._negatives = self._negatives.to(device)
+        return self
+
+
+
+class LengthGroupedBatches(Sampler[list[int]]):
+    """Training batches of users whose rows have about the same length, in random order.
+
+    Every epoch shuffles the users, sorts each run of ``group`` batches' worth of them by row
+    length, cuts the runs into batches and shuffles the batches. With short histories (a
+    median of 6 items in a row of 51) most batches then hold short rows only, and the models
+    cut the columns that are padding in all of a batch's rows: an epoch costs what its items
+    cost, not users x ``max_len``. Which users share a batch is still random within a length.
+
+    Stateful, like the loaders' samplers: a checkpoint taken in the middle of an epoch holds
+    the epoch's generator state and the batches already given, and a resumed run continues
+    with the very batches an uninterrupted one would have seen. The generator is seeded from
+    torch's global one (``seed_everything``), as PyTorch's random sampler is.
+
+    Args:
+        lengths: (U,) items per row.
+        batch_size: users per batch (the last batch of a run may be smaller).
+        group: batches per sorted run.
+    """
+
+    def __init__(self, lengths: Tensor, batch_size: int, group: int = 50) -> None:
+        self.lengths, self.batch_size, self.group = lengths.cpu(), batch_size, group
+        self.generator = torch.Generator().manual_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
+        self.yielded = 0
+        self._epoch: Optional[Tensor] = None  # the generator state when the current epoch began
+        self._resume: Optional[tuple[Tensor, int]] = None
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def batches(self) -> list[list[int]]:
+        """One epoch's batches (draws from the generator)."""
+        order = torch.randperm(len(self.lengths), generator=self.generator)
+        run = self.group * self.batch_size
+        batches: list[Tensor] = []
+        for start in range(0, len(order), run):
+            users = order[start:start + run]
+            batches += users[torch.argsort(self.lengths[users], stable=True)].split(self.batch_size)
+        return [batches[i].tolist() for i in torch.randperm(len(batches), generator=self.generator)]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        skip = 0
+        if self._resume is not None:
+            (state, skip), self._resume = self._resume, None
+            self.generator.set_state(state)
+        self._epoch = self.generator.get_state()
+        batches = self.batches()
+        self.yielded = skip
+        for batch in batches[skip:]:
+            self.yielded += 1
+            yield batch
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"generator": self._epoch if self._epoch is not None else self.generator.get_state(),
+                "yielded": self.yielded}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._resume = (state["generator"], int(state["yielded"]))

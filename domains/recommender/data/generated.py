@@ -18,6 +18,8 @@ target attention (DIN) can read.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from .interactions import Histories
@@ -82,8 +84,10 @@ class TasteChain:
 
 def taste_histories(num_users: int, num_items: int, min_length: int, max_length: int, num_tastes: int = 10,
                     branching: int = 3, follow: float = 0.5, taste: float = 0.4, zipf: float = 1.0,
-                    seed: int = 0) -> Histories:
-    """``num_users`` histories of ``min_length .. max_length`` items over ids ``1 .. num_items``."""
+                    median_length: Optional[float] = None, length_spread: float = 0.9, seed: int = 0) -> Histories:
+    """``num_users`` histories of ``min_length .. max_length`` items over ids ``1 .. num_items``:
+    uniform lengths, or log-normal ones with ``median_length`` and ``length_spread`` (the
+    standard deviation of the log-length), clipped to that range."""
     if not 1 <= branching < num_items:
         raise ValueError(f"data.branching must be in [1, num_items), got {branching} with num_items={num_items}")
     if not 3 <= min_length <= max_length <= num_items:
@@ -94,7 +98,14 @@ def taste_histories(num_users: int, num_items: int, min_length: int, max_length:
     if not (0.0 <= follow and 0.0 <= taste and follow + taste <= 1.0):
         raise ValueError(f"data.follow and data.taste must be probabilities with follow + taste <= 1, "
                          f"got {follow}, {taste}")
+    if median_length is not None and not (median_length > 0 and length_spread >= 0):
+        raise ValueError(f"data.median_length must be positive and data.length_spread at least 0, got "
+                         f"{median_length}, {length_spread}")
     rng = np.random.default_rng(seed)
     chain = TasteChain(num_items, num_tastes, branching, follow, taste, zipf, rng)
-    lengths = rng.integers(min_length, max_length + 1, num_users)
+    if median_length is None:
+        lengths = rng.integers(min_length, max_length + 1, num_users)
+    else:
+        drawn = np.rint(rng.lognormal(np.log(median_length), length_spread, num_users))
+        lengths = np.clip(drawn, min_length, max_length).astype(np.int64)
     return [chain.walk(int(n)) for n in lengths]

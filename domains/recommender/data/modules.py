@@ -3,81 +3,184 @@
 Every module yields the same batches (see :mod:`.datasets`): training rows
 ``{"sequence"}`` and ranking queries ``{"history", "target", "seen", "negatives", "user"}``
 for validation (the second-to-last item) and test (the last item).
+
+Set-up comes in two parts. :meth:`~SequenceData.setup` reads and indexes the histories and
+cuts the padded rows (vectorised: about a second for 300,000 interactions), and knows the item
+count, so the task can check the model against it at once. The negatives of the sampled
+protocol are drawn on first use (the first evaluation loader, or ``data.negatives``), once
+per data module, and shared by the validation and the test queries; a module that reads a
+file keeps them in a cache keyed by the histories' content (:mod:`.negatives`).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
+import torch
 from lightning.pytorch.utilities import rank_zero_info
+from torch import Tensor
 from torch.utils.data import Dataset
 
-from framework.data import SplitDataModule, dataset_dir
+from torchdata.stateful_dataloader import StatefulDataLoader
 
-from .datasets import RankingQueries, TrainSequences, sample_negatives
+from framework.data import SplitDataModule, TensorExamples, collate, dataset_dir
+
+from .datasets import LengthGroupedBatches, RankingQueries, TrainSequences, flatten
 from .generated import taste_histories
-from .interactions import Histories, filter_min_counts, index_items, leave_one_out, read_movielens, read_user_item_lines
+from .interactions import Histories, filter_min_counts, index_items, read_movielens, read_user_item_lines
+from .negatives import cached_negatives, sample_negatives
+
+
+def counts(histories: Histories) -> dict[str, int]:
+    """Users, distinct items and interactions of some histories."""
+    items = np.unique(np.concatenate(histories)) if histories else ()
+    return {"users": len(histories), "items": len(items), "interactions": int(sum(map(len, histories)))}
 
 
 class SequenceData(SplitDataModule):
     """Base of the recommender data modules; a subclass returns histories from :meth:`load`.
 
+    After ``setup``: ``num_users``, ``num_items`` and ``num_interactions`` (what the splits
+    hold), ``train_items`` (every training interaction's item, flat: what a count-based model
+    counts) and, for a module that reads a log, ``read_counts`` (what the file held before
+    any filtering). A line at set-up says the same.
+
     Args:
         max_len: items a model sees (the most recent ones); training rows hold ``max_len + 1``.
         num_negatives: items per user for the sampled protocol (uniform over the items the
-            user never interacted with, drawn once from ``seed``; 100 in the SASRec paper).
+            user never interacted with, drawn once from ``seed`` on first use; 100 in the
+            SASRec paper).
         seed: the seed of the negatives (and of generated data).
+        group_by_length: training batches of users with rows of about the same length, in
+            random order (:class:`~.datasets.LengthGroupedBatches`; not under DDP), so that
+            short histories are not padded to ``max_len``; false: plain shuffled batches.
         batch_size, eval_batch_size, num_workers, predict_split: as in
             :class:`~framework.data.SplitDataModule`.
     """
 
-    def __init__(self, max_len: int = 50, num_negatives: int = 100, seed: int = 0, batch_size: int = 128,
-                 eval_batch_size: Optional[int] = None, num_workers: int = 0, predict_split: str = "test") -> None:
+    #: Keep the drawn negatives in the cache folder (worth it for data read from files).
+    cache_negatives = False
+
+    def __init__(self, max_len: int = 50, num_negatives: int = 100, seed: int = 0, group_by_length: bool = True,
+                 batch_size: int = 128, eval_batch_size: Optional[int] = None, num_workers: int = 0,
+                 predict_split: str = "test") -> None:
         super().__init__(batch_size, eval_batch_size, num_workers, predict_split)
+        self.group_by_length = group_by_length
         if max_len < 1:
             raise ValueError(f"data.max_len must be at least 1, got {max_len}")
         if num_negatives < 1:
             raise ValueError(f"data.num_negatives must be at least 1, got {num_negatives}")
         self.max_len, self.num_negatives, self.seed = max_len, num_negatives, seed
         self.num_items: Optional[int] = None
+        self.num_users: Optional[int] = None
+        self.num_interactions: Optional[int] = None
+        self.read_counts: Optional[dict[str, int]] = None
+        self.train_items: Optional[Tensor] = None
+        self._negatives: Optional[Tensor] = None
 
     def load(self) -> tuple[Histories, int]:
         """Histories over item ids ``1 .. I`` in time order, and I."""
         raise TypeError(f"{type(self).__name__} must define load(), returning (histories, num_items)")
 
     def make_splits(self) -> dict[str, Dataset]:
+        start = time.perf_counter()
         histories, self.num_items = self.load()
-        split = leave_one_out(histories)
-        rng = np.random.default_rng(self.seed)
-        val_seen = [np.append(h, t) for h, t in zip(split.val_history, split.val_target)]
-        test_seen = [np.append(h, t) for h, t in zip(split.test_history, split.test_target)]
+        short = sum(len(h) < 3 for h in histories)
+        if short:
+            raise ValueError(f"leave-one-out needs at least 3 items per user; {short} users have fewer "
+                             "(raise data.min_user_interactions to 3 or more)")
+        self._items, self._offsets = flatten(histories)
+        starts, ends = self._offsets[:-1], self._offsets[1:]
+        self.num_users, self.num_interactions = len(histories), len(self._items)
+        training = torch.ones(len(self._items), dtype=torch.bool)
+        training[ends - 1] = training[ends - 2] = False
+        self.train_items = self._items[training]
         splits = {
-            "train": TrainSequences(split.train, self.max_len),
-            "val": RankingQueries(split.val_history, split.val_target, self.max_len,
-                                  sample_negatives(val_seen, self.num_items, self.num_negatives, rng)),
-            "test": RankingQueries(split.test_history, split.test_target, self.max_len,
-                                   sample_negatives(test_seen, self.num_items, self.num_negatives, rng)),
+            "train": TrainSequences(self._items, self.max_len, starts, ends - 2),
+            "val": RankingQueries(self._items, starts, ends - 2, self.max_len, self.draw_negatives),
+            "test": RankingQueries(self._items, starts, ends - 1, self.max_len, self.draw_negatives),
         }
-        rank_zero_info(f"{type(self).__name__}: {len(histories)} users, {self.num_items} items, "
-                       f"{sum(map(len, histories))} interactions; leave-one-out split; {self.num_negatives} "
-                       f"uniform negatives per user for the sampled protocol (seed {self.seed})")
+        rank_zero_info(f"{type(self).__name__}: {self.summary()}; leave-one-out split; set up in "
+                       f"{time.perf_counter() - start:.1f} s; {self.num_negatives} uniform negatives per user "
+                       f"for the sampled protocol, drawn on first use (seed {self.seed})")
         return splits
+
+    def summary(self) -> str:
+        """Users, items and interactions kept (and read, for a log)."""
+        return f"{self.num_users} users, {self.num_items} items, {self.num_interactions} interactions"
+
+    @property
+    def negatives(self) -> Tensor:
+        """(U, num_negatives): every user's negatives, drawn on first access (after ``setup``)."""
+        self.setup("fit")
+        return self.draw_negatives()
+
+    @property
+    def negatives_drawn(self) -> bool:
+        """Whether the negatives were drawn (or read from the cache) already."""
+        return self._negatives is not None
+
+    def draw_negatives(self) -> Tensor:
+        """The negatives, drawn (or read from the cache) once; what the ranking queries call."""
+        if self._negatives is None:
+            start = time.perf_counter()
+            histories = np.split(self._items.numpy(), self._offsets[1:-1].numpy())
+            if self.cache_negatives:
+                self._negatives, cached = cached_negatives(histories, self.num_items, self.num_negatives, self.seed)
+            else:
+                rng = np.random.default_rng(self.seed)
+                self._negatives, cached = sample_negatives(histories, self.num_items, self.num_negatives, rng), False
+            rank_zero_info(f"{type(self).__name__}: {self.num_negatives} negatives per user for the sampled protocol "
+                           f"{'read from the cache' if cached else 'drawn'} in {time.perf_counter() - start:.1f} s")
+        return self._negatives
+
+    def train_dataloader(self) -> StatefulDataLoader:
+        trainer = getattr(self, "trainer", None)
+        if not self.group_by_length or (trainer is not None and trainer.world_size > 1):
+            return super().train_dataloader()
+        dataset = self.split("train")
+        on_host = not isinstance(dataset, TensorExamples) or dataset.device.type == "cpu"
+        return StatefulDataLoader(
+            dataset,
+            batch_sampler=LengthGroupedBatches((dataset.sequence > 0).sum(1), self.batch_size),
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            pin_memory=on_host and self.device.type == "cuda",
+            collate_fn=collate,
+        )
+
+    def val_dataloader(self):
+        self.draw_negatives()  # here, after the task's checks and before any loader worker starts
+        return super().val_dataloader()
+
+    def test_dataloader(self):
+        self.draw_negatives()
+        return super().test_dataloader()
+
+    def predict_dataloader(self):
+        self.draw_negatives()
+        return super().predict_dataloader()
 
 
 class LoggedSequences(SequenceData):
-    """Base of the modules that read a real log: raw ids are filtered, then numbered ``1 .. I``.
+    """Base of the modules that read a real log: raw ids are filtered (if asked), then
+    numbered ``1 .. I``.
 
     Args:
-        min_user_interactions: users with fewer interactions are dropped (at least 3:
-            leave-one-out needs a training, a validation and a test item).
-        min_item_interactions: items with fewer interactions are dropped; both thresholds
-            are applied until they hold together (5 and 5 in SASRec and BERT4Rec).
+        min_user_interactions: users with fewer interactions are dropped (at least 3, the
+            default: leave-one-out needs a training, a validation and a test item).
+        min_item_interactions: items with fewer interactions are dropped (default 1: none).
+            Both thresholds are applied until they hold together (the k-core); SASRec and
+            BERT4Rec prepared their files with 5 and 5.
         Others: as in :class:`SequenceData`.
     """
 
-    def __init__(self, min_user_interactions: int = 5, min_item_interactions: int = 5, **kwargs) -> None:
+    cache_negatives = True
+
+    def __init__(self, min_user_interactions: int = 3, min_item_interactions: int = 1, **kwargs) -> None:
         super().__init__(**kwargs)
         if min_user_interactions < 3:
             raise ValueError("data.min_user_interactions must be at least 3 (leave-one-out needs a training, "
@@ -91,23 +194,48 @@ class LoggedSequences(SequenceData):
         raise TypeError(f"{type(self).__name__} must define read(), returning the raw histories")
 
     def load(self) -> tuple[Histories, int]:
-        return index_items(filter_min_counts(self.read(), self.min_user_interactions, self.min_item_interactions))
+        raw = self.read()
+        self.read_counts = counts(raw)
+        return index_items(filter_min_counts(raw, self.min_user_interactions, self.min_item_interactions))
+
+    def summary(self) -> str:
+        read, kept = self.read_counts, super().summary()
+        thresholds = (f"thresholds: users >= {self.min_user_interactions}, items >= {self.min_item_interactions} "
+                      "interactions (data.min_user_interactions, data.min_item_interactions)")
+        if (read["users"], read["items"], read["interactions"]) == (self.num_users, self.num_items,
+                                                                   self.num_interactions):
+            return f"{kept}, all that {self.source} holds ({thresholds}: nothing dropped)"
+        return (f"{kept} kept of {read['users']} users, {read['items']} items, {read['interactions']} interactions "
+                f"in {self.source} ({thresholds})")
+
+    @property
+    def source(self) -> str:
+        """The file read, for the set-up line."""
+        return "the file"
 
 
 class MovieLens100K(LoggedSequences):
     """MovieLens-100K (943 users, 1682 films, 100,000 ratings), every rating an interaction.
 
     Reads ``$FRAMEWORK_DATA_DIR/MovieLens100K/raw/u.data`` (or ``data.root``, the folder of
-    ``u.data``). With the default thresholds (5 and 5) 943 users and 1349 items remain.
+    ``u.data``). A raw log, so its thresholds default to SASRec's and BERT4Rec's 5 and 5:
+    943 users and 1349 items remain (99,287 interactions).
 
     Args:
         root: the folder holding ``u.data`` (the unzipped ``ml-100k``), instead of the default.
+        min_user_interactions, min_item_interactions: as in :class:`LoggedSequences` (5, 5).
         Others: as in :class:`LoggedSequences`.
     """
 
-    def __init__(self, root: Optional[str] = None, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, root: Optional[str] = None, min_user_interactions: int = 5, min_item_interactions: int = 5,
+                 **kwargs) -> None:
+        super().__init__(min_user_interactions=min_user_interactions, min_item_interactions=min_item_interactions,
+                         **kwargs)
         self.root = root
+
+    @property
+    def source(self) -> str:
+        return "u.data"
 
     def read(self) -> Histories:
         folder = dataset_dir("MovieLens100K/raw", root=self.root, expect=("u.data",),
@@ -119,14 +247,24 @@ class UserItemSequences(LoggedSequences):
     """Any file in the SASRec format: ``user item`` per line, each user's items in time order
     (``data/ml-1m.txt``, ``Beauty.txt``, ``Steam.txt`` of the SASRec repository).
 
+    Such a file is usually prepared already (SASRec's files are 5-cores), so it is taken as it
+    is: the thresholds default to 3 interactions per user (leave-one-out's minimum, which
+    drops nothing from a prepared file) and 1 per item. Raise them to filter a raw log. The
+    set-up line says how many users, items and interactions the file held and how many were
+    kept.
+
     Args:
         path: the file, absolute or relative to ``$FRAMEWORK_DATA_DIR``.
-        Others: as in :class:`LoggedSequences`.
+        Others: as in :class:`LoggedSequences` (thresholds 3 and 1).
     """
 
     def __init__(self, path: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.path = Path(path)
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
 
     def read(self) -> Histories:
         folder = dataset_dir(str(self.path.parent), root=self.path.parent if self.path.is_absolute() else None,
@@ -141,7 +279,12 @@ class GeneratedSequences(SequenceData):
 
     Args:
         num_users, num_items: how many histories, over item ids ``1 .. num_items``.
-        min_length, max_length: items per history (uniform), at least 3 (leave-one-out).
+        min_length, max_length: items per history, at least 3 (leave-one-out); uniform
+            between the two unless ``median_length`` is given.
+        median_length: draw the lengths from a log-normal with this median and
+            ``length_spread`` (clipped to ``min_length .. max_length``): the long tail of
+            real logs, where most users have a few items and a few have hundreds.
+        length_spread: the standard deviation of the log-length (0.9: mean about 1.5 x median).
         num_tastes: item groups; each user prefers one.
         branching: successors per item in the transition table.
         follow: probability that the next item is a successor of the current one.
@@ -152,11 +295,13 @@ class GeneratedSequences(SequenceData):
 
     def __init__(self, num_users: int = 2000, num_items: int = 400, min_length: int = 10, max_length: int = 40,
                  num_tastes: int = 10, branching: int = 3, follow: float = 0.5, taste: float = 0.4, zipf: float = 1.0,
-                 **kwargs) -> None:
+                 median_length: Optional[float] = None, length_spread: float = 0.9, **kwargs) -> None:
         super().__init__(**kwargs)
         self.structure = dict(num_users=num_users, num_items=num_items, min_length=min_length, max_length=max_length,
-                              num_tastes=num_tastes, branching=branching, follow=follow, taste=taste, zipf=zipf)
+                              num_tastes=num_tastes, branching=branching, follow=follow, taste=taste, zipf=zipf,
+                              median_length=median_length, length_spread=length_spread)
         taste_histories(**{**self.structure, "num_users": 0})  # check the arguments now, not at set-up
+        self.num_items = num_items
 
     def load(self) -> tuple[Histories, int]:
         return taste_histories(**self.structure, seed=self.seed), self.structure["num_items"]

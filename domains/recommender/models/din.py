@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from framework.attention import CrossBlock, build
 
-from .base import check_history
+from .base import check_history, leading_padding
 
 
 class DIN(nn.Module):
@@ -28,7 +28,9 @@ class DIN(nn.Module):
     ``none`` keeps u_c = e_c: a history-blind item model.
 
     At every position n (``last=False``) the candidates of n attend history items j <= n
-    only, so one pass trains on every next item of a history, as SASRec does.
+    only, so one pass trains on every next item of a history, as SASRec does. With ``where``
+    each chosen position is a row of its own (its history, masked after n), so training on
+    the real positions of short histories costs those positions only.
 
     Args:
         num_items: I; item ids 1 .. I, 0 is padding.
@@ -57,13 +59,23 @@ class DIN(nn.Module):
             layers += [nn.Linear(a, b), nn.PReLU()]
         self.mlp = nn.Sequential(*layers, nn.Linear(widths[-1], 1))
 
-    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False) -> Tensor:
+    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False,
+                where: Optional[Tensor] = None) -> Tensor:
         check_history(self, history, self.num_items + 1)
+        if last or where is not None:  # the columns that are padding in every row attend nothing
+            start = leading_padding(history, None if last else where)
+            history, where = history[:, start:], None if where is None else where[:, start:]
         batch, n = history.shape
+        keys, mask = self.items(history), history > 0
+        if where is not None and not last:  # one row per chosen position: its candidates see j <= n
+            row, position = where.nonzero(as_tuple=True)
+            if candidates is None:
+                candidates = torch.arange(self.num_items + 1, device=history.device).expand(len(row), -1)
+            seen = mask[row] & (torch.arange(n, device=history.device) <= position.unsqueeze(1))
+            return self._score_chunks(candidates, keys[row], seen, None)
         if candidates is None:
             every = torch.arange(self.num_items + 1, device=history.device)
             candidates = every.expand((batch, self.num_items + 1) if last else (batch, n, self.num_items + 1))
-        keys, mask = self.items(history), history > 0
         if last:
             return self._score_chunks(candidates, keys, mask, None)
         per_position = candidates.shape[-1]

@@ -44,7 +44,7 @@ class GRU4Rec(SequentialRecommender):
         self.gru = nn.GRU(dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
         self.out = nn.Linear(hidden, dim)
 
-    def encode(self, history: Tensor) -> Tensor:
+    def encode(self, history: Tensor, offset: int = 0) -> Tensor:
         lengths = (history > 0).sum(1)
         shift = history.shape[1] - lengths
         x = realign(self.dropout(self.items(history)), shift)

@@ -45,8 +45,8 @@ class SelfAttentiveRecommender(SequentialRecommender):
         self.positions = PositionalEncoding(dim, max_len, learned=True, dropout=dropout)
         self.encoder = AttentionEncoder(dim, depth, attention, mlp_ratio, dropout, causal)
 
-    def encode(self, history: Tensor) -> Tensor:
-        x = self.positions(self.items(history) * math.sqrt(self.dim))
+    def encode(self, history: Tensor, offset: int = 0) -> Tensor:
+        x = self.positions(self.items(history) * math.sqrt(self.dim), offset=offset)
         return self.encoder(x, history > 0)
 
 
@@ -81,14 +81,15 @@ class BERT4Rec(SelfAttentiveRecommender):
         self.head = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.LayerNorm(dim))
         self.item_bias = nn.Parameter(torch.zeros(num_items + 1))
 
-    def encode(self, history: Tensor) -> Tensor:
-        return self.head(super().encode(history))
+    def encode(self, history: Tensor, offset: int = 0) -> Tensor:
+        return self.head(super().encode(history, offset))
 
-    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False) -> Tensor:
+    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False,
+                where: Optional[Tensor] = None) -> Tensor:
         if last:  # the oldest item makes room for the [mask] whose filling is the prediction
             mask = history.new_full((len(history), 1), self.mask_token)
             history = torch.cat([history[:, 1:], mask], 1)
-        return super().forward(history, candidates, last)
+        return super().forward(history, candidates, last, where)
 
     def score(self, states: Tensor, candidates: Optional[Tensor]) -> Tensor:
         bias = self.item_bias if candidates is None else self.item_bias[candidates]

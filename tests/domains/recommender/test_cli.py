@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lightning.pytorch as pl
 import pytest
 
+from domains.recommender import NextItemRanking, SASRec, UserItemSequences
+from domains.recommender.data import modules as data_modules
+from framework import TaskModule
 from framework.cli import main
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
@@ -59,3 +63,27 @@ def test_a_model_sized_for_other_items_fails_when_the_run_starts():
     with pytest.raises(ValueError, match="model.num_items is 500 but the data has 400 items"):
         main(["fit", "--config", str(CONFIGS / "sasrec.yaml"), "--trainer.fast_dev_run=true", *SMALL_DATA, *QUIET,
               "--model.num_items=500"])
+
+
+@pytest.fixture
+def no_negatives(monkeypatch):
+    """The negatives' draw and cache, made to fail: a run that reaches them fails with this."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the negatives were drawn")
+
+    monkeypatch.setattr(data_modules, "sample_negatives", refuse)
+    monkeypatch.setattr(data_modules, "cached_negatives", refuse)
+
+
+def test_a_size_mismatch_fails_before_the_negatives_are_drawn(tmp_path, no_negatives):
+    path = tmp_path / "file.txt"
+    path.write_text("".join(f"{u} {(u * 7 + k) % 50 + 1}\n" for u in range(1, 41) for k in range(4)))
+    data = UserItemSequences(path=str(path), max_len=4)
+    module = TaskModule(SASRec(49, dim=8, max_len=4), NextItemRanking())
+    trainer = pl.Trainer(fast_dev_run=True, logger=False, enable_progress_bar=False, enable_model_summary=False)
+    with pytest.raises(ValueError, match="model.num_items is 49 but the data has 50 items: set model.num_items=50"):
+        trainer.fit(module, datamodule=data)
+    with pytest.raises(AssertionError, match="the negatives were drawn"):  # the right size gets that far
+        pl.Trainer(fast_dev_run=True, logger=False, enable_progress_bar=False, enable_model_summary=False).fit(
+            TaskModule(SASRec(50, dim=8, max_len=4), NextItemRanking()), datamodule=UserItemSequences(path=str(path)))

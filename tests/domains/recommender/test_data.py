@@ -12,6 +12,7 @@ import torch
 
 from domains.recommender.data import (
     GeneratedSequences,
+    LengthGroupedBatches,
     MovieLens100K,
     TasteChain,
     UserItemSequences,
@@ -19,7 +20,6 @@ from domains.recommender.data import (
     leave_one_out,
     left_pad,
     read_movielens,
-    sample_negatives,
     taste_histories,
 )
 from framework.data import DataNotFoundError
@@ -72,14 +72,42 @@ def test_user_item_file_reads_like_movielens(shared_data, tmp_path):
     histories = read_movielens(shared_data("MovieLens100K") / "raw" / "u.data")
     path = tmp_path / "ml-100k.txt"
     path.write_text("".join(f"{u} {i}\n" for u, h in enumerate(histories, 1) for i in h))
-    from_file = UserItemSequences(path=str(path), max_len=10)
+    from_file = UserItemSequences(path=str(path), max_len=10, min_user_interactions=5, min_item_interactions=5)
     from_file.setup("fit")
     movielens = MovieLens100K(max_len=10)
     movielens.setup("fit")
-    assert from_file.num_items == movielens.num_items
+    assert from_file.num_items == movielens.num_items == 1349
     for split in ("val", "test"):
         assert torch.equal(from_file.split(split).seen, movielens.split(split).seen)
         assert torch.equal(from_file.split(split).negatives, movielens.split(split).negatives)
+    # taken as it is, the raw log keeps every item (the file's 1682 films)
+    as_is = UserItemSequences(path=str(path), max_len=10)
+    as_is.setup("fit")
+    assert (as_is.num_users, as_is.num_items, as_is.num_interactions) == (943, 1682, 100_000)
+
+
+def test_a_prepared_file_is_taken_as_it_is_and_the_set_up_says_what_was_kept(tmp_path, caplog):
+    # a prepared file: users with 3 or more items, items seen once (a 5-core filter would drop them all)
+    lines = [(1, 10), (1, 20), (1, 30), (2, 40), (2, 10), (2, 50), (2, 60), (3, 70), (3, 80), (3, 90)]
+    path = tmp_path / "prepared.txt"
+    path.write_text("".join(f"{u} {i}\n" for u, i in lines))
+    data = UserItemSequences(path=str(path), max_len=4)
+    with caplog.at_level("INFO"):
+        data.setup("fit")
+    assert (data.num_users, data.num_items, data.num_interactions) == (3, 9, 10)
+    assert data.read_counts == {"users": 3, "items": 9, "interactions": 10}
+    assert data.train_items.tolist() == [1, 4, 1, 7]  # items 10, 40, 10, 70: all but each user's last two
+    assert "3 users, 9 items, 10 interactions, all that" in caplog.text and "nothing dropped" in caplog.text
+    assert "users >= 3, items >= 1" in caplog.text
+    # a user with fewer than 3 items cannot be split leave-one-out: dropped, and the line says so
+    path.write_text("".join(f"{u} {i}\n" for u, i in lines + [(4, 10), (4, 20)]))
+    caplog.clear()
+    short = UserItemSequences(path=str(path), max_len=4)
+    with caplog.at_level("INFO"):
+        short.setup("fit")
+    assert (short.num_users, short.num_items, short.num_interactions) == (3, 9, 10)
+    assert short.read_counts == {"users": 4, "items": 9, "interactions": 12}
+    assert "3 users, 9 items, 10 interactions kept of 4 users, 9 items, 12 interactions" in caplog.text
 
 
 def test_filtering_matches_the_naive_loop():
@@ -99,16 +127,6 @@ def test_leave_one_out_and_left_padding():
     assert left_pad(split.train, 3).tolist() == [[0, 5, 6], [0, 0, 1]]
     with pytest.raises(ValueError, match="at least 3 items per user"):
         leave_one_out([np.array([1, 2])])
-
-
-def test_negatives_avoid_what_the_user_saw_and_repeat_with_the_seed():
-    seen = [np.array([1, 2, 3]), np.arange(1, 16)]
-    first = sample_negatives(seen, 20, 5, np.random.default_rng(3))
-    assert torch.equal(first, sample_negatives(seen, 20, 5, np.random.default_rng(3)))
-    for row, items in zip(first, seen):
-        assert len(row.unique()) == 5 and not np.isin(row.numpy(), items).any() and row.min() >= 1 and row.max() <= 20
-    with pytest.raises(ValueError, match="data.num_negatives=6 but a user has only 5 unseen items"):
-        sample_negatives(seen, 20, 6, np.random.default_rng(0))
 
 
 def test_generated_histories_follow_successors_and_tastes():
@@ -144,3 +162,37 @@ def test_bad_data_settings_name_the_key(tmp_path):
     (tmp_path / "bad.txt").write_text("1 2 3\n4 5\n")
     with pytest.raises(ValueError, match="bad.txt: expected 2 whitespace-separated integers"):
         UserItemSequences(path=str(tmp_path / "bad.txt")).setup("fit")
+
+
+def test_length_grouped_batches_cover_every_user_once_and_resume_where_they_stopped():
+    torch.manual_seed(0)
+    lengths = torch.randint(1, 52, (1000,))
+    sampler = LengthGroupedBatches(lengths, batch_size=16, group=5)
+    first = list(sampler)
+    assert len(first) == len(sampler) == 63
+    assert sorted(i for batch in first for i in batch) == list(range(1000))
+    spread = np.mean([int(lengths[b].max() - lengths[b].min()) for b in first])
+    assert spread < 12  # lengths 1 .. 51, a run of 5 batches sorted: about 51 / 5 (random batches: about 45)
+    assert first != list(sampler)  # another epoch, another order
+    # a checkpoint in the middle of an epoch: a new sampler given its state gives the rest
+    iterator = iter(sampler)
+    taken = [next(iterator) for _ in range(10)]
+    state = sampler.state_dict()
+    rest = list(iterator)
+    resumed = LengthGroupedBatches(lengths, batch_size=16, group=5)
+    resumed.load_state_dict(state)
+    assert list(resumed) == rest and len(taken) + len(rest) == 63
+
+
+def test_the_training_loader_groups_by_length_unless_told_not_to():
+    data = GeneratedSequences(num_users=400, num_items=200, min_length=3, max_length=60, median_length=6,
+                              max_len=50, batch_size=32)
+    data.setup("fit")
+    lengths = (data.split("train").sequence > 0).sum(1)
+    assert int(lengths.median()) <= 5 and int(lengths.max()) > 30  # median 6 items, 2 held out: a long tail
+    assert isinstance(data.train_dataloader().batch_sampler, LengthGroupedBatches)
+    widths = [int((b["sequence"] > 0).sum(1).max()) for b in data.train_dataloader()]
+    assert np.median(widths) < 20  # most batches need few columns
+    plain = GeneratedSequences(num_users=400, num_items=200, group_by_length=False, batch_size=32)
+    plain.setup("fit")
+    assert not isinstance(plain.train_dataloader().batch_sampler, LengthGroupedBatches)

@@ -3,6 +3,8 @@ a loss that falls on real and generated data, and clear errors for bad settings.
 
 from __future__ import annotations
 
+import lightning.pytorch as pl
+import numpy as np
 import pytest
 import torch
 
@@ -17,6 +19,7 @@ from domains.recommender import (
     SASRec,
     SequentialRanking,
 )
+from framework import TaskModule
 
 
 class Fixed(torch.nn.Module):
@@ -55,13 +58,17 @@ def test_sampled_protocol_ranks_target_among_negatives_and_labels_its_metrics():
         NextItemRanking(protocol="sampled", num_negatives=5).rank(Fixed(), query(2, [1, 2], [5, 1, 3]))
 
 
-def test_next_item_training_targets_are_the_following_items():
+def test_next_item_training_targets_are_the_items_after_real_positions():
     model = SASRec(6, dim=8, max_len=4)
-    step = NextItemRanking().step(model, {"sequence": torch.tensor([[0, 0, 3, 1, 2], [5, 4, 3, 2, 1]])}, "train")
-    assert step.target.tolist() == [3, 1, 2, 4, 3, 2, 1] and step.preds.shape == (7, 7)
+    rows = {"sequence": torch.tensor([[0, 0, 3, 1, 2], [5, 4, 3, 2, 1]])}
+    step = NextItemRanking(loss="softmax").step(model, rows, "train")
+    # the first item of a short row is no target: no item comes before it
+    assert step.target.tolist() == [1, 2, 4, 3, 2, 1] and step.preds.shape == (6, 7)
     assert torch.isinf(step.preds[:, 0]).all()
-    sampled = NextItemRanking(negatives=3).step(model, {"sequence": torch.tensor([[0, 0, 3, 1, 2]])}, "train")
-    assert sampled.preds.shape == (3, 4) and sampled.target.tolist() == [0, 0, 0]
+    sampled = NextItemRanking(loss="sampled_softmax", negatives=3).step(model, rows, "train")
+    assert sampled.preds.shape == (6, 4) and sampled.target.tolist() == [0] * 6
+    paper = NextItemRanking().step(model, rows, "train")  # the default: SASRec's BCE, one negative
+    assert paper.preds.shape == (6, 2) and paper.loss > 0
 
 
 def test_masked_item_training_predicts_the_masked_items():
@@ -76,7 +83,8 @@ def test_masked_item_training_predicts_the_masked_items():
 
 @pytest.mark.parametrize("key, task, message", [
     ("protocol", lambda: NextItemRanking(protocol="uni100"), "task.protocol must be 'full' or 'sampled'"),
-    ("negatives", lambda: NextItemRanking(negatives=-1), "task.negatives must be 0"),
+    ("negatives", lambda: NextItemRanking(negatives=0), "task.negatives must be at least 1 for task.loss=bce"),
+    ("loss", lambda: MaskedItemRanking(loss="bpr"), "task.loss must be one of bce, sampled_softmax, softmax"),
     ("mask_prob", lambda: MaskedItemRanking(mask_prob=0.0), "task.mask_prob must be in"),
     ("k", lambda: NextItemRanking(k=0), "task.k must be at least 1"),
 ])
@@ -102,29 +110,48 @@ def test_sasrec_loss_falls_on_movielens(shared_data):
     shared_data("MovieLens100K")
     torch.manual_seed(0)
     data = MovieLens100K(max_len=10, batch_size=32)
-    values = losses(SASRec(1349, dim=16, max_len=10), NextItemRanking(), data, steps=10)
+    values = losses(SASRec(1349, dim=16, max_len=10), NextItemRanking(loss="softmax"), data, steps=10)
     assert values[-1] < values[0] - 0.3
+
+
+def test_the_default_loss_falls_on_generated_histories():
+    torch.manual_seed(0)
+    data = GeneratedSequences(num_users=300, num_items=100, max_len=20, batch_size=64)
+    values = losses(SASRec(100, dim=16, max_len=20), NextItemRanking(), data, steps=40)
+    assert NextItemRanking().loss == "bce" and values[0] > 1.2  # about 2 log 2 at the start
+    assert np.mean(values[-5:]) < np.mean(values[:5]) - 0.25
 
 
 def test_din_loss_falls_on_generated_histories():
     torch.manual_seed(0)
     data = GeneratedSequences(num_users=200, num_items=60, min_length=5, max_length=15, max_len=15, batch_size=32,
-                           num_negatives=20)
-    values = losses(DIN(60, dim=16), NextItemRanking(negatives=4), data, steps=15)
+                              num_negatives=20)
+    values = losses(DIN(60, dim=16), NextItemRanking(loss="sampled_softmax", negatives=4), data, steps=15)
     assert values[-1] < values[0] - 0.2
 
 
-def test_the_popularity_baseline_beats_a_constant_model_after_one_pass():
-    data = GeneratedSequences(num_users=300, num_items=60, max_len=20, num_negatives=20)
-    data.setup("fit")
+def test_popularity_counts_every_training_interaction_without_gradient_steps():
+    data = GeneratedSequences(num_users=300, num_items=60, max_len=5, num_negatives=20)  # rows hold 6 items only
     model, task = MostPopular(60), NextItemRanking()
-    for batch in data.train_dataloader():
-        task.step(model, batch, "train")
+    module = TaskModule(model, task)
+    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=1.0, weight_decay=0.5)
+    before = model.temperature.detach().clone()
+    pl.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+               enable_model_summary=False, accelerator="cpu").fit(module, datamodule=data)
+    expected = torch.bincount(data.train_items, minlength=61).float()
+    assert data.train_items.numel() > 300 * 6  # more than the rows hold
+    assert torch.equal(model.counts, expected) and model.counts[0] == 0  # counted once, not once per epoch
+    assert torch.equal(model.temperature, before) and model.temperature.grad is None  # no gradient, no step
     metrics = task.metrics()
     for batch in data.val_dataloader():
         step = task.step(model, batch, "val")
         metrics.update(step.preds, step.target)
     assert float(metrics.compute()["hr@10"]) > 0.15  # the 10 most popular of 60 Zipf items
+
+
+def test_a_popularity_model_that_was_never_counted_says_so():
+    with pytest.raises(RuntimeError, match="MostPopular has no counts"):
+        NextItemRanking().step(MostPopular(5), {"sequence": torch.tensor([[0, 1, 2]])}, "train")
 
 
 def test_base_task_needs_a_training_objective():
