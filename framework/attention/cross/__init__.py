@@ -13,6 +13,7 @@ from .distribution import DISTRIBUTIONS, Distribution
 from .local_p import LuongLocalAttention
 from .rotatory import RotatoryAttention
 from .score import SCORES, Score
+from .set_attention import MultiheadAttentionBlock
 
 __all__ = ["DISTRIBUTIONS", "SCORES", "AlternatingCoAttention", "Attention", "Distribution", "LuongLocalAttention",
-           "ParallelCoAttention", "RotatoryAttention", "Score", "causal_mask"]
+           "MultiheadAttentionBlock", "ParallelCoAttention", "RotatoryAttention", "Score", "causal_mask"]

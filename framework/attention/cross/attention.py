@@ -55,8 +55,9 @@ class Attention(AttentionBlock):
         key_dim: key features Dk (default ``dim``).
         value_dim: value features Dv (default ``key_dim``).
         score: a name from ``general.score.SCORES``: additive, dot, scaled_dot, general,
-            biased_general, activated_general, concat, location, cosine, kernel.
-        distribution: softmax, sparsemax, sigmoid, hard or normalize (kernel scores).
+            biased_general, activated_general, concat, location, cosine, kernel, deep, coda (pairs).
+        distribution: softmax, sparsemax, sigmoid, hard, normalize (kernel scores),
+            entmax15, adaptive_entmax (a learned alpha per head) or quasi (with the coda score).
         num_heads: h parallel heads; each has its own projections and score parameters.
         head_dim: features per head (default ``dim // num_heads``).
         project: learn the query/key/value/output maps W_Q, W_K, W_V, W_O (Transformer
@@ -69,7 +70,7 @@ class Attention(AttentionBlock):
         causal: query i attends keys j <= i only.
         dropout: dropout on the attention weights while training.
         score_kwargs: extra options of the score (``hidden``, ``activation``, ``max_len``,
-            ``temperature``).
+            ``temperature``, ``layers``).
 
     Shapes:
         query (B, M, Dq), or (B, Dq) for a single query; key (B, N, Dk), default the
@@ -141,7 +142,12 @@ class Attention(AttentionBlock):
                 raise ValueError(f"attention: multi_dimensional needs a feature-wise score ({feature_wise}), got {score!r}")
             options["value_dim"] = v_head
         self.score = score_cls(q_head, k_head, num_heads, **options)
-        self.distribution = _lookup(DISTRIBUTIONS, distribution, "distribution function")()
+        distribution_cls = _lookup(DISTRIBUTIONS, distribution, "distribution function")
+        self.distribution = distribution_cls(num_heads) if distribution_cls.per_head else distribution_cls()
+        if distribution_cls.pairs != score_cls.pairs:
+            pairs = sorted(n for n, c in DISTRIBUTIONS.items() if c.pairs), sorted(n for n, c in SCORES.items() if c.pairs)
+            raise ValueError(f"attention: distribution {distribution!r} and score {score!r} do not fit: the pair "
+                             f"distributions {pairs[0]} take the pair scores {pairs[1]}, and only those")
 
     def forward(
         self,
@@ -275,6 +281,15 @@ _preset("kernel", "general / scoring: kernel feature map (linear time)", "Kathar
 _preset("sparsemax", "general / alignment: sparse (sparsemax)", "Martins & Astudillo, ICML 2016", distribution="sparsemax")
 _preset("sigmoid", "general / alignment: sigmoid", "Kim, Denton, Hoang & Rush, ICLR 2017", distribution="sigmoid")
 _preset("hard", "general / alignment: hard (stochastic)", "Xu et al., ICML 2015", distribution="hard")
+_preset("entmax15", "general / alignment: sparse (1.5-entmax)",
+        "Peters, Niculae & Martins, Sparse Sequence-to-Sequence Models, ACL 2019", distribution="entmax15")
+_preset("adaptive_entmax", "general / alignment: sparse (alpha-entmax, alpha learned per head)",
+        "Correia, Niculae & Martins, Adaptively Sparse Transformers, EMNLP 2019", distribution="adaptive_entmax")
+_preset("quasi_attention", "general / alignment: quasi-attention (compositional de-attention)",
+        "Tay, Luu, Zhang, Wang & Hui, Compositional De-Attention Networks, NeurIPS 2019", score="coda", distribution="quasi")
 _preset("multi_dimensional", "general / dimensionality: multi-dimensional", "Shen et al., AAAI 2018", score="additive", multi_dimensional=True)
 _preset("multi_head", "query-related / multiplicity: multi-head", "Vaswani et al., NeurIPS 2017", num_heads=8)
+_preset("deep_alignment", "general / scoring: deep alignment (multi-layer MLP)",
+        "Pavlopoulos, Malakasiotis & Androutsopoulos, Deeper Attention to Abusive User Content Moderation, EMNLP 2017",
+        score="deep", project=False)
 _preset("multi_hop", "query-related / multiplicity: multi-hop", "Yang et al., CVPR 2016; Sukhbaatar et al., NeurIPS 2015", hops=2)

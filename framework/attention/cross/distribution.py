@@ -9,10 +9,17 @@ loss needs.
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar, Optional
 
 import torch
+from entmax import entmax15, entmax_bisect
 from torch import Tensor, nn
+
+# The entmax package's autograd Functions are classmethods, which TorchDynamo cannot trace; as
+# single graph nodes they compile (AOTAutograd traces them, forward and backward).
+entmax15 = torch.compiler.allow_in_graph(entmax15)
+entmax_bisect = torch.compiler.allow_in_graph(entmax_bisect)
 
 
 def _lowest(e: Tensor) -> float:
@@ -21,9 +28,13 @@ def _lowest(e: Tensor) -> float:
 
 class Distribution(nn.Module):
     """Base class; subclasses define ``forward(e, mask, dim) -> (weights, log_prob or None)``.
-    ``normalised``: whether the weights of a query sum to 1 over its keys (what an ablation keeps)."""
+    ``normalised``: whether the weights of a query sum to 1 over its keys (what an ablation keeps).
+    ``per_head``: the class is built with the number of heads (a parameter per head).
+    ``pairs``: it takes a score's pair of energies, e (..., 2) (see ``Score.pairs``)."""
 
     normalised: ClassVar[bool] = True
+    per_head: ClassVar[bool] = False
+    pairs: ClassVar[bool] = False
 
 
 class Softmax(Distribution):
@@ -125,6 +136,77 @@ class Hard(Distribution):
         return weights, log_prob
 
 
+def _below_support(e: Tensor, mask: Tensor, dim: int, gap: Tensor | float) -> Tensor:
+    """``e`` with its masked entries set to (the row's largest allowed energy) - ``gap``.
+
+    An alpha-entmax gives exactly zero to every energy more than 1 / (alpha - 1) below the
+    row's largest (its threshold is at least (alpha - 1) max - 1), so with
+    ``gap = 1 / (alpha - 1) + 1`` masked keys drop out while every value stays finite (a
+    filled -inf or float min would overflow in the squares of the sort-based algorithm).
+    A row with no allowed key becomes constant (the weights are zeroed by the caller).
+    """
+    top = e.masked_fill(~mask, _lowest(e)).amax(dim, keepdim=True)
+    top = torch.where(mask.any(dim, keepdim=True), top, 0.0)  # any finite value does for an empty row
+    return torch.where(mask, e, (top - gap).detach())
+
+
+class Entmax15(Distribution):
+    """1.5-entmax, a = argmax_{p in simplex} p.e + H_1.5(p) = [e/2 - tau]_+^2: sparse, between
+    softmax and sparsemax (Peters, Niculae & Martins, ACL 2019; the ``entmax`` package)."""
+
+    def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
+        if mask is None:
+            return entmax15(e, dim=dim), None
+        return entmax15(_below_support(e, mask, dim, 3.0), dim=dim) * mask, None
+
+
+class AdaptiveEntmax(Distribution):
+    """alpha-entmax with a learned alpha per head, a = [(alpha - 1) e - tau]_+^(1 / (alpha - 1)):
+    each head learns how sparse it is (Correia, Niculae & Martins, EMNLP 2019; the ``entmax`` package).
+
+    alpha = 1 + 0.01 + 0.99 sigmoid(a_h) lies in (1.01, 2): near softmax (alpha -> 1) to
+    sparsemax (alpha = 2); it starts at 1.5. The weights are found by bisection
+    (``entmax_bisect``, ``n_iter`` halvings), which also gives the gradient in alpha. The
+    energies carry the heads on their axis 1: e (B, h, ...).
+    """
+
+    per_head = True
+    LOW, RANGE, START = 1.01, 0.99, 1.5
+
+    def __init__(self, num_heads: int = 1, n_iter: int = 50) -> None:
+        super().__init__()
+        self.n_iter = n_iter
+        start = (self.START - self.LOW) / self.RANGE
+        self.alpha_logit = nn.Parameter(torch.full((num_heads,), math.log(start / (1 - start))))
+
+    @property
+    def alpha(self) -> Tensor:
+        """(h,) the alpha of each head."""
+        return self.LOW + self.RANGE * torch.sigmoid(self.alpha_logit)
+
+    def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
+        alpha = self.alpha.to(e.dtype).reshape(-1, *[1] * (e.dim() - 2))  # (h, 1, ...): heads on axis 1
+        if mask is None:
+            return entmax_bisect(e, alpha, dim, self.n_iter), None
+        z = _below_support(e, mask, dim, 1 / (alpha - 1) + 1)
+        return entmax_bisect(z, alpha, dim, self.n_iter) * mask, None
+
+
+class Quasi(Distribution):
+    """Quasi-attention (CoDA), a = tanh(e) * sigmoid(g): weights in (-1, 1) that add, subtract
+    or delete values, not normalised (Tay, Luu, Zhang, Wang & Hui, NeurIPS 2019).
+
+    Takes the ``coda`` score's pair of energies, e (..., 2) = [affinity e; gate energy g].
+    """
+
+    normalised = False
+    pairs = True
+
+    def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
+        weights = torch.tanh(e[..., 0]) * torch.sigmoid(e[..., 1])
+        return (weights if mask is None else weights * mask), None
+
+
 #: Distribution functions by name, as ``Attention(distribution=...)`` takes them.
 DISTRIBUTIONS: dict[str, type[Distribution]] = {
     "softmax": Softmax,
@@ -132,4 +214,7 @@ DISTRIBUTIONS: dict[str, type[Distribution]] = {
     "sigmoid": Sigmoid,
     "hard": Hard,
     "normalize": Normalize,
+    "entmax15": Entmax15,
+    "adaptive_entmax": AdaptiveEntmax,
+    "quasi": Quasi,
 }

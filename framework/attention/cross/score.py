@@ -41,6 +41,9 @@ class Score(nn.Module):
 
     #: whether ``value_dim`` may be given to get one energy per value feature.
     feature_wise: ClassVar[bool] = False
+    #: whether it gives a pair of energies per query and key, e (B, h, M, N, 2), for a
+    #: distribution that takes pairs (``quasi``).
+    pairs: ClassVar[bool] = False
 
     def __init__(self, query_dim: int, key_dim: int, num_heads: int = 1) -> None:
         super().__init__()
@@ -235,6 +238,54 @@ class KernelScore(Score):
         return self.feature_map(q) @ self.feature_map(k).transpose(-1, -2)
 
 
+class DeepScore(AdditiveScore):
+    """Deep alignment score, e = w^T E^(L) + b, an MLP of L layers over q and k (Pavlopoulos et al., EMNLP 2017).
+
+    E^(1) = act(W_1 q + W_2 k + b_1) and E^(l) = act(W_l E^(l-1) + b_l) for l = 2..L (``layers``).
+    ``layers=1`` is the additive score (plus the output bias b, which only a distribution
+    other than softmax sees). All hidden layers have ``hidden`` (d_w) features; with
+    ``value_dim`` the output layer gives one energy per value feature, as in ``AdditiveScore``.
+    """
+
+    def __init__(self, query_dim: int, key_dim: int, num_heads: int = 1, hidden: Optional[int] = None,
+                 layers: int = 2, activation: str = "tanh", value_dim: Optional[int] = None) -> None:
+        super().__init__(query_dim, key_dim, num_heads, hidden, activation, value_dim)
+        if layers < 1:
+            raise ValueError(f"deep score: layers must be at least 1, got {layers}")
+        self.layers = layers
+        self.hidden_weights = nn.ParameterList(_per_head(num_heads, self.hidden, self.hidden) for _ in range(layers - 1))
+        self.hidden_biases = nn.ParameterList(nn.Parameter(torch.zeros(num_heads, 1, 1, self.hidden)) for _ in range(layers - 1))
+        self.out_bias = nn.Parameter(torch.zeros(num_heads, 1, 1, value_dim or 1))
+
+    def forward(self, q: Tensor, k: Tensor) -> Tensor:
+        qh, kh = self._query_key(q, k)
+        hidden = self._act(qh.unsqueeze(-2) + kh.unsqueeze(-3))  # E^(1) (B, h, M, N, dw)
+        for weight, bias in zip(self.hidden_weights, self.hidden_biases):
+            hidden = self._act(hidden @ weight.unsqueeze(1) + bias)  # E^(l)
+        e = hidden @ self.out.unsqueeze(1) + self.out_bias  # (B, h, M, N, dv or 1)
+        return e if self.value_dim else e.squeeze(-1)
+
+
+class CoDAScore(Score):
+    """Compositional de-attention pair, e = q.k / sqrt(dk) and g = -|q - k|_1 / sqrt(dk), for the
+    ``quasi`` distribution (Tay, Luu, Zhang, Wang & Hui, NeurIPS 2019).
+
+    The affinity e says whether a value is added (e > 0) or subtracted (e < 0); the negative
+    L1 distance g gates it (far keys are deleted). Energies e (B, h, M, N, 2) = [e; g].
+    """
+
+    pairs = True
+
+    def __init__(self, query_dim: int, key_dim: int, num_heads: int = 1) -> None:
+        super().__init__(query_dim, key_dim, num_heads)
+        self._same_dims()
+
+    def forward(self, q: Tensor, k: Tensor) -> Tensor:
+        scale = 1.0 / math.sqrt(self.key_dim)
+        affinity = (q @ k.transpose(-1, -2)) * scale
+        return torch.stack([affinity, -torch.cdist(q, k, p=1) * scale], dim=-1)
+
+
 #: Score functions by name, as ``Attention(score=...)`` takes them.
 SCORES: dict[str, type[Score]] = {
     "additive": AdditiveScore,
@@ -247,4 +298,6 @@ SCORES: dict[str, type[Score]] = {
     "location": LocationScore,
     "cosine": CosineScore,
     "kernel": KernelScore,
+    "coda": CoDAScore,
+    "deep": DeepScore,
 }

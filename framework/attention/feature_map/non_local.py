@@ -18,16 +18,17 @@ def tokens(x: Tensor) -> Tensor:
 
 
 def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, block: AttentionBlock,
-                          want: bool) -> tuple[Tensor, Optional[Tensor]]:
-    """softmax(q k^T) v, unscaled, for q (B, M, d), k (B, N, d), v (B, N, dv): (output, weights or None).
+                          want: bool, scale: float = 1.0) -> tuple[Tensor, Optional[Tensor]]:
+    """softmax(scale q k^T) v, unscaled by default, for q (..., M, d), k (..., N, d), v (..., N, dv)
+    (any leading batch and head axes): (output, weights or None).
 
-    Without ``want`` the fused ``scaled_dot_product_attention`` (scale 1) computes it and
-    the (B, M, N) weights are never materialised; with it the same numbers come from an
-    explicit softmax, passed through ``block``'s ablation, and the weights are returned.
+    Without ``want`` the fused ``scaled_dot_product_attention`` computes it and the (..., M, N)
+    weights are never materialised; with it the same numbers come from an explicit softmax,
+    passed through ``block``'s ablation, and the weights are returned.
     """
     if not want:
-        return F.scaled_dot_product_attention(q, k, v, scale=1.0), None
-    weights = block.ablate(torch.softmax(q @ k.transpose(1, 2), dim=-1))
+        return F.scaled_dot_product_attention(q, k, v, scale=scale), None
+    weights = block.ablate(torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1))
     return weights @ v, weights
 
 

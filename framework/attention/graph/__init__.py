@@ -1,6 +1,7 @@
-"""Graph attention: each node attends to its neighbours (kind ``graph``), GAT and GATv2 over
+"""Graph attention: each node attends to its neighbours (kind ``graph``), GAT, GATv2 and HAN over
 torch_geometric's layers. Importing registers them."""
 
 from .gat import GraphAttention, GraphAttentionV2
+from .han import HeterogeneousGraphAttention
 
-__all__ = ["GraphAttention", "GraphAttentionV2"]
+__all__ = ["GraphAttention", "GraphAttentionV2", "HeterogeneousGraphAttention"]

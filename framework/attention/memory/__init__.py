@@ -1,6 +1,10 @@
-"""Memory attention: a query reads a memory of slots in several hops (kind ``memory``).
-Importing registers the block."""
+"""Memory attention: a query reads a memory of slots (kind ``memory``): the multi-hop read of
+memory networks, modern Hopfield retrieval, neural Turing machine heads and the episodic memory
+of dynamic memory networks. Importing registers the blocks."""
 
+from .episodic import EPISODES, AttentionGRU, EpisodicMemory
+from .hopfield import HopfieldLayer
+from .ntm import NTMHeads, NTMStep
 from .read import UPDATES, MemoryRead
 
-__all__ = ["UPDATES", "MemoryRead"]
+__all__ = ["EPISODES", "UPDATES", "AttentionGRU", "EpisodicMemory", "HopfieldLayer", "MemoryRead", "NTMHeads", "NTMStep"]

@@ -3,5 +3,6 @@ self-attentive pooling with learned queries and hierarchical attention. Importin
 
 from .hierarchical import HierarchicalAttention
 from .pooling import AttentionPooling, frobenius_penalty
+from .set_pooling import PoolingByMultiheadAttention
 
-__all__ = ["AttentionPooling", "HierarchicalAttention", "frobenius_penalty"]
+__all__ = ["AttentionPooling", "HierarchicalAttention", "PoolingByMultiheadAttention", "frobenius_penalty"]

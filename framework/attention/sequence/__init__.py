@@ -3,5 +3,6 @@
 
 from .local import LocalAttention, band_mask
 from .self_attention import MultiHeadSelfAttention
+from .set_attention import InducedSetAttentionBlock, SetAttentionBlock
 
-__all__ = ["LocalAttention", "MultiHeadSelfAttention", "band_mask"]
+__all__ = ["LocalAttention", "InducedSetAttentionBlock", "MultiHeadSelfAttention", "SetAttentionBlock", "band_mask"]
