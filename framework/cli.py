@@ -3,6 +3,7 @@
     python -m framework fit --config domains/vision/ccnet.yaml --trainer.max_epochs=3
     python -m framework test --config runs/ccnet/<run>/config.yaml --ckpt_path runs/ccnet/<run>/checkpoints/best.ckpt
     python -m framework blocks                      # the attention catalogue
+    python -m framework evaluate --config ... --ckpt_path ...   # is the attention right? (framework.evaluation)
 
 A config has the usual LightningCLI sections ``trainer``, ``data``, ``optimizer``,
 ``lr_scheduler``, ``seed_everything``, and two of this framework:
@@ -38,13 +39,15 @@ from torch import nn
 from . import catalogue, runs
 from .callbacks import AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunSummary
 from .checkpoint import AtomicCheckpointIO
+from .data.sizes import fill_sizes
 from .errors import TRACEBACK_ENV, CheckpointError, ConfigError, explain, parser_message, traceback_requested, user_error
 from .task_module import CompileMode, TaskModule
 from .tasks import Task
 
 DESCRIPTION = (
     "Train, validate, test or predict with attention models. "
-    "`python -m framework blocks` prints the attention catalogue."
+    "`python -m framework blocks` prints the attention catalogue; "
+    "`python -m framework evaluate --config ... --ckpt_path ...` evaluates a model's attention."
 )
 CONFIG_PRESETS = Path("configs")
 #: ``ckpt_path`` values Lightning resolves itself (the checkpoint callback's files of this process).
@@ -130,6 +133,41 @@ class FrameworkCLI(LightningCLI):
                             help="validate, test or predict the model as configured, without a checkpoint")
         parser.add_argument("--traceback", type=bool, default=False,
                             help="show the traceback of errors the framework explains in one line")
+        self.add_ablation_arguments(parser)
+
+    def add_ablation_arguments(self, parser: LightningArgumentParser) -> None:
+        """``--ablation`` and ``--ablation_blocks``, which ``test`` acts on (see :meth:`before_test`);
+        every subcommand takes them, so that a test's written config starts any other run."""
+        parser.add_argument("--ablation", type=Optional[str], default=None,
+                            help="test only: attention weights replaced by uniform, random or permuted ones "
+                                 "(framework.attention.ablation), or none: the blocks skipped, where a block's output "
+                                 "has its input's shape")
+        parser.add_argument("--ablation_blocks", type=list[str], default=[],
+                            help="the blocks --ablation changes: glob patterns over module names, or registry "
+                                 "names (default: all)")
+
+    def before_test(self) -> None:
+        """``--ablation``: the test runs with the chosen blocks ablated (checked against the model first)."""
+        from .evaluation.ablation import MODES, AblationSwitch, choose
+
+        config = self.config["test"]
+        if config.get("ablation") is None:
+            if config.get("ablation_blocks"):
+                raise ConfigError("--ablation_blocks needs --ablation (uniform, random, permute or none)")
+            return
+        if config.ablation not in MODES:
+            raise ConfigError(f"--ablation must be one of {', '.join(MODES)}, got {config.ablation!r}")
+        try:
+            choose(self.model.model, config.ablation_blocks)
+        except ValueError as err:
+            raise ConfigError(f"--ablation_blocks: {err}") from None
+        self.trainer.callbacks.append(AblationSwitch(config.ablation, config.ablation_blocks))
+
+    def _ablation_is_for_test(self) -> None:
+        if self.config[self.subcommand].get("ablation") is not None:
+            raise ConfigError(f"--ablation applies to test (and evaluate), not to {self.subcommand}: unset it")
+
+    before_fit = before_validate = before_predict = _ablation_is_for_test
 
     def _parse_ckpt_path(self) -> None:
         """A checkpoint written by this CLI carries its model and task configs: use them.
@@ -186,8 +224,14 @@ class FrameworkCLI(LightningCLI):
         if config.get("lr_scheduler") and not config.get("optimizer"):
             self.parser.error("lr_scheduler is set but optimizer is not: name the optimizer the schedule drives "
                               "(for example --optimizer=torch.optim.AdamW --optimizer.lr=0.001)")
-        self.config_init = self.parser.instantiate_classes(self.config)
+        data = instantiate_data(config.data)  # first: it states the sizes the model and task leave unset
+        fill_sizes({section: config[section].init_args for section in ("model", "task")
+                    if config.get(section) and config[section].get("init_args") is not None}, data)
+        without_data = self.config.clone()
+        (without_data[self.subcommand] if self.subcommand else without_data).data = None
+        self.config_init = self.parser.instantiate_classes(without_data)
         built = self.config_init[self.subcommand] if self.subcommand else self.config_init
+        built.data = data
         task, self.datamodule = built.task, built.data
         self.model = TaskModule(built.model, task, compile=config.compile)
         self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
@@ -208,6 +252,15 @@ class FrameworkCLI(LightningCLI):
         if trainer.get("enable_progress_bar") is not False and not any(isinstance(c, ProgressBarBase) for c in callbacks):
             kwargs["callbacks"] = [*callbacks, ProgressBar()]
         return super().instantiate_trainer(**kwargs)
+
+
+def instantiate_data(data_config: Any) -> Optional[LightningDataModule]:
+    """The data module of a parsed ``data`` section (None without one), built alone."""
+    if data_config is None:
+        return None
+    parser = LightningArgumentParser(exit_on_error=False)
+    parser.add_lightning_class_args(LightningDataModule, "data", subclass_mode=True)
+    return parser.instantiate_classes(parser.parse_object({"data": data_config.as_dict()})).data
 
 
 def _as_list(value: Any) -> list:
@@ -309,6 +362,16 @@ def main(args: Optional[list[str]] = None) -> Optional[FrameworkCLI]:
     argv = sys.argv[1:] if args is None else [str(arg) for arg in args]
     if argv[:1] == ["blocks"]:
         catalogue.main(argv[1:])
+        return None
+    if argv[:1] == ["evaluate"]:  # the evaluation of a checkpoint's attention on the test split (framework.evaluation)
+        from .evaluation import main as evaluate
+
+        evaluate(argv[1:])
+        return None
+    if argv[:1] == ["compare"]:  # a grid of runs over seeds, each a fit and a test process of this CLI
+        from .compare import main as compare
+
+        compare(argv[1:])
         return None
     try:
         check_config_files(argv)

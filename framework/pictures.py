@@ -10,6 +10,7 @@ logs what they draw.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -97,17 +98,19 @@ def colour_mask(mask: Tensor, colours: Tensor, ignore_index: int) -> Tensor:
     return image
 
 
-def overlay(image: Tensor, weights: Tensor, point: tuple[int, int]) -> Tensor:
+def overlay(image: Tensor, weights: Tensor, point: Optional[tuple[int, int]] = None) -> Tensor:
     """The image beside the (h, w) ``weights`` upsampled to its size, ``point`` (row, column)
-    marked with a white cross in both: where one query pixel looks."""
+    marked with a white cross in both: where one query pixel looks (without ``point``: where a
+    token that is no pixel, such as a ViT's [CLS], looks)."""
     image = cpu(image)
     height, width = image.shape[:2]
     enlarged = F.interpolate(cpu(weights)[None, None].float(), size=(height, width), mode="nearest")[0, 0]
     marked = [image.clone(), heatmap(enlarged, min_side=1)]
-    y, x = point
-    for picture in marked:
-        picture[max(y - 2, 0):y + 3, x] = 255
-        picture[y, max(x - 2, 0):x + 3] = 255
+    if point is not None:
+        y, x = point
+        for picture in marked:
+            picture[max(y - 2, 0):y + 3, x] = 255
+            picture[y, max(x - 2, 0):x + 3] = 255
     return side_by_side(*marked)
 
 

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
-from .base import Task
+from ..attention import capture
+from .base import ItemAttention, Task
+
+
+def erase_tokens(tokens: Tensor, mask: Tensor, erased: Tensor, pad: Optional[int] = None) -> tuple[Tensor, Tensor]:
+    """Tokens (..., N) with the ``erased`` ones cut out: the others move left in their order, the
+    freed places at the end become padding (``pad``, default the value of a padded place, else
+    0) with mask False. ``erased`` has the tokens' shape or is flat over their last two axes
+    (the words of a document's sentences)."""
+    erased = erased.reshape(mask.shape).bool()
+    keep = mask.bool() & ~erased
+    order = (~keep).to(torch.uint8).argsort(dim=-1, stable=True)  # kept tokens first, in their order
+    if pad is None:
+        padded = tokens[~mask.bool()]
+        pad = int(padded[0]) if len(padded) else 0
+    moved, kept = tokens.gather(-1, order), keep.gather(-1, order)
+    return moved.masked_fill(~kept, pad), kept
 
 
 class Classification(Task):
@@ -41,3 +61,43 @@ class Classification(Task):
         return MetricCollection(
             {"acc": MulticlassAccuracy(average="micro", **options), "f1": MulticlassF1Score(average="macro", **options)}
         )
+
+    # Evaluation hooks for token sequences read out at their last real token (the demo's
+    # SequenceClassifier): batches {"tokens" (B, N), "mask" (B, N), "target"}, the items are the
+    # tokens. Other batches have no items here; the domains' tasks define their own.
+
+    @staticmethod
+    def _tokens(batch: Any) -> bool:
+        return isinstance(batch, Mapping) and "tokens" in batch and "mask" in batch
+
+    def item_attention(self, model: nn.Module, batch: Any) -> Optional[ItemAttention]:
+        """The last attention block's weights from the last real token (the read-out) over the
+        tokens, heads averaged."""
+        if not self._tokens(batch):
+            return None
+        with capture(model) as maps:
+            self.decision(model, batch)
+        found = [(name, records[-1]) for name, records in maps.items()
+                 if records and records[-1].queries is not None and isinstance(records[-1].weights, Tensor)]
+        if not found:
+            return None
+        name, record = found[-1]
+        weights = record.weights.float()
+        while weights.dim() > 3:
+            weights = weights.mean(1)
+        mask = batch["mask"].bool()
+        last = mask.sum(1) - 1
+        row = weights[torch.arange(len(weights), device=weights.device), last.clamp(min=0)]
+        row = row * mask
+        return ItemAttention(row / row.sum(-1, keepdim=True).clamp(min=1e-12), mask, (name,))
+
+    def erase_items(self, batch: Any, erased: Tensor) -> Optional[Any]:
+        """The tokens ``erased`` cut out of each sequence (:func:`erase_tokens`)."""
+        if not self._tokens(batch):
+            return None
+        tokens, mask = erase_tokens(batch["tokens"], batch["mask"], erased)
+        return {**batch, "tokens": tokens, "mask": mask}
+
+    def item_layer(self, model: nn.Module) -> Optional[nn.Module]:
+        """The model's first token embedding."""
+        return next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)

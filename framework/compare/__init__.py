@@ -1,0 +1,41 @@
+"""Compare blocks in one command: a grid of configs over seeds, run in parallel, tabulated.
+
+    python -m framework compare --config domains/vision/ccnet.yaml \\
+        --grid model.attention=[criss_cross,danet,non_local,none] --seeds 5 --jobs 4
+
+The package, one purpose per module:
+
+* :mod:`.grid`: ``--grid KEY=[...]`` flags, their product, the cells;
+* :mod:`.spec`: the comparison's spec and folder (``runs/compare/<name>/spec.json``), resuming;
+* :mod:`.resolve`: every cell's config checked by the CLI's parser before anything runs;
+* :mod:`.runner`: one run, a ``fit`` process and a ``test`` process, and what a run still needs;
+* :mod:`.executors`: local worker slots (GPUs or CPU threads), or a submitit job array (SLURM);
+* :mod:`.results`: mean +- std, the paired t-test, best-of-N, ``results.csv``/``.md``;
+* :mod:`.plots`: ``metric.png`` and ``curves.png``, logged to W&B;
+* :mod:`.sweep` and :mod:`.agent`: the comparison as a W&B grid sweep, and a sweep run.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from ..errors import explain, traceback_requested, user_error
+
+
+def main(argv: Optional[list[str]] = None):
+    """``python -m framework compare ...``; an error the framework explains is one line, status 1."""
+    from .command import main as run
+
+    argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
+    try:
+        return run(argv)
+    except Exception as err:
+        found = None if traceback_requested(argv) else user_error(err)
+        if found is None:
+            raise
+        print(explain(found), file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+__all__ = ["main"]

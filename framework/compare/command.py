@@ -1,0 +1,214 @@
+"""``python -m framework compare``: the command line of a comparison."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from ..errors import ConfigError
+from . import executors, plots, results, sweep
+from .grid import CONFIG_KEY, parse_grid
+from .resolve import has_key, resolve, resolve_cells, wandb_project
+from .runner import RunPlan, RunResult, fit_arguments, state, TEST_FOLDER
+from .spec import Spec, check_resumable, comparison_folder, config_hash, default_name
+
+USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
+                                [--seeds N] [--jobs N] [--name NAME] [--baseline CELL] [any fit flag ...]"""
+EXAMPLE = """examples:
+  python -m framework compare --config domains/vision/ccnet.yaml --grid model.attention=[criss_cross,danet,non_local,none] --seeds 5
+  python -m framework compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,local,none] \\
+      --grid optimizer.init_args.lr=[0.003,0.001] --seeds 3 --jobs 2 --baseline none --trainer.max_epochs=4
+  python -m framework compare --grid config=[domains/graph/gat_cora.yaml,domains/graph/gcn_cora.yaml] --seeds 10 \\
+      --config configs/logger/csv.yaml
+  ... --executor submitit --submitit slurm_partition=gpu --submitit gpus_per_node=1 --submitit timeout_min=240
+  ... --sweep          # write runs/compare/<name>/sweep.yaml, a W&B grid sweep, and stop
+  ... --report         # only the tables and plots of the runs that finished
+
+Each cell x seed is `python -m framework fit ... --seed_everything=S --run_dir=runs/compare/<name>/runs/<cell>/seedS`,
+then `test` of its best checkpoint; finished runs are not run again. Results: results.md, results.csv, runs.csv,
+metric.png and curves.png in runs/compare/<name>/ (under $FRAMEWORK_RUNS_DIR when set)."""
+RESERVED = ("--run_dir", "--seed_everything", "--ckpt_path", "--print_config", "--experiment")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m framework compare", usage=USAGE, epilog=EXAMPLE, allow_abbrev=False,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="Run a grid of configs over seeds (a fit and a test per run) and compare "
+                                            "them: mean ± std of the test metrics, time, memory, a paired t-test "
+                                            "against a baseline, best-of-N. Flags it does not know (--config, "
+                                            "--trainer.max_epochs=3 ...) are given to every fit.")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=[V1,V2,...]",
+                   help="a config key and its values (YAML list); several --grid make the product; "
+                        "the key `config` takes config files")
+    p.add_argument("--seeds", type=int, default=1, help="runs per cell, seeds FIRST .. FIRST+N-1 (default 1)")
+    p.add_argument("--first_seed", type=int, default=0, help="the first seed (default 0)")
+    p.add_argument("--name", default=None, help="the comparison's folder under runs/compare/ (default: config and grid keys)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="runs at once: default the number of free GPUs, or 1 on a CPU machine (each run gets "
+                        "cores // jobs threads)")
+    p.add_argument("--executor", choices=["local", "submitit"], default="local",
+                   help="local processes (default) or a submitit job array (SLURM, or submitit's local executor)")
+    p.add_argument("--submitit", action="append", default=[], metavar="KEY=VALUE",
+                   help="a submitit parameter (timeout_min=120, slurm_partition=gpu, gpus_per_node=1, cluster=local ...)")
+    p.add_argument("--baseline", default=None, help="the cell the others are tested against (default: the first cell)")
+    p.add_argument("--metric", default=None,
+                   help="the test metric of the significance test and best-of-N (default: the test counterpart of "
+                        "the task's checkpoint metric, test/acc for val/acc)")
+    p.add_argument("--metrics", nargs="+", default=None, metavar="PATTERN",
+                   help="test metrics shown in results.md (glob patterns; default: the first six; results.csv has all)")
+    p.add_argument("--train_metric", default=None,
+                   help="training metric of the best-of-N 'train' protocol, lower is better (default train/error, "
+                        "else train/loss)")
+    p.add_argument("--test_ckpt", choices=["best", "last"], default="best", help="the checkpoint each run tests")
+    p.add_argument("--test_override", action="append", default=[], metavar="FLAG",
+                   help="a flag for every test, e.g. --test_override=--task.beam_size=5")
+    p.add_argument("--report", action="store_true", help="only write the tables and plots of the finished runs")
+    p.add_argument("--sweep", action="store_true", help="write the W&B sweep definition (sweep.yaml) and stop")
+    p.add_argument("--dry_run", action="store_true", help="print the runs and their commands, run nothing")
+    return p
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    options, run_args = parser().parse_known_args(argv)
+    for arg in run_args:
+        name = arg.split("=", 1)[0]
+        if name in RESERVED:
+            raise ConfigError(f"{name}: set by compare for every run; it cannot be given to a comparison")
+        if name == "--grid" or name.startswith("--grid."):
+            raise ConfigError(f"{arg}: write --grid KEY=[values]")
+    if options.seeds < 1:
+        raise ConfigError(f"--seeds {options.seeds}: a comparison needs at least one seed per cell")
+    if options.jobs is not None and options.jobs < 1:
+        raise ConfigError(f"--jobs {options.jobs}: at least one run at a time")
+    if options.name is not None and (not options.name or "/" in options.name or options.name in (".", "..")):
+        raise ConfigError(f"--name {options.name!r}: a folder name, without '/'")
+    return options, run_args
+
+
+def build_spec(options: argparse.Namespace, run_args: list[str]) -> Spec:
+    axes = parse_grid(options.grid)
+    has_config = any(a in ("--config", "-c") or a.startswith("--config=") for a in run_args)
+    if not has_config and not any(axis.key == CONFIG_KEY for axis in axes):
+        raise ConfigError("compare needs a config: --config CONFIG (or --grid config=[A,B])")
+    name = options.name or default_name(run_args, axes)
+    seeds = list(range(options.first_seed, options.first_seed + options.seeds))
+    spec = Spec(name=name, folder=comparison_folder(name).resolve(), run_args=run_args, axes=axes, seeds=seeds,
+                test_args=list(options.test_override), test_ckpt=options.test_ckpt)
+    spec.baseline = spec.cell(options.baseline) if options.baseline else (spec.cells[0] if spec.cells else None)
+    return spec
+
+
+def check_cells(spec: Spec) -> None:
+    """Resolve every cell's config (an error names the --grid flag), remember hashes and the W&B project."""
+    try:
+        resolved = resolve_cells(spec.cells, spec.run_args, spec.keys)
+    except ConfigError:
+        first = spec.cells[0]
+        base, _ = resolve([*first.config_args, *spec.run_args])
+        if base is not None:
+            import yaml
+
+            config = yaml.safe_load(base) or {}
+            for key in spec.keys:
+                if key != CONFIG_KEY and not has_key(config, key):
+                    raise ConfigError(f"--grid {key}: the config has no key {key}") from None
+        raise
+    spec.resolved = {name: config_hash(text) for name, text in resolved.items()}
+    spec.wandb_project = wandb_project(next(iter(resolved.values())))
+
+
+def plans(spec: Spec) -> list[RunPlan]:
+    """Every run, seed by seed (all cells of a seed before the next seed): a comparison stopped
+    half-way has about as many runs of every cell."""
+    return [RunPlan(cell=cell.name, label=cell.label, seed=seed, run_dir=str(spec.run_dir(cell, seed)),
+                    fit_args=fit_arguments(cell.config_args, spec.run_args, cell.args), test_args=spec.test_args,
+                    test_ckpt=spec.test_ckpt, group=spec.name)
+            for seed in spec.seeds for cell in spec.cells]
+
+
+def _reporter(total: int):
+    done = [0]
+
+    def report(plan: RunPlan, result: RunResult) -> None:
+        done[0] += 1
+        if result.ok:
+            test = results.read_summary(Path(plan.run_dir) / TEST_FOLDER).get("test", {}).get("metrics", {})
+            fit = results.read_summary(Path(plan.run_dir)).get("fit", {})
+            monitor = fit.get("monitor") or ""
+            key = f"test/{monitor[4:]}" if monitor.startswith("val/") and f"test/{monitor[4:]}" in test else next(iter(test), None)
+            shown = f", {key} {test[key]:.4f}" if key else ""
+            print(f"[{done[0]}/{total}] {plan.label} seed {plan.seed}: {result.did} in {result.seconds:.0f} s{shown}", flush=True)
+        else:
+            print(f"[{done[0]}/{total}] {plan.label} seed {plan.seed}: FAILED ({result.error}); log: {result.log}", flush=True)
+
+    return report
+
+
+def report(spec: Spec, options: argparse.Namespace) -> results.Summary:
+    records, missing = results.collect(spec.run_dir, spec.cells, spec.seeds)
+    summary = results.summarize(spec.name, spec.cells, records, spec.keys, spec.seeds, missing, metric=options.metric,
+                                patterns=options.metrics, baseline=spec.baseline, train_metric=options.train_metric)
+    if options.metric and summary.metrics and options.metric not in summary.metrics:
+        raise ConfigError(f"--metric {options.metric}: the runs logged no such test metric; they logged "
+                          f"{', '.join(summary.metrics)}")
+    paths = results.write(summary, spec.folder)
+    images = plots.plot(summary, spec.folder) if any(records.values()) else []
+    print("\n" + results.markdown(summary), flush=True)
+    print(f"Written: {', '.join(str(p) for p in [*paths.values(), *images])}", flush=True)
+    if spec.wandb_project and images:
+        try:
+            where = plots.log_to_wandb(summary, spec.folder, spec.wandb_project, spec.name, images, paths["results.csv"])
+            print(f"W&B: the tables and plots are logged in the group {spec.name} ({where})", flush=True)
+        except Exception as err:  # the tables are written; W&B is a copy
+            print(f"warning: could not log the comparison to W&B: {type(err).__name__}: {err}", file=sys.stderr)
+    return summary
+
+
+def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
+    options, run_args = parse(sys.argv[1:] if argv is None else argv)
+    spec = build_spec(options, run_args)
+    if not options.report:
+        check_cells(spec)
+    else:  # the tables of what exists: the saved spec knows where the runs log
+        from .spec import load
+
+        spec.wandb_project = load(spec.folder).get("wandb_project")
+    check_resumable(spec)
+    if options.sweep:
+        spec.save()
+        path = sweep.write(spec)
+        print(f"W&B sweep of {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s): {path}\n"
+              f"  wandb sweep {path}\n  wandb agent <entity>/<project>/<sweep id>     # on every machine\n"
+              f"then, where the run folders are: the same compare command with --report")
+        return None
+    all_plans = plans(spec)
+    if options.dry_run:
+        for plan in all_plans:
+            print(f"{plan.key} ({state(Path(plan.run_dir))}): python -m framework fit {' '.join(plan.fit_args)} "
+                  f"--seed_everything={plan.seed} --run_dir={plan.run_dir}")
+        return None
+    if not options.report:
+        spec.save()
+        todo = [p for p in all_plans if state(Path(p.run_dir)) != "done"]
+        print(f"Comparison {spec.name}: {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s) = {len(all_plans)} runs, "
+              f"{len(all_plans) - len(todo)} finished already; running {len(todo)} ({options.executor}) in {spec.folder}",
+              flush=True)
+        start = time.perf_counter()
+        if todo:
+            if options.executor == "submitit":
+                outcome = executors.run_submitit(todo, spec.folder, options.jobs, options.submitit, _reporter(len(todo)))
+            else:
+                outcome = executors.run_local(todo, options.jobs, _reporter(len(todo)))
+            failed = [r for r in outcome if not r.ok]
+            print(f"{len(outcome) - len(failed)} run(s) done, {len(failed)} failed, in {time.perf_counter() - start:.0f} s",
+                  flush=True)
+    summary = report(spec, options)
+    if summary.missing:
+        print(f"error: {len(summary.missing)} run(s) did not finish: {', '.join(summary.missing[:5])}"
+              f"{' ...' if len(summary.missing) > 5 else ''}; run the same command again to retry them",
+              file=sys.stderr, flush=True)
+        raise SystemExit(1)
+    return summary

@@ -1,0 +1,177 @@
+"""Where the runs of a comparison execute.
+
+* ``local`` (the default): ``--jobs`` worker slots on this machine, one run at a time per slot.
+  On a machine with GPUs a slot is a GPU (``CUDA_VISIBLE_DEVICES`` set per run; ``--jobs``
+  defaults to the number of free GPUs); on a CPU machine a slot is a process with
+  ``cores // jobs`` threads (``OMP_NUM_THREADS``).
+* ``submitit``: a job array through `submitit <https://github.com/facebookincubator/submitit>`_,
+  one job per run: SLURM where ``sbatch`` exists, else submitit's local executor;
+  ``--submitit KEY=VALUE`` flags go to ``AutoExecutor.update_parameters`` (``timeout_min=120``,
+  ``slurm_partition=gpu``, ``gpus_per_node=1``, ``cpus_per_task=8`` ...), and ``cluster=local``,
+  ``slurm`` or ``debug`` chooses the executor. ``--jobs`` caps the jobs running at once.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+import yaml
+
+from ..errors import ConfigError
+from .runner import RunPlan, RunResult, execute, execute_dict
+
+Report = Callable[[RunPlan, RunResult], None]
+#: A GPU whose memory is more used than this is busy (another user's job).
+BUSY_FRACTION = 0.1
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
+def free_gpus() -> list[str]:
+    """Indices of the GPUs this process may use whose memory is (almost) unused."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = []
+    for line in out.strip().splitlines():
+        try:
+            index, used, total = (part.strip() for part in line.split(","))
+            if float(used) <= BUSY_FRACTION * float(total):
+                gpus.append(index)
+        except ValueError:
+            continue
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        allowed = [v.strip() for v in visible.split(",") if v.strip()]
+        gpus = [g for g in gpus if g in allowed]
+    return gpus
+
+
+def local_slots(jobs: Optional[int]) -> tuple[list[Optional[str]], int]:
+    """The slots of the local executor (a GPU index each, or None on a CPU) and threads per run."""
+    gpus = free_gpus()
+    if gpus:
+        jobs = jobs or len(gpus)
+        slots: list[Optional[str]] = [gpus[i % len(gpus)] for i in range(jobs)]
+    else:
+        jobs = jobs or 1
+        slots = [None] * jobs
+    return slots, max(1, cpu_count() // jobs)
+
+
+def run_local(plans: list[RunPlan], jobs: Optional[int], report: Report) -> list[RunResult]:
+    """Run the plans on ``jobs`` local slots; results in the order the runs end."""
+    slots, threads = local_slots(jobs)
+    free: "queue.Queue[Optional[str]]" = queue.Queue()
+    for slot in slots:
+        free.put(slot)
+
+    def work(plan: RunPlan) -> tuple[RunPlan, RunResult]:
+        slot = free.get()
+        try:
+            plan.threads = plan.threads or threads
+            plan.gpu = slot
+            return plan, execute(plan)
+        finally:
+            free.put(slot)
+
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(len(slots)) as pool:
+        for future in concurrent.futures.as_completed([pool.submit(work, plan) for plan in plans]):
+            plan, result = future.result()
+            report(plan, result)
+            results.append(result)
+    return results
+
+
+def submitit_parameters(flags: Iterable[str]) -> dict:
+    parameters = {}
+    for flag in flags:
+        key, sep, value = flag.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--submitit {flag}: expected KEY=VALUE, for example --submitit timeout_min=120")
+        parameters[key.strip()] = yaml.safe_load(value)
+    return parameters
+
+
+def run_submitit(plans: list[RunPlan], folder: Path, jobs: Optional[int], flags: list[str],
+                 report: Report) -> list[RunResult]:
+    """One job per run in a submitit job array (SLURM, or submitit's local executor)."""
+    try:
+        import submitit
+    except ImportError:
+        raise ConfigError("--executor submitit needs the submitit package: pip install submitit") from None
+    parameters = submitit_parameters(flags)
+    cluster = parameters.pop("cluster", None)
+    executor = submitit.AutoExecutor(folder=folder / "submitit" / "%j", cluster=cluster)
+    parameters.setdefault("timeout_min", 24 * 60)
+    parameters.setdefault("name", folder.name)
+    if jobs:
+        parameters.setdefault("slurm_array_parallelism", jobs)
+    cpus = parameters.get("cpus_per_task") or parameters.get("slurm_cpus_per_task")
+    if executor.cluster == "local":
+        parameters.pop("slurm_array_parallelism", None)
+        parameters = {k: v for k, v in parameters.items() if not k.startswith("slurm_")}
+        threads = max(1, cpu_count() // max(1, min(jobs or len(plans), len(plans))))
+    else:
+        threads = int(cpus) if cpus else None
+    try:
+        executor.update_parameters(**parameters)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"--submitit: {err}") from None
+    for plan in plans:
+        plan.threads = plan.threads or threads
+        plan.python = sys.executable
+    if executor.cluster == "local":  # submitit's local executor starts every job at once: keep `jobs` going
+        return _rolling(executor, plans, jobs or len(plans), folder, report)
+    submitted = executor.map_array(execute_dict, [asdict(plan) for plan in plans])
+    print(f"submitted a job array of {len(submitted)} job(s) to {executor.cluster} (first id {submitted[0].job_id}); "
+          f"their files are in {folder / 'submitit'}", flush=True)
+    results = []
+    for plan, job in zip(plans, submitted):
+        result = _result(plan, job, folder)
+        report(plan, result)
+        results.append(result)
+    return results
+
+
+def _result(plan: RunPlan, job, folder: Path) -> RunResult:
+    try:
+        return RunResult(**job.result())
+    except Exception as err:  # the job itself died (timeout, node failure, cancelled)
+        lines = str(err).strip().splitlines() or [""]
+        return RunResult(plan.key, False, "job", error=f"{type(err).__name__}: {lines[-1][:300]}",
+                         log=str(folder / "submitit" / str(job.job_id)))
+
+
+def _rolling(executor, plans: list[RunPlan], jobs: int, folder: Path, report: Report) -> list[RunResult]:
+    pending, active, results = list(plans), [], []
+    while pending or active:
+        while pending and len(active) < jobs:
+            plan = pending.pop(0)
+            active.append((plan, executor.submit(execute_dict, asdict(plan))))
+        time.sleep(0.5)
+        for plan, job in [item for item in active if item[1].done()]:
+            active.remove((plan, job))
+            result = _result(plan, job, folder)
+            report(plan, result)
+            results.append(result)
+    return results

@@ -1,0 +1,58 @@
+"""Sizes stated once: a data module states the sizes of its data, the CLI gives them to the model
+and the task.
+
+A model's vocabulary, class, item or input-channel count is a fact of the data set. Configs leave
+such an argument unset (``None``); when a run starts, the CLI builds the data module first and
+fills every unset argument named in :data:`SIZES` from the data module's attribute of that name,
+so ``--data.name=CiteSeer`` or ``compare --grid data.name=[Cora,CiteSeer,PubMed]`` needs no
+hand-edited sizes. A size given in the config is kept, and checked against the data's when the
+run starts (:meth:`framework.tasks.Task.check`).
+
+A data module states a size as an attribute (or property) of the same name: known at
+construction (a generated set, a fixed label set) or once ``setup("fit")`` has read the data
+(a vocabulary, the classes of a corpus). The CLI runs ``setup("fit")`` first when a size it
+needs is not known yet; data modules keep what ``setup`` built, so Lightning's own call later
+costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+from ..errors import ConfigError
+
+#: The sizes a data module may state, as model and task arguments of the same name.
+SIZES = ("vocab_size", "num_classes", "in_channels", "num_items")
+
+
+def fill_sizes(arguments: dict[str, MutableMapping[str, Any]], data: Any) -> dict[str, int]:
+    """Fill the unset (``None``) :data:`SIZES` among ``arguments`` from ``data``.
+
+    Args:
+        arguments: config section (``"model"``, ``"task"``) -> its init arguments, changed in place.
+        data: the data module.
+
+    Returns:
+        ``"<section>.<name>" -> value`` for every size filled.
+
+    Raises:
+        ConfigError: a size is unset and the data module does not state it, naming the key.
+    """
+    unset = [(section, name) for section, args in arguments.items() for name in SIZES
+             if name in args and args[name] is None]
+    if unset and any(_stated(data, name) is None for _, name in unset) and hasattr(data, "setup"):
+        data.setup("fit")  # the sizes some data modules know only once they have read the data
+    filled = {}
+    for section, name in unset:
+        value = _stated(data, name)
+        if value is None:
+            raise ConfigError(f"{section}.{name} is not set and the data ({type(data).__name__}) does not state it: "
+                              f"set {section}.{name}")
+        arguments[section][name] = filled[f"{section}.{name}"] = value
+    return filled
+
+
+def _stated(data: Any, name: str) -> Any:
+    value = getattr(data, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

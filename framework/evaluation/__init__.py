@@ -1,0 +1,45 @@
+"""Is the attention right? The evaluation of attention models, for every domain.
+
+``python -m framework evaluate --config <run config> --ckpt_path <checkpoint>`` runs, on the
+test split, the surveys' evaluations of attention (Brauwers & Frasincar 2021, §4; the
+catalogue's section A) and prints one table (also ``evaluation.csv`` in the run folder and a
+W&B table), with pictures where they help. One purpose per module:
+
+* :mod:`.measures`: the measures as functions of tensors (TVD, JS distance, Kendall's tau,
+  attention correctness, alignment error rate);
+* :mod:`.ablation`: each block's weights replaced (uniform, random, permute) or the block
+  skipped (none), the task's test metrics against the plain run; ``test --ablation``;
+* :mod:`.faithfulness`: permutation (Jain & Wallace), erasure (Serrano & Smith) and the rank
+  correlation with Captum's attributions, on the tasks' input items;
+* :mod:`.intrinsic`: attention correctness and AER against gold attention (bAbI supporting
+  facts, dates alignments, the digit scenes' drawn digit, graph label agreement);
+* :mod:`.rollout`: attention rollout (Abnar & Zuidema) of stacked self-attention, drawn;
+* :mod:`.supervision`: the supervised-attention loss that tasks add (``task.attention_supervision``);
+* :mod:`.table`: the table, printed, as CSV and for W&B; :mod:`.command`: the command.
+
+What a task offers the tests is its evaluation hooks (:class:`framework.tasks.Task`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from .ablation import MODES, AblationSwitch, ablated, skipped
+from .measures import (alignment_error_rate, attention_correctness, hard_alignment, jensen_shannon, kendall_tau,
+                       total_variation)
+from .rollout import attention_rollout
+from .supervision import attention_supervision_loss
+from .table import Row
+
+
+def main(argv: Optional[list[str]] = None):
+    """``python -m framework evaluate ...`` (see :mod:`.command`)."""
+    from .command import main as run
+
+    return run(sys.argv[2:] if argv is None else argv)
+
+
+__all__ = ["MODES", "AblationSwitch", "Row", "ablated", "alignment_error_rate", "attention_correctness",
+           "attention_rollout", "attention_supervision_loss", "hard_alignment", "jensen_shannon", "kendall_tau",
+           "main", "skipped", "total_variation"]

@@ -1,0 +1,242 @@
+"""``python -m framework evaluate``: the evaluation of a trained model's attention on its test split.
+
+    python -m framework evaluate --config runs/demo/<run>/config.yaml --ckpt_path runs/demo/<run>/checkpoints/best.ckpt
+    python -m framework evaluate --config ... --ckpt_path ... --tests='[ablation, intrinsic]' --ablation_modes='[uniform]'
+
+The config and checkpoint are read as ``test`` reads them (the model and task come from the
+checkpoint, ``--task.*`` flags win, ``--model.*`` flags that would change the model are
+refused). The run gets its own folder beside the checkpoint's run, ``<time>_evaluate``, with
+``evaluation.csv``, the pictures under ``evaluation/`` and the loggers' files; the table is
+printed and, with W&B, logged as the table ``evaluation`` with the pictures.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+from jsonargparse import ArgumentError
+from lightning.pytorch.utilities import move_data_to_device
+from torch import Tensor
+
+from .. import runs
+from ..cli import (FrameworkCLI, _experiment_name, _fill_logger_save_dir, _flags, check_config_files,
+                   read_checkpoint_hparams)
+from ..errors import CheckpointError, ConfigError, explain, parser_message, traceback_requested, user_error
+from .ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
+from .faithfulness import METHODS, faithfulness_rows
+from .intrinsic import intrinsic_rows
+from .rollout import rollout_picture, rollouts
+from .table import Row, format_table, log_table, write_csv
+
+TESTS = ("ablation", "faithfulness", "intrinsic", "rollout")
+
+
+class EvaluateCLI(FrameworkCLI):
+    """The CLI's parser and set-up without a subcommand, plus the evaluation's options."""
+
+    def __init__(self, args: list[str]) -> None:
+        with warnings.catch_warnings():  # the arguments come from the command line, after the word `evaluate`
+            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+            super().__init__(args=args, run=False)
+
+    def add_arguments_to_parser(self, parser: Any) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.add_argument("--ckpt_path", type=Optional[str], default=None,
+                            help="The checkpoint to evaluate (a fit's best.ckpt or last.ckpt).")
+        parser.add_argument("--weights_only", type=Optional[bool], default=None,
+                            help="As for test: load the checkpoint with torch.load(weights_only=...).")
+        parser.add_argument("--tests", type=list[str], default=list(TESTS),
+                            help=f"Which tests: any of {', '.join(TESTS)}.")
+        parser.add_argument("--ablation_modes", type=list[str], default=list(MODES),
+                            help=f"Ablation modes: any of {', '.join(MODES)} (none: the block skipped, where its "
+                                 "output has its input's shape).")
+        parser.add_argument("--metrics", type=list[str], default=[],
+                            help="Test metrics of the ablation rows (default: the one that picks the best checkpoint).")
+        parser.add_argument("--examples", type=int, default=500,
+                            help="Test examples of the faithfulness and intrinsic tests (at least; whole batches).")
+        parser.add_argument("--permutations", type=int, default=10, help="Permutations per example.")
+        parser.add_argument("--erase_k", type=list[int], default=[1], help="Items erased: top-k attended vs k random.")
+        parser.add_argument("--attributions", type=list[str], default=list(METHODS),
+                            help=f"Attribution methods compared with the attention: any of {', '.join(METHODS)}.")
+        parser.add_argument("--attribution_steps", type=int, default=16, help="Steps of integrated gradients.")
+
+    def _parse_ckpt_path(self) -> None:
+        """The model and task configs come from the checkpoint, as for ``test`` (see FrameworkCLI)."""
+        ckpt_path = self.config.get("ckpt_path")
+        if not ckpt_path:
+            return
+        hparams = read_checkpoint_hparams(Path(ckpt_path))
+        given = {key: hparams[key] for key in ("model", "task")}
+        self.parser.exit_on_error = False
+        try:
+            self.config = self.parser.parse_object(given, self.config)
+        except (ArgumentError, ValueError, TypeError) as err:
+            raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
+                                  f"({given['model'].get('class_path')}): {parser_message(str(err))}") from None
+        finally:
+            self.parser.exit_on_error = True
+        model_flags = _flags(self.argv, "model")
+        if model_flags:
+            flagged = self.parser.parse_args(model_flags, namespace=self.config.clone()).model
+            if flagged != self.config.model:
+                names = ", ".join(flag for flag in model_flags if flag.startswith("--"))
+                raise ConfigError(f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
+                                  "differs, so these flags would be ignored; fit a model with them to evaluate it")
+        task_flags = _flags(self.argv, "task")
+        if task_flags:
+            self.config = self.parser.parse_args(task_flags, namespace=self.config.clone())
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config
+        if not config.get("ckpt_path") and not config.untrained:
+            raise ConfigError("evaluate needs --ckpt_path: a checkpoint of a fit, for example "
+                              "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to evaluate the "
+                              "model as configured, without training)")
+        check_options(config)
+        experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
+        run_dir = runs.resolve_run_dir("evaluate", experiment, config.run_dir, config.get("ckpt_path"))
+        config.run_dir = str(run_dir)
+        config.trainer.default_root_dir = str(run_dir)
+        if config.checkpoint.dirpath is None:
+            config.checkpoint.dirpath = str(run_dir / "checkpoints")
+        _fill_logger_save_dir(config.trainer.logger, run_dir)
+
+
+def check_options(config: Any) -> None:
+    """The evaluation's own options, each error naming its flag (``--ablation_blocks``, the blocks
+    ablated one by one, is the CLI's; ``--ablation``, one mode for ``test``, is ``--ablation_modes`` here)."""
+    if config.get("ablation") is not None:
+        raise ConfigError("--ablation: evaluate takes a list of modes, --ablation_modes='[uniform, none]'")
+    for flag, given, allowed in (("--tests", config.tests, TESTS), ("--ablation_modes", config.ablation_modes, MODES),
+                                 ("--attributions", config.attributions, METHODS)):
+        wrong = [value for value in given if value not in allowed]
+        if wrong:
+            raise ConfigError(f"{flag}: unknown {', '.join(map(repr, wrong))}; choose from {', '.join(allowed)}")
+    for flag, value, least in (("--examples", config.examples, 1), ("--permutations", config.permutations, 0),
+                               ("--attribution_steps", config.attribution_steps, 2)):
+        if value < least:
+            raise ConfigError(f"{flag} must be at least {least}, got {value}")
+    if any(k < 1 for k in config.erase_k):
+        raise ConfigError(f"--erase_k: every k must be at least 1, got {config.erase_k}")
+
+
+def test_batches(cli: EvaluateCLI, device: torch.device, examples: int) -> Iterator[Any]:
+    """The test split's batches as the faithfulness and intrinsic tests take them, on ``device``,
+    until ``examples`` examples were given. A data module whose test batches can carry gold
+    attention gives them from ``evaluation_dataloader()`` (the digit scenes); the others' test
+    batches carry it already (bAbI's supporting facts, the dates' alignments) or have none."""
+    task, model, data = cli.model.task, cli.model.model, cli.datamodule
+    loader = data.evaluation_dataloader() if callable(getattr(data, "evaluation_dataloader", None)) else data.test_dataloader()
+    given = 0
+    for batch in loader:
+        batch = task.evaluation_batch(model, move_data_to_device(batch, device))
+        yield batch
+        given += len(task.split(batch)[1])
+        if given >= examples:
+            return
+
+
+def forward_pass(model: Any, task: Any, batch: Any) -> Any:
+    """One forward pass of a test batch as training makes it (no decoding, no metric updates), which
+    every task has: what the ablation probe and the rollout watch."""
+    with torch.no_grad():
+        return task.step(model, batch, "train")
+
+
+def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
+    """Run the chosen tests; print, write and log the table. Returns its rows."""
+    say = say or (lambda line: print(line, flush=True))
+    config, trainer, module, data = cli.config, cli.trainer, cli.model, cli.datamodule
+    run_dir = Path(config.run_dir)
+    model, task = module.model, module.task
+    say(f"evaluate: plain test of {config.ckpt_path or 'the untrained model'}")
+    plain = test_metrics(trainer, module, data) if not config.ckpt_path else _plain(trainer, module, data, config.ckpt_path,
+                                                                                       config.weights_only)
+    device = trainer.strategy.root_device
+    metrics = list(config.metrics) or _primary(task, plain)
+    missing = [m for m in metrics if m not in plain]
+    if missing:
+        raise ConfigError(f"--metrics: the test gives no {', '.join(missing)}; it gives {', '.join(sorted(plain))}")
+    rows = [Row("test", "-", "plain", metric, plain.get(metric)) for metric in metrics]
+    drawn: dict[str, Tensor] = {}
+    if "ablation" in config.tests:
+        blocks = choose(model, config.ablation_blocks) if config.ablation_blocks else list(attention_blocks(model))
+        if not blocks:
+            rows.append(Row("ablation", "-", "-", "-", None, None, "n/a: the model has no attention block"))
+        else:
+            probe_batch = next(iter(test_batches(cli, device, 1)))
+            model.to(device).eval()
+            rows += ablation_rows(quiet_trainer(trainer), module, data, plain, metrics, blocks, config.ablation_modes,
+                                  probe=lambda: forward_pass(model.to(device).eval(), task, probe_batch),
+                                  seed=config.seed_everything or 0, say=say)
+    model.to(device).eval()
+    if "faithfulness" in config.tests:
+        say("evaluate: faithfulness (permutation, erasure, attribution)")
+        rows += faithfulness_rows(model, task, test_batches(cli, device, config.examples), config.permutations,
+                                  config.erase_k, config.attributions, config.attribution_steps,
+                                  seed=config.seed_everything or 0, say=say)
+    if "intrinsic" in config.tests:
+        say("evaluate: intrinsic measures against gold attention")
+        found, pictures = intrinsic_rows(model, task, test_batches(cli, device, config.examples),
+                                         seed=config.seed_everything or 0, say=say)
+        rows += found or [Row("intrinsic", "-", "-", "-", None, None, "n/a: no gold attention in this data")]
+        drawn.update({f"gold/{name}": picture for name, picture in pictures.items()})
+    if "rollout" in config.tests:
+        batch = next(iter(test_batches(cli, device, 1)))
+        for stack, (last, rolled) in rollouts(model, lambda: forward_pass(model, task, batch)).items():
+            drawn[f"rollout/{stack}"] = rollout_picture(last, rolled)
+    report(rows, drawn, run_dir, trainer.loggers, say)
+    return rows
+
+
+def _plain(trainer: Any, module: Any, data: Any, ckpt_path: str, weights_only: Optional[bool]) -> dict[str, float]:
+    results = trainer.test(module, datamodule=data, ckpt_path=ckpt_path, verbose=False, weights_only=weights_only)
+    return {key: float(value) for key, value in (results[0] if results else {}).items()}
+
+
+def _primary(task: Any, plain: dict[str, float]) -> list[str]:
+    """The test twin of the metric that picks the task's best checkpoint (``val/acc`` -> ``test/acc``)."""
+    monitor = str(getattr(task, "monitor", "")).replace("val/", "test/", 1)
+    if monitor in plain:
+        return [monitor]
+    return [name for name in sorted(plain) if name != "test/loss"][:1] or sorted(plain)[:1]
+
+
+def report(rows: list[Row], drawn: dict[str, Tensor], run_dir: Path, loggers: list, say: Any) -> None:
+    """Print the table, write ``evaluation.csv`` and the pictures, log both to the loggers that take them."""
+    from PIL import Image
+
+    say(format_table(rows))
+    path = write_csv(rows, run_dir / "evaluation.csv")
+    folder = run_dir / "evaluation"
+    for name, picture in drawn.items():
+        target = folder / f"{name.replace('*', 'x').replace('/', '_')}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(picture.numpy()).save(target)
+    log_table(rows, loggers)
+    for logger in loggers:
+        if hasattr(logger, "log_image") and drawn:
+            for name, picture in drawn.items():
+                logger.log_image(key=f"evaluation/{name}", images=[picture.numpy()])
+    say(f"evaluation table: {path}" + (f"; pictures: {folder}" if drawn else ""))
+
+
+def main(argv: Optional[list[str]] = None) -> Optional[list[Row]]:
+    """``python -m framework evaluate ...``: an error the framework explains is one or two lines, status 1."""
+    argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
+    try:
+        check_config_files(argv)
+        cli = EvaluateCLI(argv)
+        return evaluate(cli)
+    except Exception as err:
+        found = None if traceback_requested(argv) else user_error(err)
+        runs.discard_unused()
+        if found is None:
+            raise
+        print(explain(found), file=sys.stderr, flush=True)
+        raise SystemExit(1) from None

@@ -1,0 +1,242 @@
+"""``python -m framework compare``: the grid, the runs (real fit and test processes), resuming,
+the tables against the runs' own summary.json, the statistics, submitit, the W&B sweep."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import statistics
+from pathlib import Path
+
+import pytest
+import yaml
+
+from framework.callbacks.summary import read_summary, write_json_atomically
+from framework.cli import main
+from framework.compare import agent, grid, results, runner
+from framework.compare import main as compare_main
+from framework.errors import ConfigError
+
+#: The demo, tiny: a run (fit + test) is two processes of a few seconds.
+DEMO = ["--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml",
+        "--data.train_size=128", "--data.val_size=32", "--data.test_size=32", "--trainer.max_epochs=2",
+        "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0"]
+GRID = ["--grid", "model.attention=[mhsa,none]"]
+
+
+def compare(*args: str) -> results.Summary:
+    return compare_main([*DEMO, *args])
+
+
+def folder(name: str) -> Path:
+    return Path(os.environ["FRAMEWORK_RUNS_DIR"]).resolve() / "compare" / name
+
+
+# -- the grid ------------------------------------------------------------------------------------
+
+def test_grid_values_are_yaml_lists_and_several_keys_make_the_product():
+    axes = grid.parse_grid(["model.attention=[criss_cross, danet,none]", "optimizer.init_args.lr=[0.01,1.0e-3]",
+                            "model.depth=2"])
+    assert axes[0].values == ("criss_cross", "danet", "none") and axes[1].values == (0.01, 0.001)
+    assert axes[2].values == (2,)
+    cells = grid.cells(axes)
+    assert len(cells) == 6  # 3 x 2 x 1, the first key slowest
+    assert [c.values["model.attention"] for c in cells[:2]] == ["criss_cross", "criss_cross"]
+    assert cells[0].args == ["--model.attention=criss_cross", "--optimizer.init_args.lr=0.01", "--model.depth=2"]
+    assert cells[1].name == "attention=criss_cross,lr=0.001,depth=2"
+    assert len({c.name for c in cells}) == 6
+
+
+def test_grid_quoting_specs_and_config_files():
+    spec = '{"class_path": "my.Block", "init_args": {"k": 3}}'
+    (axis,) = grid.parse_grid([f"model.attention=['{spec}', 'a,b', none]"])
+    assert axis.values == (spec, "a,b", "none")
+    cells = grid.cells([axis])
+    assert cells[0].args == [f"--model.attention={spec}"] and cells[1].label == "a,b"
+    assert all("/" not in c.name and '"' not in c.name for c in cells)  # folder names stay plain
+    (configs,) = grid.parse_grid(["config=[domains/graph/gat_cora.yaml,domains/graph/gcn_cora.yaml]"])
+    cell = grid.cells([configs])[1]
+    assert cell.label == "gcn_cora" and cell.config_args == ["--config", "domains/graph/gcn_cora.yaml"] and not cell.args
+    assert grid.cells([])[0].name == "default"
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("model.attention=[]", "--grid model.attention: the list of values is empty"),
+    ("model.attention=", "--grid model.attention: no values given"),
+    ("model.attention", "expected KEY=[value,value,...]"),
+    ("model attention=[a]", "is not a config key"),
+    ("model.attention=[a, [b]", "not a YAML list"),
+    ("model.attention=[a,a]", "a listed more than once"),
+    ("seed_everything=[1,2]", "use --seeds"),
+    ("config=[no/such.yaml]", "--grid config: no/such.yaml: no such config file"),
+])
+def test_bad_grid_flags_are_one_message_naming_the_flag(flag, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        grid.parse_grid([flag])
+
+
+# -- statistics on hand-made numbers -------------------------------------------------------------
+
+def test_the_paired_test_is_scipys_ttest_rel_over_the_shared_seeds():
+    from scipy import stats
+
+    cell = {0: 0.81, 1: 0.84, 2: 0.80, 3: 0.86, 5: 0.99}
+    base = {0: 0.78, 1: 0.80, 2: 0.79, 3: 0.81, 4: 0.10}
+    test = results.paired_test(cell, base)
+    expected = stats.ttest_rel([0.81, 0.84, 0.80, 0.86], [0.78, 0.80, 0.79, 0.81])
+    assert test.n == 4 and test.p == pytest.approx(expected.pvalue) and test.t == pytest.approx(expected.statistic)
+    assert test.delta == pytest.approx(statistics.fmean([0.03, 0.04, 0.01, 0.05]))
+    single = results.paired_test({0: 1.0}, {0: 0.5})
+    assert single.n == 1 and math.isnan(single.p)
+    assert results.mean_std([1.0, 2.0, 4.0]) == pytest.approx((7 / 3, statistics.stdev([1.0, 2.0, 4.0])))
+
+
+def _record(seed: int, best: float, train_error: float, test_acc: float, mode: str = "max") -> results.Record:
+    cell = grid.cells([])[0]
+    fit = {"status": "finished", "monitor": "val/acc", "mode": mode, "best_score": best,
+           "train_history": [{"epoch": 0, "train/error": 0.9, "train/loss": 2.0},
+                             {"epoch": 1, "train/error": train_error, "train/loss": 1.0 + seed}]}
+    return results.Record(cell, seed, Path("."), fit, {"status": "finished", "metrics": {"test/acc": test_acc}})
+
+
+def test_best_of_n_by_validation_and_by_final_training_error():
+    runs = [_record(0, 0.70, 0.20, 0.69), _record(1, 0.90, 0.30, 0.80), _record(2, 0.90, 0.05, 0.85),
+            _record(3, 0.60, 0.10, 0.95)]
+    assert results.best_by_validation(runs).seed == 1  # 0.90 twice: the lower seed
+    assert results.best_by_training(runs, "train/error").seed == 2
+    assert results.best_by_training(runs, "train/loss").seed == 0
+    assert results.training_metric(runs) == "train/error"
+    losses = [_record(s, 2.0 - s, 0.1, 0.5, mode="min") for s in range(3)]
+    assert results.best_by_validation(losses).seed == 2  # the checkpoint metric is a loss: lowest wins
+
+
+# -- a real comparison ---------------------------------------------------------------------------
+
+def _runs_of(name: str) -> list[Path]:
+    return sorted(folder(name).glob("runs/*/seed*"))
+
+
+def test_a_comparison_runs_writes_the_tables_and_resumes(capsys):
+    summary = compare(*GRID, "--seeds", "2", "--jobs", "2", "--baseline", "none", "--name", "demo2x2")
+    where = folder("demo2x2")
+    runs = _runs_of("demo2x2")
+    assert [f"{r.parent.name}/{r.name}" for r in runs] == [
+        "attention=mhsa/seed0", "attention=mhsa/seed1", "attention=none/seed0", "attention=none/seed1"]
+    for run in runs:  # every run has the usual folder, a fit summary and a test of its best checkpoint
+        fit, test = read_summary(run)["fit"], read_summary(run / "test")["test"]
+        assert fit["status"] == "finished" and fit["epochs"] == 2 and len(fit["history"]) == 2
+        assert len(fit["train_history"]) == 2 and fit["seconds_per_epoch"] > 0 and fit["peak_memory_mb"] > 0
+        assert fit["monitor"] == "val/acc" and fit["seed"] == int(run.name[4:])
+        assert test["ckpt_path"] == str(run / "checkpoints" / "best.ckpt") and "test/acc" in test["metrics"]
+        assert (run / "config.yaml").is_file() and (run / "fit.log").is_file()
+
+    # The table's figures are the runs' own summary.json figures.
+    rows = {row["cell"]: row for row in csv.DictReader((where / "results.csv").open())}
+    assert set(rows) == {"mhsa", "none"}
+    for cell in ("mhsa", "none"):
+        accs = [read_summary(r / "test")["test"]["metrics"]["test/acc"] for r in runs if r.parent.name.endswith(cell)]
+        speed = [read_summary(r)["fit"]["seconds_per_epoch"] for r in runs if r.parent.name.endswith(cell)]
+        assert float(rows[cell]["test/acc_mean"]) == pytest.approx(statistics.fmean(accs))
+        assert float(rows[cell]["test/acc_std"]) == pytest.approx(statistics.stdev(accs))
+        assert float(rows[cell]["seconds_per_epoch_mean"]) == pytest.approx(statistics.fmean(speed))
+        assert rows[cell]["n"] == "2"
+    assert rows["mhsa"]["baseline"] == "none" and rows["mhsa"]["n_paired"] == "2"
+    md = (where / "results.md").read_text()
+    assert "| mhsa | 2 |" in md and "none (baseline)" in md and "p (paired t, n)" in md and "Best of N" in md
+    assert (where / "metric.png").stat().st_size > 1000 and (where / "curves.png").stat().st_size > 1000
+    assert json.loads((where / "spec.json").read_text())["grid"] == [{"key": "model.attention", "values": ["mhsa", "none"]}]
+    assert summary.metric == "test/acc" and len(list(csv.DictReader((where / "runs.csv").open()))) == 4
+    assert "| mhsa | 2 |" in capsys.readouterr().out
+
+    # A failed run starts again, a killed one resumes from last.ckpt, a missing test is run; nothing else reruns.
+    failed, killed, untested, untouched = runs
+    for run, status in ((failed, "failed"), (killed, "running")):
+        content = read_summary(run)
+        content["fit"]["status"] = status
+        write_json_atomically(run / "summary.json", content)
+    (untested / "test" / "summary.json").unlink()
+    assert [runner.state(r) for r in runs] == ["fit", "resume", "test", "done"]
+    stamp = (untouched / "summary.json").stat().st_mtime_ns
+    compare(*GRID, "--seeds", "2", "--jobs", "2", "--baseline", "none", "--name", "demo2x2")
+    out = capsys.readouterr().out
+    assert "4 runs, 1 finished already; running 3" in out
+    assert "mhsa seed 0: fit+test" in out and "mhsa seed 1: resume+test" in out and "none seed 0: test in" in out
+    assert "--ckpt_path" in (killed / "fit.log").read_text()
+    assert (untouched / "summary.json").stat().st_mtime_ns == stamp
+    assert all(runner.state(r) == "done" for r in runs)
+
+    compare(*GRID, "--seeds", "2", "--name", "demo2x2")  # everything finished: nothing runs
+    assert "4 finished already; running 0" in capsys.readouterr().out
+
+    # Another grid in the same folder is refused, naming the difference.
+    with pytest.raises(ConfigError, match=r"--grid model.attention=\[mhsa,none\], here \[mhsa,local\]"):
+        compare("--grid", "model.attention=[mhsa,local]", "--name", "demo2x2")
+    with pytest.raises(ConfigError, match="run arguments"):
+        compare(*GRID, "--trainer.max_epochs=3", "--name", "demo2x2")
+
+
+def test_comparison_errors_name_the_flag():
+    with pytest.raises(ConfigError, match="--grid model.attentio: the config has no key model.attentio"):
+        compare("--grid", "model.attentio=[mhsa,none]")
+    with pytest.raises(ConfigError, match="--grid model.attention: .*unknown sequence block 'mhsaa'"):
+        compare("--grid", "model.attention=[mhsa,mhsaa]")
+    with pytest.raises(ConfigError, match="--seeds 0: a comparison needs at least one seed"):
+        compare(*GRID, "--seeds", "0")
+    with pytest.raises(ConfigError, match="--baseline cbam: no such cell; the cells are mhsa, none"):
+        compare(*GRID, "--baseline", "cbam")
+    with pytest.raises(ConfigError, match="--run_dir: set by compare"):
+        compare(*GRID, "--run_dir=x")
+    with pytest.raises(ConfigError, match="compare needs a config"):
+        compare_main(GRID)
+    assert not folder("demo-attention").exists()  # nothing ran, no folder left
+
+
+def test_the_command_line_prints_one_line_for_a_bad_flag(capsys, monkeypatch):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK")
+    with pytest.raises(SystemExit) as stop:
+        main(["compare", *DEMO, "--grid", "model.attention=[]"])  # through the CLI's dispatch
+    assert stop.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --grid model.attention: the list of values is empty") and "Traceback" not in err
+
+
+# -- beyond one machine --------------------------------------------------------------------------
+
+def test_the_submitit_local_executor_runs_a_small_grid(capsys):
+    pytest.importorskip("submitit")
+    summary = compare(*GRID, "--executor", "submitit", "--submitit", "cluster=local", "--submitit", "timeout_min=10",
+                      "--jobs", "2", "--name", "demo_submitit")
+    assert [row["n"] for row in summary.rows] == [1, 1]
+    assert all(runner.state(r) == "done" for r in _runs_of("demo_submitit"))
+    assert any(folder("demo_submitit").glob("submitit/*/*_result.pkl"))
+
+
+def test_the_sweep_definition_is_a_wandb_grid_sweep_of_the_comparison():
+    compare(*GRID, "--seeds", "3", "--name", "demo_sweep", "--sweep")
+    sweep = yaml.safe_load((folder("demo_sweep") / "sweep.yaml").read_text())
+    assert sweep["method"] == "grid" and sweep["name"] == "demo_sweep"
+    assert sweep["parameters"] == {"model.attention": {"values": ["mhsa", "none"]},
+                                   "seed_everything": {"values": [0, 1, 2]}}
+    command = sweep["command"]
+    assert command[:4] == ["${env}", "${interpreter}", "-m", "framework.compare.agent"] and command[-1] == "${args}"
+    assert command[command.index("--") + 1:-1] == DEMO
+    assert command[command.index("--grid_keys") + 1] == "model.attention"
+    assert not _runs_of("demo_sweep")  # the sweep's runs are the agents' to do
+    # What an agent passes (${args}) picks the cell and the seed; the run folder is compare's.
+    run_args, values, seed = agent.split([*DEMO, "--model.attention=none", "--seed_everything=2"], ["model.attention"])
+    assert run_args == DEMO and values == {"model.attention": "none"} and seed == 2
+
+
+def test_the_comparison_is_logged_to_wandb_offline_without_a_key(tmp_path):
+    from framework.compare import plots
+
+    records = {"default": [_record(0, 0.7, 0.2, 0.69), _record(1, 0.9, 0.3, 0.80)]}
+    summary = results.summarize("hand_made", grid.cells([]), records, [], [0, 1], [])
+    paths = results.write(summary, tmp_path)
+    images = plots.plot(summary, tmp_path)
+    assert [p.name for p in images] == ["metric.png", "curves.png"]
+    where = plots.log_to_wandb(summary, tmp_path, "attention-framework", "hand_made", images, paths["results.csv"])
+    run = next((tmp_path / "wandb").glob("offline-run-*compare-hand_made"))
+    assert str(run) in where and any(run.glob("*.wandb"))
