@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.attention import AttentionBlock, capture
 from framework.tasks import Classification, inputs_of
+from framework.tasks.base import ItemAttention, ItemForward, repeat_batch
 
+from .models.frontend import check_sample_rate
 from .pictures import spectrogram_with_attention
 
 
@@ -22,14 +25,16 @@ class AudioClassification(Classification):
     forward pass of the clip), averaged over its queries and stretched from the pooled frames
     to the spectrogram's frames. Models without one (the CNN, ``pooling: none``) get the
     spectrogram alone. Both are cut to the clip's real frames.
+
+    Evaluation (``python -m framework evaluate``): the items are the frames the pooling over
+    time weighs (the encoder's or the GRU's output frames), with the pooling's weights
+    (averaged over its queries); an item is erased, and attributed, at the pooling's input
+    (its frame vector set to zero): the representation erasure of Serrano & Smith.
     """
 
     def check(self, model: nn.Module, data: Any) -> None:
         """The front end must expect the data's sample rate (its mel scale depends on it)."""
-        frontend, rate = getattr(model, "frontend", None), getattr(data, "sample_rate", None)
-        if frontend is not None and rate is not None and frontend.sample_rate != rate:
-            raise ValueError(f"model.frontend.init_args.sample_rate is {frontend.sample_rate} Hz but "
-                             f"data.sample_rate is {rate} Hz: set both to the recordings' rate")
+        check_sample_rate(model, data)
         super().check(model, data)
 
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
@@ -47,3 +52,51 @@ class AudioClassification(Classification):
         frames = features.shape[-1] if mask is None else int(mask[0].sum())
         return {"time_attention": [spectrogram_with_attention(features[0, :, :frames],
                                                               None if weights is None else weights[:frames])]}
+
+    # ------------------------------------------------------------------ evaluation hooks
+
+    def _pool(self, model: nn.Module) -> Optional[nn.Module]:
+        pool = getattr(model, "pool", None)
+        return pool if isinstance(pool, AttentionBlock) else None
+
+    def _pool_inputs(self, model: nn.Module, pool: nn.Module, batch: Any) -> tuple[Tensor, Optional[Tensor], Any]:
+        """The frames (B, N, D) and mask the pooling receives, and its captured record."""
+        seen: list[tuple] = []
+        hook = pool.register_forward_pre_hook(lambda module, args: seen.append(args))
+        try:
+            with capture(model, "pool") as maps:
+                self.decision(model, batch)
+        finally:
+            hook.remove()
+        frames, mask = seen[-1][0], seen[-1][1] if len(seen[-1]) > 1 else None
+        return frames, mask, maps["pool"][-1]
+
+    def item_attention(self, model: nn.Module, batch: Any) -> Optional[ItemAttention]:
+        """The pooling's weights over the frames, averaged over its queries."""
+        pool = self._pool(model)
+        if pool is None:
+            return None
+        frames, mask, record = self._pool_inputs(model, pool, batch)
+        weights = record.weights.float()
+        while weights.dim() > 2:
+            weights = weights.mean(1)
+        valid = torch.ones(weights.shape, dtype=torch.bool, device=weights.device) if mask is None else mask.bool()
+        return ItemAttention(weights, valid, ("pool",))
+
+    def item_forward(self, model: nn.Module, batch: Any) -> Optional[ItemForward]:
+        """The frames at the pooling's input and the logits as their function."""
+        pool = self._pool(model)
+        if pool is None:
+            return None
+        with torch.no_grad():
+            frames, _, _ = self._pool_inputs(model, pool, batch)
+
+        def forward(vectors: Tensor) -> Tensor:
+            times = len(vectors) // len(frames)
+            swap = pool.register_forward_pre_hook(lambda module, args: (vectors.to(args[0].dtype), *args[1:]))
+            try:
+                return self.decision(model, repeat_batch(batch, times))
+            finally:
+                swap.remove()
+
+        return ItemForward(frames.detach(), forward)

@@ -6,9 +6,10 @@ Every module is an :class:`AudioDataModule` of clips of one fixed length, whose 
 """
 
 from .clips import AudioDataModule, ClipFiles, fit_length
+from .digit_strings import DigitStrings, transcript
 from .events import CLASSES, AudioEventDataset, AudioEvents
 from .fsdd import FSDD
 from .speechcommands import SpeechCommands
 
-__all__ = ["CLASSES", "FSDD", "AudioDataModule", "AudioEventDataset", "AudioEvents", "ClipFiles", "SpeechCommands",
-           "fit_length"]
+__all__ = ["CLASSES", "FSDD", "AudioDataModule", "AudioEventDataset", "AudioEvents", "ClipFiles", "DigitStrings",
+           "SpeechCommands", "fit_length", "transcript"]

@@ -85,6 +85,11 @@ class FSDD(AudioDataModule):
         self.val_fraction, self.seed = val_fraction, seed
 
     def make_splits(self) -> dict[str, ClipFiles]:
+        return {name: ClipFiles([r.path for r in part], [r.digit for r in part], self.sample_rate, self.num_samples)
+                for name, part in self.recordings().items()}
+
+    def recordings(self) -> dict[str, list[Recording]]:
+        """The recordings of each split (``train``, ``val``, ``test``) under the configured protocol."""
         folder = dataset_dir("fsdd/recordings", root=self.root, source=SOURCE)
         recordings = list_recordings(folder)
         if not recordings:
@@ -93,13 +98,11 @@ class FSDD(AudioDataModule):
         order = torch.randperm(len(train), generator=torch.Generator().manual_seed(self.seed)).tolist()
         num_val = round(self.val_fraction * len(train))
         held_out = set(order[:num_val])
-        parts = {
+        return {
             "train": [r for i, r in enumerate(train) if i not in held_out],
             "val": [r for i, r in enumerate(train) if i in held_out],
             "test": test,
         }
-        return {name: ClipFiles([r.path for r in part], [r.digit for r in part], self.sample_rate, self.num_samples)
-                for name, part in parts.items()}
 
     def partition(self, recordings: list[Recording]) -> tuple[list[Recording], list[Recording]]:
         """(test, train) recordings of the configured split."""

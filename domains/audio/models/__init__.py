@@ -10,6 +10,8 @@ padding, and name it ``pool``, which the task's time-attention picture reads.
 from .cnn import SpectrogramCNN
 from .crnn import CRNN
 from .frontend import Frontend
+from .las import ListenAttendSpell, PyramidalEncoder, RecognizerOutput
 from .transformer import SpectrogramTransformer
 
-__all__ = ["CRNN", "Frontend", "SpectrogramCNN", "SpectrogramTransformer"]
+__all__ = ["CRNN", "Frontend", "ListenAttendSpell", "PyramidalEncoder", "RecognizerOutput", "SpectrogramCNN",
+           "SpectrogramTransformer"]

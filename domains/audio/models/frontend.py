@@ -43,6 +43,14 @@ def standardize(x: Tensor, mask: Optional[Tensor], per_bin: bool = False) -> Ten
     return (x - mean) * torch.rsqrt(var + 1e-5) * weight
 
 
+def check_sample_rate(model: nn.Module, data: object) -> None:
+    """A model's front end must expect the data's sample rate (its mel scale depends on it)."""
+    frontend, rate = getattr(model, "frontend", None), getattr(data, "sample_rate", None)
+    if frontend is not None and rate is not None and frontend.sample_rate != rate:
+        raise ValueError(f"model.frontend.init_args.sample_rate is {frontend.sample_rate} Hz but "
+                         f"data.sample_rate is {rate} Hz: set both to the recordings' rate")
+
+
 class Frontend(nn.Module):
     """Waveform -> features (log-mel or MFCC), standardised per clip, SpecAugment in training.
 
