@@ -3,9 +3,11 @@ keeping their tokeniser (and class names) in the checkpoint."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
+import torch
 import torch.nn.functional as F
 from lightning.pytorch.utilities import rank_zero_warn
 from tokenizers import Tokenizer
@@ -13,18 +15,37 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.text import Perplexity, SacreBLEUScore
 
+from framework.attention import AttentionBlock, capture
 from framework.attention.pooling import frobenius_penalty
+from framework.attention.pooling.capsule import capsule_losses
+from framework.evaluation.supervision import attention_supervision_loss
 from framework.tasks import Classification, Step, Task, call_model, inputs_of, split_batch
+from framework.tasks.base import GoldView, ItemAttention
+from framework.tasks.classification import erase_tokens
 
 from .data.tokenization import EOS, PAD, token_names, tokens_of
 from .decoding import beam_search, greedy_decode
 from .metrics import ExactMatch, TokenAccuracy
+from .models.char_word import CapsuleOutput
 from .models.common import ClassifierOutput
 from .models.seq2seq import teacher_inputs
 from .pictures import alignment_image, highlight_image
 
 DECODINGS = ("greedy", "beam")
 DECODED_STAGES = ("val", "test")
+
+
+def readout_blocks(model: nn.Module) -> tuple[str, ...]:
+    """The blocks whose weights a text classifier reads out with: its pooling block (the
+    Transformer's ``pooling``), its ``attention`` (self-attentive, HAN), or the last encoder
+    layer's block (a [CLS] read-out); none for a model without attention."""
+    for name in ("pooling", "attention"):
+        if isinstance(getattr(model, name, None), AttentionBlock):
+            return (name,)
+    layers = getattr(getattr(model, "encoder", None), "layers", None)
+    if layers is not None and len(layers) and isinstance(getattr(layers[-1], "attention", None), AttentionBlock):
+        return (f"encoder.layers.{len(layers) - 1}.attention",)
+    return ()
 
 
 class TokenizerState:
@@ -149,6 +170,41 @@ class TextClassification(TokenizerState, Classification):
         return {"word_attention": [highlight_image([line for line in lines if line], title)]}
 
 
+    # Evaluation hooks: the items are the tokens (the words of a document's sentences for HAN).
+
+    def item_attention(self, model: nn.Module, batch: Any) -> Optional[ItemAttention]:
+        """The token weights of the read-out (``ClassifierOutput.token_weights``; in HAN word x
+        sentence weight), flattened over sentences; None for a model without attention."""
+        blocks = readout_blocks(model)
+        if not blocks or "need_weights" not in inspect.signature(model.forward).parameters:
+            return None
+        inputs, _ = self.split(batch)
+        weights = getattr(call_model(model, {**inputs, "need_weights": True}), "token_weights", None)
+        if weights is None:
+            return None
+        mask = inputs["mask"].bool()
+        return ItemAttention(weights.flatten(1).float(), mask.flatten(1), blocks)
+
+    def erase_items(self, batch: Any, erased: Tensor) -> Optional[Any]:
+        """The tokens ``erased`` (B, N), or (B, S W) for sentences of words, cut out of their sequence."""
+        tokens, mask = erase_tokens(batch["tokens"], batch["mask"], erased, PAD)
+        return {**batch, "tokens": tokens, "mask": mask}
+
+    def item_layer(self, model: nn.Module) -> Optional[nn.Module]:
+        """The token embedding."""
+        return getattr(model, "embed", None)
+
+
+class Supervised(NamedTuple):
+    """A translation model's logits with the alignment it attended with and the gold it is
+    supervised towards (``task.attention_supervision``)."""
+
+    logits: Tensor
+    alignment: Tensor
+    gold: Tensor
+    keys: Tensor
+
+
 class Translation(TokenizerState, Task):
     """Train a sequence-to-sequence model with teacher forcing; judge it by what it decodes.
 
@@ -170,11 +226,24 @@ class Translation(TokenizerState, Task):
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
         monitor: the validation metric that picks the best checkpoint (``val/bleu``,
             ``val/exact``, ``val/loss`` ...).
+        attention_supervision: weight lambda of supervised attention (Liu et al., COLING 2016):
+            the loss adds lambda x the cross-entropy of the model's alignment (the last layer's
+            cross-attention, heads averaged, for the Transformer) against the gold alignment
+            vectors of data that has them (``DateNormalization``): uniform over an output
+            token's sure links, or its possible ones when it has no sure link. Logged as
+            ``<stage>/attention_loss``. 0 = off.
+
+    Evaluation (``python -m framework evaluate``): on data with gold alignments, the alignment
+    error rate and attention correctness of the model's alignment, and for a Transformer of
+    every decoder layer and head (:meth:`gold_views`).
     """
 
     def __init__(self, decoding: str = "greedy", beam_size: int = 4, length_penalty: float = 0.0, max_length: int = 64,
-                 label_smoothing: float = 0.0, monitor: str = "val/bleu") -> None:
+                 label_smoothing: float = 0.0, monitor: str = "val/bleu", attention_supervision: float = 0.0) -> None:
         super().__init__()
+        if attention_supervision < 0:
+            raise ValueError(f"task.attention_supervision must be >= 0, got {attention_supervision}")
+        self.attention_supervision = attention_supervision
         if decoding not in DECODINGS:
             raise ValueError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
         if beam_size < 1 or max_length < 1:
@@ -193,12 +262,63 @@ class Translation(TokenizerState, Task):
     def split(self, batch: Any) -> tuple[Any, Tensor]:
         return batch, batch["target"]
 
-    def run_model(self, model: nn.Module, batch: Any) -> Tensor:
-        """Next-token logits (B, M, V) under teacher forcing."""
-        return model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]))
+    def check(self, model: nn.Module, data: Any) -> None:
+        """Beyond the base's sizes: supervised attention needs data with gold alignments."""
+        super().check(model, data)
+        if self.attention_supervision and not getattr(data, "gold_alignments", False):
+            raise ValueError(f"task.attention_supervision={self.attention_supervision} needs data with gold alignments "
+                             f"(domains.nlp.DateNormalization); {type(data).__name__} has none: set "
+                             "task.attention_supervision=0")
 
-    def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        return F.cross_entropy(output.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing), {}
+    def run_model(self, model: nn.Module, batch: Any) -> Any:
+        """Next-token logits (B, M, V) under teacher forcing; with supervised attention a
+        :class:`Supervised` that also carries the alignment and its gold."""
+        if not (self.attention_supervision and "alignment" in batch):
+            return model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]))
+        output = model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]), need_weights=True)
+        if output.alignment is None:
+            raise ValueError(f"task.attention_supervision={self.attention_supervision} needs a model with attention; "
+                             f"{type(model).__name__}'s attention is off")
+        links = batch["alignment"]
+        gold = torch.where((links == 2).any(-1, keepdim=True), links == 2, links >= 1)
+        return Supervised(output.logits, output.alignment, gold, batch["mask"].bool().unsqueeze(1))
+
+    def preds(self, output: Any) -> Tensor:
+        return output.logits if isinstance(output, Supervised) else output
+
+    def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        logits = self.preds(output)
+        loss = F.cross_entropy(logits.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing)
+        if not isinstance(output, Supervised):
+            return loss, {}
+        supervision = attention_supervision_loss(output.alignment.float(), output.gold, output.keys)
+        return loss + self.attention_supervision * supervision, {"attention_loss": supervision.detach()}
+
+    def gold_views(self, model: nn.Module, batch: Any) -> list[GoldView]:
+        """The model's attention against the batch's gold alignment (data such as the dates):
+        the alignment the model returns (``alignment``) and, per decoder layer of cross
+        attention, each head and their mean (``layer<l>/head<h>``, ``layer<l>/mean``)."""
+        if "alignment" not in batch:
+            return []
+        links = batch["alignment"]
+        sure, possible = links == 2, links >= 1
+        keys, queries = batch["mask"].bool().unsqueeze(1), possible.any(-1)
+        inputs = teacher_inputs(batch["target"])
+        cross = [name for name, m in model.named_modules() if getattr(m, "block_name", None) and name.endswith("cross_attention")]
+        with capture(model, *cross) if cross else _nothing() as maps:
+            output = model(batch["tokens"], batch["mask"], inputs, need_weights=True)
+        views = []
+        for layer, name in enumerate(cross):
+            records = maps.get(name) if maps is not None else None
+            if not records or not isinstance(records[0].weights, Tensor) or records[0].weights.dim() != 4:
+                continue
+            weights = records[0].weights.float()  # (B, heads, M, N)
+            for head in range(weights.shape[1]):
+                views.append(GoldView(f"layer{layer}/head{head}", weights[:, head], sure, keys, queries, possible))
+            views.append(GoldView(f"layer{layer}/mean", weights.mean(1), sure, keys, queries, possible))
+        if not views and output.alignment is not None:
+            views.append(GoldView("alignment", output.alignment.float(), sure, keys, queries, possible))
+        return views
 
     def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
         """The teacher-forced step; in validation and test also the decoded outputs' BLEU and exact match."""
@@ -246,3 +366,69 @@ class Translation(TokenizerState, Task):
             return {}
         source, target = token_names(self.tokenizer, tokens[0][mask[0]].tolist()), token_names(self.tokenizer, output)
         return {"alignment": [alignment_image(alignment[0, :, : len(source)], source, target)]}
+
+
+class _nothing:
+    """A context that records nothing (a model without cross-attention blocks)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class CapsuleClassification(TextClassification):
+    """Text classification by capsules (Wang et al., WWW 2018), trained with a joint loss::
+
+        loss = P + reconstruction * U
+        P = mean_c BCE(p_c, [c = y])                       (``loss: bce``, the default)
+          or max(0, 1 - p_y + sum_{c != y} p_c)             (``loss: hinge``, Wang et al.'s J)
+        U = max(0, 1 - fbar . r_y + sum_{c != y} fbar . r_c)  (framework.attention.pooling.capsule.capsule_losses)
+
+    The model is called with ``capsules=True`` and returns the capsules' probabilities p,
+    reconstructions r and the average fbar of the states they attended
+    (``domains.nlp.models.char_word.CapsuleOutput``); the predicted class is the capsule with
+    the highest p. With six classes the hinge J has a dead point, every p near 0 (J = 1 and
+    sigmoids without gradient), which TREC training reaches within an epoch; the one-vs-rest
+    cross-entropy of each capsule's p has none. ``P`` and ``U`` are logged as
+    ``<stage>/probability_loss`` and ``<stage>/reconstruction_loss``.
+
+    Args:
+        num_classes: K, one capsule each.
+        loss: the probability loss, ``bce`` or ``hinge``.
+        reconstruction: the weight of U (0 = the probability loss alone).
+    """
+
+    LOSSES = ("bce", "hinge")
+
+    def __init__(self, num_classes: int, loss: str = "bce", reconstruction: float = 0.1) -> None:
+        super().__init__(num_classes)
+        if loss not in self.LOSSES:
+            raise ValueError(f"task.loss must be one of {', '.join(self.LOSSES)}, got {loss!r}")
+        if reconstruction < 0:
+            raise ValueError(f"task.reconstruction must be >= 0, got {reconstruction}")
+        self.loss, self.reconstruction = loss, reconstruction
+
+    def check(self, model: nn.Module, data: Any) -> None:
+        super().check(model, data)
+        if getattr(model, "readout", None) != "capsule":
+            raise ValueError(f"domains.nlp.CapsuleClassification trains capsules: the model must read out with them "
+                             f"(domains.nlp.CharacterWordClassifier with model.attention=capsule); {type(model).__name__} "
+                             f"reads out with {getattr(model, 'readout', 'something else')!r}")
+
+    def run_model(self, model: nn.Module, inputs: Any) -> Any:
+        return call_model(model, {**inputs, "capsules": True})
+
+    def preds(self, output: Any) -> Tensor:
+        return output.probabilities if isinstance(output, CapsuleOutput) else super().preds(output)
+
+    def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        hinge, reconstruction = capsule_losses(output.probabilities, output.reconstructions, output.summary, target)
+        if self.loss == "bce":
+            truth = F.one_hot(target, output.probabilities.shape[-1]).to(output.probabilities.dtype)
+            probability = F.binary_cross_entropy(output.probabilities.float(), truth.float())
+        else:
+            probability = hinge
+        logs = {"probability_loss": probability.detach(), "reconstruction_loss": reconstruction.detach()}
+        return probability + self.reconstruction * reconstruction, logs

@@ -5,8 +5,10 @@ from .base import TextData, pad
 from .classification import ClassificationCollator, TextClassificationData, holdout, split_sentences
 from .dates import DateNormalization, date_pairs, human_date
 from .labelled import LabelledText, read_labelled
+from .long_range import LongRangeMatch, long_range_text
 from .multi30k import Multi30k, read_parallel
 from .reviews import GeneratedReviews
+from .sorting import NumberSorting, SortingExamples
 from .translation import TranslationCollator, TranslationData
 from .trec import TREC, read_trec
 
@@ -16,7 +18,10 @@ __all__ = [
     "DateNormalization",
     "GeneratedReviews",
     "LabelledText",
+    "LongRangeMatch",
     "Multi30k",
+    "NumberSorting",
+    "SortingExamples",
     "TextClassificationData",
     "TextData",
     "TranslationCollator",
@@ -24,6 +29,7 @@ __all__ = [
     "date_pairs",
     "holdout",
     "human_date",
+    "long_range_text",
     "pad",
     "read_labelled",
     "read_parallel",

@@ -37,15 +37,30 @@ class ClassificationCollator:
     Flat: tokens and mask (B, N). With ``sentences``: (B, S, W), each text cut into
     sentences (:func:`split_sentences`), at most ``max_sentences`` of ``max_length`` words.
     A text without tokens becomes one ``<unk>``, so that every example has a position.
+    With ``characters`` > 0 (flat batches only) the batch also holds ``chars`` (B, N, C): the
+    first C UTF-8 bytes of each token's text (lower-cased with ``lowercase``) as ids byte + 1,
+    0 = padding (``tokenization.CHARACTER_VOCAB``), so that unknown words keep their spelling.
     """
 
-    def __init__(self, tokenizer: Tokenizer, max_length: int, sentences: bool = False, max_sentences: int = 16) -> None:
+    def __init__(self, tokenizer: Tokenizer, max_length: int, sentences: bool = False, max_sentences: int = 16,
+                 characters: int = 0, lowercase: bool = False) -> None:
         self.tokenizer, self.max_length = tokenizer, max_length
         self.sentences, self.max_sentences = sentences, max_sentences
+        self.characters, self.lowercase = characters, lowercase
 
     def _encode(self, texts: list[str]) -> list[list[int]]:
         encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
         return [e.ids[: self.max_length] or [UNK] for e in encodings]
+
+    def _characters(self, texts: list[str], length: int) -> torch.Tensor:
+        """(B, length, C) byte ids of each token's span of its text (``<unk>`` of an empty text: none)."""
+        chars = torch.zeros(len(texts), length, self.characters, dtype=torch.long)
+        for row, (text, encoding) in enumerate(zip(texts, self.tokenizer.encode_batch(texts, add_special_tokens=False))):
+            for place, (start, end) in enumerate(encoding.offsets[: self.max_length]):
+                word = text[start:end].lower() if self.lowercase else text[start:end]
+                spelling = list(word.encode("utf-8"))[: self.characters]
+                chars[row, place, : len(spelling)] = torch.tensor(spelling, dtype=torch.long) + 1
+        return chars
 
     def __call__(self, examples: list[Example]) -> dict[str, Any]:
         texts = [text for text, _ in examples]
@@ -62,6 +77,8 @@ class ClassificationCollator:
         else:
             tokens, mask = pad(self._encode(texts))
             batch = {"tokens": tokens, "mask": mask}
+            if self.characters:
+                batch["chars"] = self._characters(texts, tokens.shape[1])
         if examples[0][1] is not None:
             batch["target"] = torch.tensor([label for _, label in examples], dtype=torch.long)
         return batch
@@ -76,12 +93,17 @@ class TextClassificationData(TextData):
         sentences: batches of (B, S, W) sentences of words (hierarchical models) instead
             of (B, N) token sequences.
         max_sentences: sentences kept per text with ``sentences``.
+        characters: C > 0 adds ``chars`` (B, N, C), the first C bytes of each token
+            (character-level models); flat batches only.
         **kwargs: tokeniser and loader options of :class:`~domains.nlp.data.TextData`.
     """
 
-    def __init__(self, sentences: bool = False, max_sentences: int = 16, **kwargs: Any) -> None:
+    def __init__(self, sentences: bool = False, max_sentences: int = 16, characters: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.sentences, self.max_sentences = sentences, max_sentences
+        if characters < 0 or (characters and sentences):
+            raise ValueError(f"data.characters must be >= 0, and 0 with data.sentences=true (characters come with flat "
+                             f"batches), got {characters}")
+        self.sentences, self.max_sentences, self.characters = sentences, max_sentences, characters
         self._labels: Optional[list[str]] = None
 
     def read(self) -> dict[str, list[tuple[str, str]]]:
@@ -101,4 +123,5 @@ class TextClassificationData(TextData):
         return {split: [(text, index[label]) for text, label in examples] for split, examples in named.items()}
 
     def make_collator(self, tokenizer: Tokenizer) -> ClassificationCollator:
-        return ClassificationCollator(tokenizer, self.max_length, self.sentences, self.max_sentences)
+        return ClassificationCollator(tokenizer, self.max_length, self.sentences, self.max_sentences, self.characters,
+                                      self.lowercase)

@@ -28,6 +28,8 @@ from typing import Callable
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
+#: Character ids of token spellings (``data.characters``): a UTF-8 byte b is b + 1, 0 is padding.
+CHARACTER_VOCAB = 257
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>")
 KINDS = ("char", "word", "bpe")
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-import torch
 from torch import Tensor
 
-from ..data.tokenization import BOS
+from framework.decoding import State, shift_right
 
-State = dict[str, Tensor]
+from ..data.tokenization import BOS
 
 
 class Seq2SeqOutput(NamedTuple):
@@ -32,4 +31,4 @@ class Seq2SeqOutput(NamedTuple):
 
 def teacher_inputs(target: Tensor) -> Tensor:
     """Decoder inputs for teacher forcing: ``<s>`` then the target shifted right, (B, M) -> (B, M)."""
-    return torch.cat([torch.full_like(target[:, :1], BOS), target[:, :-1]], dim=1)
+    return shift_right(target, BOS)

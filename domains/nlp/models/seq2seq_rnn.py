@@ -8,6 +8,8 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import CrossBlock, NoAttention, build
+from framework.attention.cross.alignment import RecurrentAlignment
+from framework.attention.cross.pointer import PointerGenerator
 
 from ..data.tokenization import PAD
 from .common import query_key_weights
@@ -37,13 +39,23 @@ class RecurrentSeq2Seq(nn.Module):
     ``dot``, ``general``, ``concat``, ``location`` (Luong, global), ``local_p`` (Luong,
     local-p) or any cross block of the catalogue. ``none`` is the encoder-decoder without
     attention (Cho et al., 2014): the context is the same encoder summary at every step.
-    The decoder starts from s_0 = tanh(W_b [forward last; backward first]) of the encoder.
+    Blocks whose alignment carries over steps (``location_aware``, ``mocha``, ``monotonic``:
+    :class:`~framework.attention.cross.alignment.RecurrentAlignment`) keep it in the decoding
+    state. The decoder starts from s_0 = tanh(W_b [forward last; backward first]) of the encoder.
+
+    ``copy: true`` adds the copy mechanism of pointer-generator networks (See et al., ACL 2017,
+    :class:`~framework.attention.cross.pointer.PointerGenerator`): a gate p_gen on the readout's
+    features f_t mixes the vocabulary distribution with the attention over the source tokens,
+    P(w) = p_gen softmax(logits)(w) + (1 - p_gen) sum_{i: x_i = w} a_ti, and the model returns
+    log P in place of the logits (cross-entropy, argmax and beam search read them unchanged).
+    Source and target share the vocabulary, so no extended ids are needed.
 
     Args:
         vocab_size: the joint source/target vocabulary (one embedding serves both sides).
         dim: D, the decoder state and the encoder output (two directions of D / 2).
         embed_dim: E. cell: ``gru`` or ``lstm``. style: ``bahdanau`` or ``luong``.
         attention: the cross block. dropout: on embeddings and before the output layer.
+        copy: add the copy mechanism (needs attention weights over the source tokens).
 
     Shapes: tokens (B, N) long, mask (B, N) bool, target_in (B, M) long (``<s>`` then the
     target shifted right) -> logits (B, M, V); with ``need_weights=True`` a
@@ -51,7 +63,8 @@ class RecurrentSeq2Seq(nn.Module):
     """
 
     def __init__(self, vocab_size: int, dim: int = 128, embed_dim: int = 64, cell: str = "gru",
-                 attention: CrossBlock = "additive", style: str = "bahdanau", dropout: float = 0.1) -> None:
+                 attention: CrossBlock = "additive", style: str = "bahdanau", dropout: float = 0.1,
+                 copy: bool = False) -> None:
         super().__init__()
         if style not in STYLES:
             raise ValueError(f"model.style must be one of {', '.join(STYLES)}, got {style!r}")
@@ -65,6 +78,12 @@ class RecurrentSeq2Seq(nn.Module):
         self.readout = nn.Linear(2 * dim + (embed_dim if bahdanau else 0), dim)
         self.dropout = nn.Dropout(dropout)
         self.output = nn.Linear(dim, vocab_size)
+        self.copy = None
+        if copy:
+            if isinstance(self.attention, NoAttention) or hasattr(self.attention, "position_weights"):
+                raise ValueError(f"model.copy needs attention weights over the source tokens; model.attention={attention!r} "
+                                 "has none (no attention, or weights over areas)")
+            self.copy = PointerGenerator(self.readout.in_features)
 
     def start(self, tokens: Tensor, mask: Tensor) -> State:
         """Encode the source: memory (B, N, D), its mask, the summary and the first decoder state."""
@@ -73,14 +92,29 @@ class RecurrentSeq2Seq(nn.Module):
         state = {"memory": memory, "mask": mask, "summary": summary, "hidden": torch.tanh(summary)}
         if self.cell == "lstm":
             state["cell"] = torch.zeros_like(summary)
+        if isinstance(self.attention, RecurrentAlignment):
+            state["alignment"] = self.attention.initial_state(mask)
+        if self.copy is not None:
+            state["tokens"] = tokens
         return state
 
-    def _attend(self, query: Tensor, state: State, want: bool) -> tuple[Tensor, Optional[Tensor]]:
-        """Context (B, M, D) for queries (B, M, D), and the (B, M, N) weights when wanted."""
+    def _attend(self, query: Tensor, state: State, want: bool) -> tuple[Tensor, Optional[Tensor], State]:
+        """Context (B, M, D) for queries (B, M, D), the (B, M, N) weights over the source tokens
+        when wanted, and the state (with the alignment a recurrent alignment carries on)."""
+        memory, mask = state["memory"], state["mask"]
         if isinstance(self.attention, NoAttention):
-            return state["summary"].unsqueeze(1).expand_as(query), None
-        result = self.attention(query, state["memory"], key_padding_mask=state["mask"], need_weights=want)
-        return (result[0], query_key_weights(result[1])) if want else (result, None)
+            return state["summary"].unsqueeze(1).expand_as(query), None, state
+        if isinstance(self.attention, RecurrentAlignment):
+            context, weights, alignment = self.attention.attend(query, memory, key_padding_mask=mask,
+                                                                state=state["alignment"])
+            return context, query_key_weights(weights) if want else None, dict(state, alignment=alignment)
+        result = self.attention(query, memory, key_padding_mask=mask, need_weights=want)
+        if not want:
+            return result, None, state
+        weights = result[1]
+        if hasattr(self.attention, "position_weights"):  # area attention: weights over areas -> over tokens
+            weights = self.attention.position_weights(weights, (1, memory.shape[1]))
+        return result[0], query_key_weights(weights), state
 
     def _recur(self, inputs: Tensor, state: State) -> tuple[Tensor, State]:
         """Run the decoder RNN over inputs (B, M, *) from the state's hidden (and cell) state."""
@@ -93,22 +127,26 @@ class RecurrentSeq2Seq(nn.Module):
         return outputs, new
 
     def decode(self, state: State, inputs: Tensor, need_weights: bool = False) -> tuple[Tensor, Optional[Tensor], State]:
-        """Logits (B, M, V) for decoder inputs (B, M), the (B, M, N) weights when wanted, the next state."""
+        """Logits (B, M, V) (log-probabilities with ``copy``) for decoder inputs (B, M), the
+        (B, M, N) weights when wanted, the next state."""
         embedded = self.dropout(self.embed(inputs))
+        want = need_weights or self.copy is not None
         if self.style == "luong":
             outputs, state = self._recur(embedded, state)
-            context, weights = self._attend(outputs, state, need_weights)
+            context, weights, state = self._attend(outputs, state, want)
             features = torch.cat([context, outputs], dim=-1)
         else:
             steps, step_weights = [], []
             for t in range(inputs.shape[1]):
-                context, weights = self._attend(state["hidden"].unsqueeze(1), state, need_weights)
+                context, weights, state = self._attend(state["hidden"].unsqueeze(1), state, want)
                 output, state = self._recur(torch.cat([embedded[:, t : t + 1], context], dim=-1), state)
                 steps.append(torch.cat([output, context, embedded[:, t : t + 1]], dim=-1))
                 step_weights.append(weights)
             features = torch.cat(steps, dim=1)
-            weights = torch.cat(step_weights, dim=1) if need_weights and step_weights[0] is not None else None
+            weights = torch.cat(step_weights, dim=1) if want and step_weights[0] is not None else None
         logits = self.output(self.dropout(torch.tanh(self.readout(features))))
+        if self.copy is not None:
+            logits = self.copy(features, weights, state["tokens"], logits, key_padding_mask=state["mask"])
         return logits, weights, state
 
     def step(self, state: State, previous: Tensor) -> tuple[Tensor, State]:
