@@ -1,10 +1,12 @@
 """Vision: attention in image classifiers and segmentation networks.
 
 * Models: a timm ResNet with a feature-map block in every residual block or after every stage
-  (:class:`AttentionResNet`), and a dilated ResNet with an attention head for segmentation
-  (:class:`SegmentationNet`: CCNet, DANet, non-local or FCN by its ``attention``).
-* Task: :class:`Segmentation` (per-pixel cross-entropy with an auxiliary loss, mIoU, pixel
-  accuracy, masks and pixel attention drawn); classifiers use ``framework.tasks.Classification``.
+  (:class:`AttentionResNet`), a small Vision Transformer (:class:`ViTClassifier`), and a dilated
+  ResNet with an attention head for segmentation (:class:`SegmentationNet`: CCNet, DANet,
+  non-local or FCN by its ``attention``).
+* Tasks: :class:`Segmentation` (per-pixel cross-entropy with an auxiliary loss, mIoU, pixel
+  accuracy, masks and pixel attention drawn); :class:`ImageClassification` (classification with
+  pixel attention and a ViT's attention rollout drawn).
 * Data: scikit-learn's digits (:class:`Digits`) and generated digit scenes
   (:class:`DigitScenes`), both embedded; CIFAR-10 and MNIST (:class:`TorchvisionClassification`),
   image folders (:class:`ImageFolderClassification`) and segmentation folders in the CamVid,
@@ -12,8 +14,8 @@
 """
 
 from .data import DigitScenes, Digits, ImageFolderClassification, SegmentationFolders, TorchvisionClassification
-from .models import AttentionHead, AttentionResNet, SegmentationNet, SegmentationOutput
-from .task import Segmentation
+from .models import AttentionHead, AttentionResNet, SegmentationNet, SegmentationOutput, ViTClassifier
+from .task import ImageClassification, Segmentation
 
 __all__ = [
     "AttentionHead",
@@ -21,9 +23,11 @@ __all__ = [
     "DigitScenes",
     "Digits",
     "ImageFolderClassification",
+    "ImageClassification",
     "Segmentation",
     "SegmentationFolders",
     "SegmentationNet",
     "SegmentationOutput",
     "TorchvisionClassification",
+    "ViTClassifier",
 ]

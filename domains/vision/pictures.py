@@ -1,7 +1,9 @@
-"""Pictures of segmentation: predicted masks beside the truth, and where one pixel looks."""
+"""Pictures of segmentation and classification: predicted masks beside the truth, where one pixel
+looks, and where a Vision Transformer's [CLS] token looks."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Optional
 
 from torch import Tensor, nn
@@ -33,3 +35,21 @@ def pixel_attention(block: nn.Module, record: Record, images: Tensor, pixel: tup
     height, width = images.shape[-2:]
     point = (min(int(pixel[0] * height), height - 1), min(int(pixel[1] * width), width - 1))
     return [overlay(as_rgb(x), w, point) for x, w in zip(images, weights)]
+
+
+def looked_at(model: nn.Module, maps: Mapping[str, list[Record]], images: Tensor,
+              pixel: tuple[float, float]) -> dict[str, list[Tensor]]:
+    """``pixel_attention/<block>``: :func:`pixel_attention` for the last record of every captured
+    block of ``model`` whose weights relate pixels (``maps``: a capture of ``model`` on ``images``)."""
+    modules, pictures = dict(model.named_modules()), {}
+    for name, records in maps.items():
+        drawn = pixel_attention(modules[name], records[-1], images, pixel)
+        if drawn:
+            pictures[f"pixel_attention/{name}"] = drawn
+    return pictures
+
+
+def token_attention(images: Tensor, weights: Tensor) -> list[Tensor]:
+    """Each image beside its (h, w) ``weights`` over the image's patches, upsampled to its size:
+    where a token that is no pixel (a ViT's [CLS], by attention rollout) looks."""
+    return [overlay(as_rgb(x), w) for x, w in zip(images, weights)]

@@ -1,21 +1,50 @@
-"""Semantic segmentation: per-pixel cross-entropy with CCNet's auxiliary loss, mIoU and pixel accuracy."""
+"""Semantic segmentation (per-pixel cross-entropy with CCNet's auxiliary loss, mIoU and pixel
+accuracy) and image classification with pictures of where the model looks."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Optional
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardIndex
 
-from framework.attention import capture
-from framework.tasks import Task, call_model, split_batch
+from framework.attention import Record, capture
+from framework.tasks import Classification, Task, call_model, split_batch
+from framework.tasks.base import GoldView, ItemAttention, ItemForward, repeat_batch
 
 from .models import SegmentationOutput
 from .data.palettes import as_palette, voc_palette
-from .pictures import masks, pixel_attention
+from .pictures import looked_at, masks, token_attention
+
+
+def dense_weights(block: nn.Module, record: Record) -> Optional[Tensor]:
+    """(B, Q, K): where every query pixel of a record looks over the key pixels (the block's
+    :meth:`~framework.attention.AttentionBlock.looks`, query by query); None when the record
+    relates no pixel grids."""
+    if record.queries is None or len(record.queries) != 2 or record.keys is None:
+        return None
+    height, width = record.queries
+    maps = [block.looks(record, (i, j)) for i in range(height) for j in range(width)]
+    if any(m is None for m in maps):
+        return None
+    return torch.stack([m.flatten(1) for m in maps], 1).float()
+
+
+def pixel_blocks(model: nn.Module, maps: Any) -> list[tuple[str, nn.Module, list[Record]]]:
+    """The captured blocks whose records relate pixel grids, outer blocks only (DANet, not its
+    position module), in module order."""
+    modules, found = dict(model.named_modules()), []
+    for name, records in maps.items():
+        if any(name.startswith(f"{outer}.") for outer, _, _ in found):
+            continue
+        if records and records[-1].queries is not None and len(records[-1].queries) == 2:
+            found.append((name, modules[name], records))
+    return found
 
 
 def _logits(output: Any) -> tuple[Tensor, Tensor | None]:
@@ -47,8 +76,17 @@ class Segmentation(Task):
         palette: K RGB colours of the classes in the pictures (default: Pascal VOC's colour map,
             which the digit scenes use too).
 
-    Shapes: batch (image (B, C, H, W), target (B, H, W) long); model output logits (B, K, H, W)
-    or a SegmentationOutput; ``predict`` gives label maps (B, H, W).
+    Shapes: batch (image (B, C, H, W), target (B, H, W) long), or with gold attention
+    (image, target, gold (B, 2, H, W) bool) as :meth:`DigitScenes.evaluation_dataloader` gives
+    it; model output logits (B, K, H, W) or a SegmentationOutput; ``predict`` gives label maps
+    (B, H, W).
+
+    Evaluation (``python -m framework evaluate``): the decision tested is one pixel's class (a
+    hidden tile's pixel where the batch has gold, else ``pixel``); the items are the key pixels
+    of the first block that relates pixels, with that pixel's attention (criss-cross: its
+    passes composed, A_R ... A_1), erased and attributed at the block's input (a pixel's
+    vector set to zero). On digit scenes, attention correctness is the weight that the hidden
+    tiles' pixels put on the drawn digit's pixels, per pass and composed.
     """
 
     monitor = "val/miou"
@@ -66,6 +104,12 @@ class Segmentation(Task):
         if palette is not None and len(palette) != num_classes:
             raise ValueError(f"task.palette must give {num_classes} colours (task.num_classes), got {len(palette)}")
         self.colours = as_palette(palette) if palette is not None else voc_palette(num_classes)
+
+    def split(self, batch: Any) -> tuple[Any, Any]:
+        """``(image, target)``; a batch with gold attention gives its first two."""
+        if isinstance(batch, (tuple, list)) and len(batch) == 3:
+            return batch[0], batch[1]
+        return split_batch(batch)
 
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits, aux = _logits(output)
@@ -98,14 +142,153 @@ class Segmentation(Task):
             sink.image(f"masks/{index:06d}.png", mask, palette=self.colours.numpy())
 
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
-        inputs, target = split_batch(batch)
+        inputs, target = self.split(batch)
         inputs, target = inputs[: self.num_images], target[: self.num_images]
         with capture(model) as maps:
             prediction = _logits(call_model(model, inputs))[0].argmax(1)
         pictures = {"masks": [masks(x, t, p, self.colours, self.ignore_index) for x, t, p in zip(inputs, target, prediction)]}
-        modules = dict(model.named_modules())
-        for name, records in maps.items():
-            drawn = pixel_attention(modules[name], records[-1], inputs, self.pixel)
-            if drawn:
-                pictures[f"pixel_attention/{name}"] = drawn
+        return {**pictures, **looked_at(model, maps, inputs, self.pixel)}
+
+    # ------------------------------------------------------------------ evaluation hooks
+
+    def query_pixels(self, batch: Any) -> Tensor:
+        """(B, 2) the (row, column) of the pixel whose decision is tested: with gold, the middle
+        (in reading order) of the example's tile pixels, else the task's ``pixel``."""
+        images = self.split(batch)[0]
+        height, width = images.shape[-2:]
+        default = torch.tensor([min(int(self.pixel[0] * height), height - 1), min(int(self.pixel[1] * width), width - 1)])
+        pixels = default.expand(len(images), 2).clone()
+        if isinstance(batch, (tuple, list)) and len(batch) == 3:
+            for row, tiles in enumerate(batch[2][:, 1].cpu()):
+                where = tiles.nonzero()
+                if len(where):
+                    pixels[row] = where[len(where) // 2]
+        return pixels.to(images.device)
+
+    def decision(self, model: nn.Module, batch: Any) -> Tensor:
+        """The logits (B, K) of each example's tested pixel (:meth:`query_pixels`)."""
+        logits = self.preds(self.run_model(model, self.split(batch)[0]))
+        pixels = self.query_pixels(batch)
+        return logits[torch.arange(len(logits), device=logits.device), :, pixels[:, 0], pixels[:, 1]]
+
+    def _pixel_maps(self, model: nn.Module, batch: Any) -> Optional[tuple[str, nn.Module, list[Tensor]]]:
+        """The first pixel block: its name, module, and dense (B, Q, K) weights of every pass."""
+        with capture(model) as maps:
+            self.decision(model, batch)
+        for name, block, records in pixel_blocks(model, maps):
+            dense = [dense_weights(block, record) for record in records]
+            if dense and all(d is not None for d in dense):
+                return name, block, dense
+        return None
+
+    @staticmethod
+    def _composed(dense: list[Tensor]) -> Tensor:
+        """The passes' weights composed, A_R ... A_1 (one pass: itself)."""
+        composed = dense[0]
+        for later in dense[1:]:
+            if later.shape[-1] != composed.shape[-2]:
+                return dense[-1]
+            composed = later @ composed
+        return composed
+
+    def item_attention(self, model: nn.Module, batch: Any) -> Optional[ItemAttention]:
+        """Where the tested pixel's feature pixel looks over the key pixels (passes composed)."""
+        found = self._pixel_maps(model, batch)
+        if found is None:
+            return None
+        name, block, dense = found
+        composed = self._composed(dense)
+        images = self.split(batch)[0]
+        side = int(round(math.sqrt(composed.shape[1] * images.shape[-1] / images.shape[-2])))  # query grid width
+        rows, cols = composed.shape[1] // side, side
+        pixels = self.query_pixels(batch)
+        query = (pixels[:, 0] * rows // images.shape[-2]) * cols + pixels[:, 1] * cols // images.shape[-1]
+        weights = composed[torch.arange(len(composed), device=composed.device), query]
+        return ItemAttention(weights, torch.ones_like(weights, dtype=torch.bool), (name,))
+
+    def item_forward(self, model: nn.Module, batch: Any) -> Optional[ItemForward]:
+        """The key pixels' vectors at the pixel block's input (B, h w, C) and the tested pixel's
+        logits as their function."""
+        found = self._pixel_maps(model, batch)
+        if found is None:
+            return None
+        block = found[1]
+        seen: list[Tensor] = []
+        hook = block.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+        try:
+            with torch.no_grad():
+                self.decision(model, batch)
+        finally:
+            hook.remove()
+        features = seen[0]  # (B, C, h, w)
+
+        def forward(vectors: Tensor) -> Tensor:
+            times = len(vectors) // len(features)
+            replaced = vectors.transpose(1, 2).reshape(len(vectors), *features.shape[1:]).to(features.dtype)
+            swap = block.register_forward_pre_hook(lambda module, args: (replaced, *args[1:]))
+            try:
+                return self.decision(model, repeat_batch(batch, times))
+            finally:
+                swap.remove()
+
+        return ItemForward(features.flatten(2).transpose(1, 2).detach(), forward)
+
+    def gold_views(self, model: nn.Module, batch: Any) -> list[GoldView]:
+        """With gold (digit scenes): each pass of the first pixel block, and the passes composed,
+        over the key pixels, against the drawn digits' pixels; the queries are the feature
+        pixels mostly covered by hidden tiles."""
+        if not (isinstance(batch, (tuple, list)) and len(batch) == 3):
+            return []
+        found = self._pixel_maps(model, batch)
+        if found is None:
+            return []
+        name, block, dense = found
+        with capture(model, name) as maps:
+            self.decision(model, batch)
+        record = maps[name][-1]
+        drawn, tiles = batch[2][:, 0].float(), batch[2][:, 1].float()
+        gold = F.adaptive_avg_pool2d(drawn[:, None], record.keys)[:, 0].flatten(1) > 0  # (B, K)
+        queries = F.adaptive_avg_pool2d(tiles[:, None], record.queries)[:, 0].flatten(1) >= 0.5  # (B, Q)
+        # the keys a pass can reach (criss-cross: the query's row and column), where its softmax is not 0
+        views = [GoldView(f"{name} pass {r + 1}" if len(dense) > 1 else name, weights, gold.unsqueeze(1), weights > 0,
+                          queries) for r, weights in enumerate(dense)]
+        if len(dense) > 1:
+            composed = self._composed(dense)
+            views.append(GoldView(f"{name} passes composed", composed, gold.unsqueeze(1), torch.ones_like(composed).bool(),
+                                  queries))
+        return views
+
+
+class ImageClassification(Classification):
+    """Image classification (cross-entropy, ``acc`` and macro ``f1``, as
+    :class:`framework.tasks.Classification`), with pictures of where the model looks.
+
+    Pictures (``images``), for the first ``num_images`` examples: where the feature pixel at
+    relative position ``pixel`` (row, column in [0, 1]) looks in every block whose weights
+    relate pixels (non-local, criss-cross, axial, stand-alone ... in a ResNet), beside the
+    image; and for a model with a ``rollout`` method (:class:`~domains.vision.ViTClassifier`),
+    where its [CLS] token looks, by attention rollout over the patches (``rollout``).
+
+    Args:
+        num_classes, label_smoothing: as for :class:`framework.tasks.Classification`.
+        num_images: examples drawn per picture.
+        pixel: the query pixel of the pixel pictures, as fractions of height and width.
+    """
+
+    def __init__(self, num_classes: int, label_smoothing: float = 0.0, num_images: int = 4,
+                 pixel: Sequence[float] = (0.5, 0.5)) -> None:
+        super().__init__(num_classes, label_smoothing)
+        if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):
+            raise ValueError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
+        self.num_images, self.pixel = num_images, tuple(pixel)
+
+    def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
+        inputs = split_batch(batch)[0][: self.num_images]
+        with capture(model) as maps:
+            call_model(model, inputs)
+        pictures = looked_at(model, maps, inputs, self.pixel)
+        rollout = getattr(model, "rollout", None)
+        weights = rollout(inputs) if callable(rollout) else None
+        if weights is not None:
+            pictures["rollout"] = token_attention(inputs, weights)
         return pictures

@@ -5,6 +5,11 @@ digits of one class. ``clean_per_scene`` of them are drawn as handwritten digits
 others is hidden under an opaque striped tile of the digit's size, and the tile's pixels are
 labelled with the hidden digit's class. A tile says nothing about its class, so it can only be
 labelled by looking at the clean digits elsewhere in the scene: long-range context.
+
+The scenes also know the gold of that look (:func:`gold_masks`): the drawn digits' ink, where a
+tile's pixels should attend, and the tiles' pixels, the queries that need it.
+:meth:`DigitScenes.evaluation_dataloader` gives test batches with them, for
+``python -m framework evaluate``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
 from framework.data import SPLITS, SplitDataModule
@@ -159,6 +165,32 @@ def render_scenes(shapes: Tensor, labels: Tensor, count: int, canvas: int, digit
     return Scenes(images, masks, scene_class, glyph, size, top, left, occluded)
 
 
+def gold_masks(scenes: Scenes) -> Tensor:
+    """(N, 2, S, S) bool: the drawn digits' ink pixels (the gold keys of a tile's attention) and
+    the hidden tiles' pixels (the queries that need the look), from how the scenes were drawn."""
+    canvas = scenes.masks.shape[-1]
+    coords = torch.arange(canvas)
+    inside_rows = (coords >= scenes.top[..., None]) & (coords < (scenes.top + scenes.size)[..., None])  # (N, K, S)
+    inside_cols = (coords >= scenes.left[..., None]) & (coords < (scenes.left + scenes.size)[..., None])
+    squares = inside_rows[..., :, None] & inside_cols[..., None, :]  # (N, K, S, S)
+    tiles = (squares & scenes.occluded[..., None, None]).any(1)
+    drawn = (scenes.masks > 0) & ~tiles
+    return torch.stack([drawn, tiles], 1)
+
+
+class GoldScenes(ImageTensors):
+    """Scenes as ``(image, target, gold)``: :class:`ImageTensors` items and their (2, S, S)
+    :func:`gold_masks` (the transform must not move pixels: normalisation only)."""
+
+    def __init__(self, scenes: Scenes, transform: v2.Transform) -> None:
+        super().__init__(scenes.images, scenes.masks, transform)
+        self.gold = gold_masks(scenes)
+
+    def __getitem__(self, i: int) -> tuple[Tensor, Tensor, Tensor]:
+        image, target = super().__getitem__(i)
+        return image, target, self.gold[i]
+
+
 def chunk_seed(seed: int, split: str, chunk: int) -> int:
     """An independent generator seed for each (seed, split, chunk of CHUNK scenes)."""
     return int(np.random.SeedSequence([seed, SPLITS.index(split), chunk]).generate_state(1)[0])
@@ -254,3 +286,9 @@ class DigitScenes(SplitDataModule):
     def make_splits(self) -> dict[str, ImageTensors]:
         transform = v2.Compose(normalised(self.mean, self.std))
         return {split: ImageTensors(*self.scenes(split)[:2], transform) for split in SPLITS}
+
+    def evaluation_dataloader(self, split: str = "test") -> DataLoader:
+        """Batches ``(image, target, gold)`` of a split, gold (B, 2, S, S) bool from :func:`gold_masks`:
+        what ``python -m framework evaluate`` reads for the intrinsic measures."""
+        dataset = GoldScenes(self.scenes(split), v2.Compose(normalised(self.mean, self.std)))
+        return DataLoader(dataset, batch_size=self.eval_batch_size, num_workers=self.num_workers)
