@@ -105,8 +105,11 @@ def time_loop(cli, module, epochs: int, train_batches: Optional[int], val_batche
     optimizer = module.configure_optimizers()
     optimizer = optimizer[0][0] if isinstance(optimizer, tuple) else optimizer
     optimizer = optimizer["optimizer"] if isinstance(optimizer, dict) else optimizer
-    # A fresh one of the same kind: LightningCLI hands out the optimizer fit used, its state moved to the CPU.
-    optimizer = type(optimizer)(module.parameters(), **optimizer.defaults)
+    # LightningCLI hands out the optimizer fit used, its moments moved to the CPU by fit's teardown:
+    # the loop starts it afresh, as fit started.
+    optimizer.state.clear()
+    for group in optimizer.param_groups:
+        group["lr"] = group.get("initial_lr", group["lr"])
     clip = cli.trainer.gradient_clip_val
     autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda")
     data = cli.datamodule
