@@ -138,7 +138,7 @@ def time_loop(cli, module, epochs: int, train_batches: Optional[int], val_batche
                 batch = move_data_to_device(batch, device)
                 with autocast:
                     step = task.step(model, batch, "val")
-                metrics.update(step.preds, step.target)
+                metrics.update(step.preds, step.target, **(step.metric_inputs or {}))
         metrics.compute()
         metrics.reset()
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, folder / "loop.ckpt")
