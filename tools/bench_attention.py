@@ -3,6 +3,7 @@
     python tools/bench_attention.py            # all CPU sections (about 5 minutes on 2 cores)
     python tools/bench_attention.py --quick    # small sizes only
     python tools/bench_attention.py --cuda     # the criss-cross core on the GPU (section 3) only
+    python tools/bench_attention.py --efficient   # the efficient self-attention blocks (section 4) only
 
 1. The general Attention: fused ``scaled_dot_product_attention`` path vs the explicit path
    (same module, weights requested), and the linear-time kernel path vs its explicit path.
@@ -20,7 +21,12 @@
    memory of one step above its inputs, ratios against the authors' algorithm of the same
    run, and the largest difference of each output from the authors'.
 
-In sections 1 and 2 every measurement runs in a fresh process, so peak memory (the growth of
+4. The efficient self-attention blocks (Linformer, Performer, sparse patterns, adaptive span,
+   Synthesizer, Transformer-XL; options as in ``tools/bench_efficient.py``) against ``mhsa``,
+   forward + backward of one block, B = 1, D = 64, 8 heads, N = 256 ... 4096 (CPU): time and
+   peak memory, and their ratios to ``mhsa`` at the same N.
+
+In sections 1, 2 and 4 every measurement runs in a fresh process, so peak memory (the growth of
 the resident set during one forward + backward) is not polluted by the one before. Times are
 medians.
 """
@@ -120,6 +126,41 @@ def _criss_cross_case(impl: str, side: int, reps: int) -> dict:
         forward(x).sum().backward()
 
     return _measure(step, reps)
+
+
+def _efficient_case(name: str, n: int, reps: int) -> dict:
+    import torch
+
+    from framework.attention import create
+    from tools.bench_efficient import long_options
+
+    block = create(name, 64, num_heads=8, **long_options(name, n))
+    x = torch.randn(1, n, 64, requires_grad=True)
+    mask = torch.ones(1, n, dtype=torch.bool)
+
+    def step():
+        x.grad = None
+        block.zero_grad()
+        block(x, mask).sum().backward()
+
+    return _measure(step, reps)
+
+
+EFFICIENT = ("mhsa", "linformer", "performer", "sparse_strided", "sparse_fixed", "adaptive_span", "synthesizer_dense",
+             "synthesizer_random", "transformer_xl")
+
+
+def efficient_table(lengths, title: str = "") -> None:
+    """Print the efficient blocks' forward + backward time and memory against sequence length."""
+    print(f"{title}Efficient self-attention vs mhsa, one block, B=1, D=64, h=8, forward + backward, CPU")
+    print(f"{'N':>5}{'block':>20}{'ms':>10}{'peak MB':>10}{'time / mhsa':>13}{'memory / mhsa':>15}")
+    for n in lengths:
+        base = None
+        for name in EFFICIENT:
+            r = _run("efficient", name, str(n), "3" if n < 4096 else "1")
+            base = base or r
+            print(f"{n:>5}{name:>20}{r['ms']:>10.1f}{r['peak_mb']:>10.0f}{r['ms'] / base['ms']:>12.2f}x"
+                  f"{r['peak_mb'] / max(base['peak_mb'], 1):>14.2f}x", flush=True)
 
 
 def _run(*args: str) -> dict:
@@ -250,15 +291,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--cuda", action="store_true", help="the criss-cross core on the GPU (section 3) only")
+    parser.add_argument("--efficient", action="store_true", help="the efficient self-attention blocks (section 4) only")
     parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         kind, *rest = args.one
-        result = _attention_case(rest[0], 5) if kind == "attention" else _criss_cross_case(rest[0], int(rest[1]), int(rest[2]))
+        if kind == "efficient":
+            result = _efficient_case(rest[0], int(rest[1]), int(rest[2]))
+        elif kind == "attention":
+            result = _attention_case(rest[0], 5)
+        else:
+            result = _criss_cross_case(rest[0], int(rest[1]), int(rest[2]))
         print(json.dumps(result))
         return
     if args.cuda:
         criss_cross_gpu_table(GPU_CASES[:1] if args.quick else GPU_CASES)
+        return
+    efficient_lengths = (256, 1024) if args.quick else (256, 1024, 4096)
+    if args.efficient:
+        efficient_table(efficient_lengths, title="4. ")
         return
 
     print("1. General Attention, forward + backward, CPU")
@@ -271,6 +322,8 @@ def main() -> None:
 
     print()
     criss_cross_table((32,) if args.quick else (32, 64, 97), title="2. ")
+    print()
+    efficient_table(efficient_lengths, title="4. ")
 
 if __name__ == "__main__":
     main()

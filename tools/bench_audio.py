@@ -1,86 +1,85 @@
-"""FSDD spoken-digit accuracy of the audio models, on the official and a speaker-disjoint split.
+"""FSDD spoken-digit accuracy of the audio models on the official and a speaker-disjoint split,
+over seeds, run through ``python -m framework compare``.
 
-Trains each model with its ``domains/audio/<config>_fsdd.yaml`` through the CLI, selects
-the checkpoint with the best ``val/acc`` (a seeded 10 % of the training recordings), tests
-it, and prints test accuracy, macro F1 and seconds per epoch (training + validation, wall
-clock, so it depends on what else the machine runs)::
+    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_audio.py                     # 3 seeds, both splits
+    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_audio.py --models cnn crnn_attention --splits official --epochs 3
 
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_audio.py --epochs 8
-    python tools/bench_audio.py --models cnn transformer --splits official --epochs 3
+One comparison per split (runs/compare/bench_audio_<split>/): each model trained with its
+``domains/audio/<model>_fsdd.yaml`` (the cosine schedule follows ``--epochs``), the checkpoint
+with the best ``val/acc`` (a seeded 10 % of the training recordings) tested; test accuracy
+and macro F1 as mean ± std over the seeds, a paired t-test against the CNN without attention,
+seconds per training epoch. What this script adds: the two splits (the speaker-disjoint one
+holds out ``--test-speakers``) and one table of both. The CNN with another block is a
+comparison of its own: ``python -m framework compare --config domains/audio/cnn_fsdd.yaml
+--grid model.attention=[none,se,cbam,criss_cross]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-import time
+import math
+import sys
+from pathlib import Path
 
-import torch
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `framework` when run as a script
 
-from framework.cli import main
+from framework.compare import main as compare  # noqa: E402
 
-#: benchmark name -> (config, overrides)
-MODELS = {
-    "cnn": ("cnn_fsdd", ["--model.attention=none"]),
-    "cnn_se": ("cnn_fsdd", ["--model.attention=se"]),
-    "cnn_cbam": ("cnn_cbam_fsdd", []),
-    "transformer": ("transformer_fsdd", []),
-    "crnn_attention": ("crnn_attention_fsdd", []),
-}
+MODELS = ("cnn", "cnn_cbam", "transformer", "crnn_attention")
 
 
 def split_overrides(split: str, test_speakers: list[str]) -> list[str]:
     if split == "official":
         return ["--data.split=official"]
-    return ["--data.split=speakers", f"--data.test_speakers={test_speakers}".replace("'", "")]
+    return ["--data.split=speakers", f"--data.test_speakers=[{','.join(test_speakers)}]"]
 
 
-def run(model: str, split: str, args: argparse.Namespace) -> dict[str, float]:
-    """Fit one model on one split, test its best checkpoint; the figures of one table row."""
-    config, overrides = MODELS[model]
-    start = time.perf_counter()
-    cli = main([
-        "fit", "--config", f"domains/audio/{config}.yaml", "--config", "configs/logger/csv.yaml", *overrides,
-        *split_overrides(split, args.test_speakers), f"--trainer.max_epochs={args.epochs}",
-        f"--lr_scheduler.init_args.T_max={args.epochs}", f"--seed_everything={args.seed}",
-        "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-        "--trainer.num_sanity_val_steps=0", f"--model.frontend.init_args.normalize={args.normalize}",
-    ])
-    seconds = time.perf_counter() - start
-    best_val = float(cli.trainer.checkpoint_callback.best_model_score)
-    (tested,) = cli.trainer.test(cli.model, datamodule=cli.datamodule, ckpt_path="best", verbose=False)
-    params = sum(p.numel() for p in cli.model.model.parameters())
-    return {"val_acc": best_val, "test_acc": tested["test/acc"], "test_f1": tested["test/f1"],
-            "s_per_epoch": seconds / args.epochs, "params": params}
+def compare_args(split: str, args: argparse.Namespace) -> list[str]:
+    configs = ",".join(f"domains/audio/{model}_fsdd.yaml" for model in args.models)
+    return ["--grid", f"config=[{configs}]", "--config", "configs/logger/csv.yaml", *split_overrides(split, args.test_speakers),
+            f"--trainer.max_epochs={args.epochs}", f"--lr_scheduler.init_args.T_max={args.epochs}",
+            "--trainer.num_sanity_val_steps=0", "--trainer.enable_model_summary=false",
+            "--attention_maps.every_n_epochs=0", f"--model.frontend.init_args.normalize={args.normalize}",
+            "--seeds", str(args.seeds), "--jobs", str(args.jobs), "--name", f"bench_audio_{split}",
+            "--baseline", f"{args.models[0]}_fsdd", "--metrics", "test/acc", "test/f1",
+            *(["--report"] if args.report else [])]
 
 
-def main_bench() -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="the first is the baseline")
     parser.add_argument("--splits", nargs="+", choices=["official", "speakers"], default=["official", "speakers"])
     parser.add_argument("--test-speakers", nargs="+", default=["george"], help="held out by the speakers split")
     parser.add_argument("--epochs", type=int, default=8, help="as the _fsdd configs")
     parser.add_argument("--normalize", choices=["clip", "bins"], default="clip",
                         help="front-end standardisation: per clip (the configs) or per mel bin (CMVN)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (default 1: on a small shared CPU more threads spin against each other)")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each on a 2-core CPU)")
+    parser.add_argument("--report", action="store_true", help="only the tables of the runs that finished")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    os.environ.setdefault("FRAMEWORK_RUNS_DIR", tempfile.mkdtemp(prefix="bench_audio_"))
-    os.environ.setdefault("WANDB_MODE", "disabled")
-    rows = [(model, split, run(model, split, args)) for split in args.splits for model in args.models]
+    tables = []
+    for split in args.splits:
+        summary = compare(compare_args(split, args))
+        if summary is not None:
+            tables.append((split, summary))
     speakers = ",".join(args.test_speakers)
-    print(f"\nFSDD, {args.epochs} epochs, seed {args.seed}, {args.threads} thread(s), normalize {args.normalize}; "
-          f"best val/acc checkpoint tested; speakers split holds out {speakers}")
-    print(f"| {'model':<15} | {'split':<8} | {'params':>7} | {'val acc':>7} | {'test acc':>8} | {'test F1':>7} "
-          f"| {'s/epoch':>7} |")
-    print(f"|{'-' * 17}|{'-' * 10}|{'-' * 9}|{'-' * 9}|{'-' * 10}|{'-' * 9}|{'-' * 9}|")
-    for model, split, r in rows:
-        print(f"| {model:<15} | {split:<8} | {r['params']:>7} | {r['val_acc']:>7.4f} | {r['test_acc']:>8.4f} | "
-              f"{r['test_f1']:>7.4f} | {r['s_per_epoch']:>7.1f} |")
+    print(f"\nFSDD, {args.epochs} epochs, {args.seeds} seeds, best val/acc checkpoint tested; the speakers split holds "
+          f"out {speakers}; mean ± sd over seeds, p: paired t-test against {args.models[0]}")
+    print("| model | split | test acc | test F1 | p vs " + args.models[0] + " | s/epoch |")
+    print("|---|---|---:|---:|---:|---:|")
+    for split, summary in tables:
+        for cell, row in zip(summary.cells, summary.rows):
+            test = summary.paired.get(cell.name)
+            p = "" if test is None or math.isnan(test.p) else f"{test.p:.2g}"
+            print(f"| {cell.label.removesuffix('_fsdd')} | {split} | {_pm(row, 'test/acc')} | {_pm(row, 'test/f1')} | "
+                  f"{p} | {row['seconds_per_epoch_mean']:.1f} |")
+
+
+def _pm(row: dict, metric: str) -> str:
+    mean, std = row[f"{metric}_mean"], row[f"{metric}_std"]
+    return f"{mean:.3f}" + ("" if math.isnan(std) else f" ± {std:.3f}")
 
 
 if __name__ == "__main__":
-    main_bench()
+    main()
