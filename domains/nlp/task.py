@@ -101,7 +101,7 @@ class TextClassification(TokenizerState, Classification):
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
     """
 
-    def __init__(self, num_classes: int, penalty: float = 0.0, label_smoothing: float = 0.0) -> None:
+    def __init__(self, num_classes: Optional[int] = None, penalty: float = 0.0, label_smoothing: float = 0.0) -> None:
         super().__init__(num_classes, label_smoothing)
         if penalty < 0:
             raise ValueError(f"task.penalty must be >= 0, got {penalty}")
@@ -402,7 +402,7 @@ class CapsuleClassification(TextClassification):
 
     LOSSES = ("bce", "hinge")
 
-    def __init__(self, num_classes: int, loss: str = "bce", reconstruction: float = 0.1) -> None:
+    def __init__(self, num_classes: Optional[int] = None, loss: str = "bce", reconstruction: float = 0.1) -> None:
         super().__init__(num_classes)
         if loss not in self.LOSSES:
             raise ValueError(f"task.loss must be one of {', '.join(self.LOSSES)}, got {loss!r}")

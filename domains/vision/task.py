@@ -92,7 +92,7 @@ class Segmentation(Task):
     monitor = "val/miou"
     mode = "max"
 
-    def __init__(self, num_classes: int, ignore_index: int = 255, aux_weight: float = 0.4, num_images: int = 4,
+    def __init__(self, num_classes: Optional[int] = None, ignore_index: int = 255, aux_weight: float = 0.4, num_images: int = 4,
                  pixel: Sequence[float] = (0.5, 0.5), palette: Optional[Sequence[Sequence[int]]] = None) -> None:
         super().__init__()
         if num_classes < 2:
@@ -275,7 +275,7 @@ class ImageClassification(Classification):
         pixel: the query pixel of the pixel pictures, as fractions of height and width.
     """
 
-    def __init__(self, num_classes: int, label_smoothing: float = 0.0, num_images: int = 4,
+    def __init__(self, num_classes: Optional[int] = None, label_smoothing: float = 0.0, num_images: int = 4,
                  pixel: Sequence[float] = (0.5, 0.5)) -> None:
         super().__init__(num_classes, label_smoothing)
         if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):

@@ -22,8 +22,10 @@ from typing import Any
 
 from ..errors import ConfigError
 
-#: The sizes a data module may state, as model and task arguments of the same name.
-SIZES = ("vocab_size", "num_classes", "in_channels", "num_items")
+#: The sizes a data module may state, as model and task arguments of the same name, and how a size
+#: given in a config must compare with the data's: a model's vocabulary may be larger than the
+#: data's, the other sizes must be equal (:meth:`framework.tasks.Task.check`).
+SIZES = {"vocab_size": "at least", "num_classes": "equal", "in_channels": "equal", "num_items": "equal"}
 
 
 def fill_sizes(arguments: dict[str, MutableMapping[str, Any]], data: Any) -> dict[str, int]:

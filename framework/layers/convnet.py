@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from collections.abc import Sequence
 
 from torch import Tensor, nn
@@ -45,7 +47,7 @@ class AttentiveConvNet(nn.Module):
     Shapes: x (B, in_channels, H, W) with H, W >= 2^stages -> logits (B, K).
     """
 
-    def __init__(self, in_channels: int, num_classes: int, widths: Sequence[int] = (32, 64, 128),
+    def __init__(self, in_channels: Optional[int] = None, num_classes: Optional[int] = None, widths: Sequence[int] = (32, 64, 128),
                  attention: FeatureMapBlock = "none", dropout: float = 0.0) -> None:
         super().__init__()
         if not widths:

@@ -40,13 +40,11 @@ import torch
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
+from ..data.sizes import SIZES
+
 if TYPE_CHECKING:
     from ..callbacks.predictions import PredictionSink
 
-
-#: Sizes that a data module and a model or task may both state, and how they must compare: a model's
-#: vocabulary may be larger than the data's, the other sizes must be equal.
-SIZES = {"vocab_size": "at least", "num_classes": "equal", "in_channels": "equal", "num_items": "equal"}
 
 
 class Step(NamedTuple):

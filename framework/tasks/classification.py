@@ -42,7 +42,7 @@ class Classification(Task):
     monitor = "val/acc"
     mode = "max"
 
-    def __init__(self, num_classes: int, label_smoothing: float = 0.0, ignore_index: int = -100) -> None:
+    def __init__(self, num_classes: Optional[int] = None, label_smoothing: float = 0.0, ignore_index: int = -100) -> None:
         super().__init__()
         if num_classes < 2:
             raise ValueError(f"task.num_classes must be at least 2, got {num_classes}")

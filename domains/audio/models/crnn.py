@@ -37,7 +37,7 @@ class CRNN(nn.Module):
     Shapes: waveform (B, T), lengths (B,) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: int, frontend: Optional[Frontend] = None, widths: Sequence[int] = (16, 32),
+    def __init__(self, num_classes: Optional[int] = None, frontend: Optional[Frontend] = None, widths: Sequence[int] = (16, 32),
                  attention: FeatureMapBlock = "none", hidden: int = 64, pooling: PoolingBlock = "pooling",
                  dropout: float = 0.1) -> None:
         super().__init__()

@@ -68,7 +68,7 @@ class SpectrogramTransformer(nn.Module):
     Shapes: waveform (B, T), lengths (B,) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: int, frontend: Optional[Frontend] = None, dim: int = 64, depth: int = 2,
+    def __init__(self, num_classes: Optional[int] = None, frontend: Optional[Frontend] = None, dim: int = 64, depth: int = 2,
                  attention: SequenceBlock = "mhsa", pooling: PoolingBlock = "pooling", stem_channels: int = 16,
                  stem_layers: int = 2, max_len: int = 512, dropout: float = 0.1) -> None:
         super().__init__()

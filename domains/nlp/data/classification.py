@@ -116,6 +116,12 @@ class TextClassificationData(TextData):
         self.setup("fit")
         return list(self._labels or ())
 
+    @property
+    def num_classes(self) -> Optional[int]:
+        """The number of labels, once set up (the size the CLI gives ``model.num_classes`` and
+        ``task.num_classes`` when a config leaves them unset)."""
+        return None if self._labels is None else len(self._labels)
+
     def make_splits(self) -> dict[str, list[Example]]:
         named = self.read()
         self._labels = self.label_order({label for examples in named.values() for _, label in examples})

@@ -96,7 +96,7 @@ class CharacterWordClassifier(nn.Module):
     averaged); with ``capsules=True`` a :class:`CapsuleOutput`.
     """
 
-    def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 64, dim: int = 128,
+    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, embed_dim: int = 64, dim: int = 128,
                  embeddings: Sequence[str] = ("word", "ngrams"), combine: str = "meta_embedding", ngram: int = 3,
                  ngram_buckets: int = 4096, attention: str = "capsule", char_dim: int = 32, score: str = "additive",
                  score_kwargs: Optional[dict] = None, dropout: float = 0.3) -> None:

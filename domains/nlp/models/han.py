@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Optional, Union
 
 import torch
 from torch import Tensor, nn
@@ -56,7 +56,7 @@ class HierarchicalAttentionNetwork(nn.Module):
     :class:`ClassifierOutput` whose token weights (B, S, W) are word weight x sentence weight.
     """
 
-    def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 100, dim: int = 100,
+    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, embed_dim: int = 100, dim: int = 100,
                  attention: PoolingBlock = "hierarchical", attention_hidden: int = 100, cell: str = "gru",
                  dropout: float = 0.2) -> None:
         super().__init__()

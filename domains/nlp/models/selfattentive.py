@@ -57,7 +57,7 @@ class SelfAttentiveClassifier(nn.Module):
     ``need_weights=True`` a :class:`ClassifierOutput` (token weights = A averaged over rows).
     """
 
-    def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 100, dim: int = 200,
+    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, embed_dim: int = 100, dim: int = 200,
                  attention: BlockSpec = "pooling", num_queries: int = 4, attention_hidden: int = 100,
                  hidden: int = 200, cell: str = "lstm", dropout: float = 0.2) -> None:
         super().__init__()

@@ -62,7 +62,7 @@ class RecurrentSeq2Seq(nn.Module):
     :class:`Seq2SeqOutput` with the alignment (B, M, N).
     """
 
-    def __init__(self, vocab_size: int, dim: int = 128, embed_dim: int = 64, cell: str = "gru",
+    def __init__(self, vocab_size: Optional[int] = None, dim: int = 128, embed_dim: int = 64, cell: str = "gru",
                  attention: CrossBlock = "additive", style: str = "bahdanau", dropout: float = 0.1,
                  copy: bool = False) -> None:
         super().__init__()

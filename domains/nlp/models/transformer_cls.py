@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Union
+from typing import Optional, Union
 
 import torch
 from torch import Tensor, nn
@@ -39,7 +39,7 @@ class TransformerClassifier(nn.Module):
     [CLS] column left out and the rest renormalised).
     """
 
-    def __init__(self, vocab_size: int, num_classes: int, dim: int = 128, depth: int = 2,
+    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, dim: int = 128, depth: int = 2,
                  attention: SequenceBlock = "mhsa", readout: str = "pooling", pooling: PoolingBlock = "pooling",
                  mlp_ratio: float = 2.0, max_len: int = 128, dropout: float = 0.1) -> None:
         super().__init__()

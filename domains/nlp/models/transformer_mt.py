@@ -70,7 +70,7 @@ class TransformerSeq2Seq(nn.Module):
     the prefix (no key-value cache).
     """
 
-    def __init__(self, vocab_size: int, dim: int = 128, depth: int = 2, attention: SequenceBlock = "mhsa",
+    def __init__(self, vocab_size: Optional[int] = None, dim: int = 128, depth: int = 2, attention: SequenceBlock = "mhsa",
                  cross_attention: CrossBlock = "multi_head", mlp_ratio: float = 4.0, max_len: int = 128,
                  dropout: float = 0.1) -> None:
         super().__init__()

@@ -43,7 +43,7 @@ class DIN(nn.Module):
     Shapes: as :mod:`.base`: history (B, N); candidates None, (B, N, C) or (B, C).
     """
 
-    def __init__(self, num_items: int, dim: int = 64, attention: CrossBlock = "additive",
+    def __init__(self, num_items: Optional[int] = None, dim: int = 64, attention: CrossBlock = "additive",
                  hidden: Sequence[int] = (80, 40), chunk_size: int = 256) -> None:
         super().__init__()
         if num_items < 1:

@@ -3,6 +3,8 @@ ICLR 2016): a GRU over the history, the no-attention recurrent baseline."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 
@@ -38,7 +40,7 @@ class GRU4Rec(SequentialRecommender):
     Shapes: see :mod:`.base`.
     """
 
-    def __init__(self, num_items: int, dim: int = 64, hidden: int = 100, layers: int = 1, dropout: float = 0.2) -> None:
+    def __init__(self, num_items: Optional[int] = None, dim: int = 64, hidden: int = 100, layers: int = 1, dropout: float = 0.2) -> None:
         super().__init__(num_items, dim)
         self.dropout = nn.Dropout(dropout)
         self.gru = nn.GRU(dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)

@@ -35,7 +35,7 @@ class MostPopular(nn.Module):
     #: The tasks count the training data into the model (:meth:`count`) instead of training it.
     counted = True
 
-    def __init__(self, num_items: int) -> None:
+    def __init__(self, num_items: Optional[int] = None) -> None:
         super().__init__()
         if num_items < 1:
             raise ValueError(f"model.num_items must be at least 1, got {num_items}")

@@ -38,7 +38,7 @@ class SelfAttentiveRecommender(SequentialRecommender):
     Shapes: see :mod:`.base`; the padding mask of the encoder is ``history > 0``.
     """
 
-    def __init__(self, num_items: int, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
+    def __init__(self, num_items: Optional[int] = None, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
                  max_len: int = 50, mlp_ratio: float = 1.0, dropout: float = 0.2, causal: bool = True,
                  extra_tokens: int = 0) -> None:
         super().__init__(num_items, dim, extra_tokens)
@@ -56,7 +56,7 @@ class SASRec(SelfAttentiveRecommender):
     product with the shared item embeddings. Arguments as in :class:`SelfAttentiveRecommender`
     (point-wise MLP of width D, as in the paper)."""
 
-    def __init__(self, num_items: int, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
+    def __init__(self, num_items: Optional[int] = None, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
                  max_len: int = 50, mlp_ratio: float = 1.0, dropout: float = 0.2) -> None:
         super().__init__(num_items, dim, depth, attention, max_len, mlp_ratio, dropout, causal=True)
 
@@ -74,7 +74,7 @@ class BERT4Rec(SelfAttentiveRecommender):
     Arguments as in :class:`SelfAttentiveRecommender` (MLP width 4 D, as in BERT).
     """
 
-    def __init__(self, num_items: int, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
+    def __init__(self, num_items: Optional[int] = None, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
                  max_len: int = 50, mlp_ratio: float = 4.0, dropout: float = 0.1) -> None:
         super().__init__(num_items, dim, depth, attention, max_len, mlp_ratio, dropout, causal=False, extra_tokens=1)
         self.mask_token = num_items + 1

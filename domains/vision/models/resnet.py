@@ -111,7 +111,7 @@ class AttentionResNet(nn.Module):
     Shapes: x (B, in_chans, H, W) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: int, backbone: str = "resnet18", attention: FeatureMapBlock = "none",
+    def __init__(self, num_classes: Optional[int] = None, backbone: str = "resnet18", attention: FeatureMapBlock = "none",
                  placement: Placement = "auto", stages: Sequence[int] = (1, 2, 3, 4),
                  attention_args: Optional[dict[str, Any]] = None, in_chans: int = 3,
                  channels: Optional[Sequence[int]] = None, stem_width: Optional[int] = None, small_input: bool = False,

@@ -87,7 +87,7 @@ class SegmentationNet(nn.Module):
     Shapes: x (B, in_chans, H, W) -> :class:`SegmentationOutput` with logits (B, K, H, W).
     """
 
-    def __init__(self, num_classes: int, attention: FeatureMapBlock = "criss_cross", backbone: str = "resnet50",
+    def __init__(self, num_classes: Optional[int] = None, attention: FeatureMapBlock = "criss_cross", backbone: str = "resnet50",
                  output_stride: int = 8, channels: Optional[Sequence[int]] = None, stem_width: Optional[int] = None,
                  in_chans: int = 3, inner_channels: Optional[int] = None, dropout: float = 0.1,
                  attention_args: Optional[dict[str, Any]] = None, aux: bool = True, pretrained: bool = False) -> None:

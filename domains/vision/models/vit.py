@@ -65,7 +65,7 @@ class ViTClassifier(nn.Module):
     Shapes: x (B, in_chans, image_size, image_size) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: int, image_size: int = 32, patch_size: int = 4, in_chans: int = 1, dim: int = 64,
+    def __init__(self, num_classes: Optional[int] = None, image_size: int = 32, patch_size: int = 4, in_chans: int = 1, dim: int = 64,
                  depth: int = 4, num_heads: int = 4, mlp_ratio: float = 2.0, attention: SequenceBlock = "mhsa",
                  attention_args: Optional[dict[str, Any]] = None, dropout: float = 0.0) -> None:
         super().__init__()
