@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 
@@ -22,7 +24,7 @@ class SequenceClassifier(nn.Module):
     Shapes: tokens (B, N) long, mask (B, N) bool (True = token) -> logits (B, num_classes).
     """
 
-    def __init__(self, vocab_size: int, num_classes: int, dim: int = 64, depth: int = 2,
+    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, dim: int = 64, depth: int = 2,
                  attention: SequenceBlock = "mhsa", max_len: int = 64, dropout: float = 0.0) -> None:
         super().__init__()
         for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("max_len", max_len)):

@@ -1,0 +1,81 @@
+"""Counting the distinct elements of a set: a generated task on sets, no data folder.
+
+An example is an unordered set (a multiset) of tokens; the answer is how many distinct tokens
+it holds (Lee et al., Set Transformer, ICML 2019, §5.2 count the distinct characters of a set
+of Omniglot images; here the elements are tokens)::
+
+    {7, 3, 7, 12, 3, 3}      ->  3 distinct  (class 2)
+
+Every element must be compared with the others: a sum or mean of per-element features
+counts the distinct elements only if it can hold the whole histogram, which a width smaller
+than the vocabulary cannot. The set sizes vary, so batches carry a padding mask.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from framework.data import SplitDataModule, TensorExamples
+
+
+class UniqueCountDataset(TensorExamples):
+    """``size`` sets drawn from ``seed``; each is a dict of tokens (B, max_size), mask and target.
+
+    The number of distinct tokens u is uniform on 1 .. max_unique (the class is u - 1), the
+    set size uniform on max(u, min_size) .. max_size; the u tokens are distinct draws from the
+    vocabulary, each present once and the rest of the set drawn from them, in random order.
+    Padding is the id ``num_tokens``.
+    """
+
+    fields = ("tokens", "mask", "target")
+
+    def __init__(self, size: int, num_tokens: int, min_size: int, max_size: int, max_unique: int, seed: int) -> None:
+        g = torch.Generator().manual_seed(seed)
+        unique = torch.randint(1, max_unique + 1, (size,), generator=g)
+        lowest = unique.clamp(min=min_size)
+        sizes = lowest + (torch.rand(size, generator=g) * (max_size - lowest + 1)).long()
+        values = torch.rand(size, num_tokens, generator=g).argsort(-1)[:, :max_unique]  # distinct tokens
+        places = torch.arange(max_size)
+        # element j < u is token j (each distinct token once); the others repeat a random one of them
+        picks = torch.where(places < unique.unsqueeze(1), places,
+                            (torch.rand(size, max_size, generator=g) * unique.unsqueeze(1)).long())
+        order = torch.rand(size, max_size, generator=g).masked_fill(places >= sizes.unsqueeze(1), 2.0).argsort(-1)
+        self.mask = places < sizes.unsqueeze(1)
+        self.tokens = torch.where(self.mask, values.gather(1, picks.gather(1, order)), num_tokens)
+        self.target = unique - 1
+
+
+class UniqueCount(SplitDataModule):
+    """Generated sets whose distinct elements are counted: train, val and test splits from one seed.
+
+    Args:
+        num_tokens: distinct tokens the sets draw from (the padding id is ``num_tokens``).
+        min_size, max_size: elements per set.
+        max_unique: the most distinct elements, and the number of classes.
+        train_size, val_size, test_size: sets per split.
+        batch_size: sets per batch.
+        seed: the generator seed (splits use seed, seed + 1, seed + 2).
+
+    Attributes:
+        vocab_size: ``num_tokens + 1``, the tokens and padding (the model's embedding rows).
+        num_classes: ``max_unique`` (class c is c + 1 distinct elements).
+    """
+
+    def __init__(self, num_tokens: int = 100, min_size: int = 6, max_size: int = 20, max_unique: int = 10,
+                 train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 64,
+                 seed: int = 0) -> None:
+        super().__init__(batch_size)
+        if not 1 <= min_size <= max_size:
+            raise ValueError(f"data: need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}")
+        if not 2 <= max_unique <= min(max_size, num_tokens):
+            raise ValueError(f"data.max_unique must be in 2 .. min(max_size, num_tokens) = {min(max_size, num_tokens)}, "
+                             f"got {max_unique}")
+        self.save_hyperparameters()
+        self.vocab_size = num_tokens + 1  # the tokens and padding: what model.vocab_size must hold
+        self.num_classes = max_unique
+
+    def make_splits(self) -> dict[str, UniqueCountDataset]:
+        h = self.hparams
+        make = lambda size, offset: UniqueCountDataset(size, h.num_tokens, h.min_size, h.max_size, h.max_unique,
+                                                       h.seed + offset)
+        return {"train": make(h.train_size, 0), "val": make(h.val_size, 1), "test": make(h.test_size, 2)}
