@@ -7,13 +7,19 @@
 * Data: Zachary's karate club (:class:`KarateClubData`, the embedded default) and the
   Planetoid citation graphs (:class:`PlanetoidData`: Cora, CiteSeer, PubMed), whole or in
   neighbour-sampled batches (:class:`NodeClassificationData`).
+* Heterogeneous graphs: :class:`HANClassifier` (the ``han`` block over meta-path graphs) with
+  :class:`HeteroNodeClassification` (``hetero_task.py``), on generated authors with planted
+  communities (:class:`PlantedAuthors`, embedded) or the users of MovieLens 100K
+  (:class:`MovieLensUsers`, age brackets): ``han.yaml``, ``han_movielens.yaml``.
 
     python -m framework fit --config domains/graph/gat.yaml                    # KarateClub
     FRAMEWORK_DATA_DIR=../shared/data python -m framework fit --config domains/graph/gat_cora.yaml
 """
 
-from .data import KarateClubData, NodeClassificationData, PlanetoidData
-from .models import NodeClassifier
+from .data import KarateClubData, MovieLensUsers, NodeClassificationData, PlanetoidData, PlantedAuthors
+from .hetero_task import HeteroNodeClassification
+from .models import HANClassifier, NodeClassifier
 from .task import NodeClassification
 
-__all__ = ["KarateClubData", "NodeClassification", "NodeClassificationData", "NodeClassifier", "PlanetoidData"]
+__all__ = ["HANClassifier", "HeteroNodeClassification", "KarateClubData", "MovieLensUsers", "NodeClassification",
+           "NodeClassificationData", "NodeClassifier", "PlanetoidData", "PlantedAuthors"]

@@ -65,6 +65,16 @@ class NodeClassificationData(SplitDataModule):
         self.sampling, self.num_neighbors, self.normalize_features = sampling, num_neighbors, normalize_features
         self.graph: Optional[Data] = None
 
+    @property
+    def in_channels(self) -> Optional[int]:
+        """Features per node, once set up: the size the CLI gives ``model.in_channels``."""
+        return None if self.graph is None else self.graph.num_features
+
+    @property
+    def num_classes(self) -> Optional[int]:
+        """Classes (the largest label + 1), once set up: ``model.num_classes`` and ``task.num_classes``."""
+        return None if self.graph is None else int(self.graph.y.max()) + 1
+
     def load_graph(self) -> Data:
         """The graph with its features, labels and split masks."""
         raise TypeError(f"{type(self).__name__} must define load_graph(), returning a torch_geometric Data")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from torch import Tensor, nn
 from torch.nn import functional as F
 from torch_geometric.nn import GCNConv
@@ -44,7 +46,7 @@ class NodeClassifier(nn.Module):
     Shapes: x (N, F), edge_index (2, E) of (source, target) -> logits (N, K).
     """
 
-    def __init__(self, in_channels: int, num_classes: int, attention: GraphBlock = "gat", hidden_channels: int = 8,
+    def __init__(self, in_channels: Optional[int] = None, num_classes: Optional[int] = None, attention: GraphBlock = "gat", hidden_channels: int = 8,
                  heads: int = 8, output_heads: int = 1, concat_hidden: bool = True, num_layers: int = 2,
                  dropout: float = 0.6, attention_dropout: float = 0.6) -> None:
         super().__init__()
