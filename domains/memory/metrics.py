@@ -63,3 +63,30 @@ class AnswerMetric(Metric):
         if self.figure == "mean_error":
             return errors.nanmean()
         return errors[self.tasks.index(self.figure)]
+
+
+class BitErrors(Metric):
+    """Errors of binary answers: ``figure`` ``"bits"``, the wrong bits per sequence (the NTM paper's
+    cost per sequence, in bits), or ``"sequences"``, the fraction of sequences with a wrong bit.
+
+    Update with logits (B, ...) (a bit is 1 where its logit is positive) and the target bits
+    of the same shape; the counts are summed across processes.
+    """
+
+    full_state_update = False
+
+    def __init__(self, figure: str = "bits") -> None:
+        super().__init__()
+        if figure not in ("bits", "sequences"):
+            raise ValueError(f"bit errors: figure must be 'bits' or 'sequences', got {figure!r}")
+        self.figure = figure
+        self.add_state("wrong", torch.zeros(()), dist_reduce_fx="sum")
+        self.add_state("sequences", torch.zeros(()), dist_reduce_fx="sum")
+
+    def update(self, logits: Tensor, target: Tensor) -> None:
+        wrong = ((logits > 0) != (target > 0.5)).flatten(1).sum(1).float()
+        self.wrong += wrong.sum() if self.figure == "bits" else (wrong > 0).sum()
+        self.sequences += len(wrong)
+
+    def compute(self) -> Tensor:
+        return self.wrong / self.sequences.clamp(min=1)

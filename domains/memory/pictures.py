@@ -16,3 +16,10 @@ def hop_image(weights: Tensor, support: Tensor) -> Tensor:
     picture = heatmap(weights)
     column = picture.shape[1] // weights.shape[1]
     return stacked(picture, marks(support, column, max(4, column // 2), SUPPORT_COLOUR), gap=0)
+
+
+def weights_image(weights: Tensor, width: int = 512) -> Tensor:
+    """(rows, cols) weights -> (H, W, 3) uint8 heat map enlarged by whole pixels until its longer
+    side is about ``width`` pixels (a strip of one row stays a strip)."""
+    factor = max(1, width // max(weights.shape))
+    return heatmap(weights, min_side=factor * min(weights.shape))

@@ -1,18 +1,36 @@
-"""Question answering over a story: the answer is one word of the vocabulary."""
+"""Question answering over a story (the answer is one word of the vocabulary), and the binary
+answers of algorithmic memory tasks (associative recall of bit vectors)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
+from framework.evaluation.supervision import attention_supervision_loss
 from framework.tasks import Task
+from framework.tasks.base import GoldView, ItemAttention, ItemForward, repeat_batch
 
-from .metrics import OVERALL, AnswerMetric
-from .pictures import hop_image
+from .metrics import OVERALL, AnswerMetric, BitErrors
+from .pictures import hop_image, weights_image
+
+
+class HopOutput(NamedTuple):
+    """Logits with the hop weights (B, K, N) and the supporting facts (B, N) they are supervised towards."""
+
+    logits: Tensor
+    weights: Tensor
+    support: Tensor
+    mask: Tensor
+
+
+def memory_blocks(model: nn.Module) -> tuple[str, ...]:
+    """The names of the model's memory-read blocks (``read``)."""
+    return tuple(name for name, m in model.named_modules() if getattr(m, "block_name", None) == "memory_read")
 
 
 class QuestionAnswering(Task):
@@ -29,13 +47,24 @@ class QuestionAnswering(Task):
 
     Args:
         tasks: the bAbI task numbers the data holds (``data.tasks``), one metric each.
+        attention_supervision: weight lambda of strong supervision (Sukhbaatar et al. 2015, §4;
+            Weston et al. 2015): the loss adds lambda x the cross-entropy of every hop's weights
+            against the supporting facts (one unit of mass spread over them), logged as
+            ``<stage>/attention_loss``; skipped while linear start has the softmax off. 0 = off.
+
+    Evaluation (``python -m framework evaluate``): the items are the story's sentences (the
+    hops' weights averaged), erased by emptying them; the gold is the supporting facts, and
+    attention correctness is reported per hop and per bAbI task.
     """
 
     monitor = "val/acc"
     mode = "max"
 
-    def __init__(self, tasks: Sequence[int] = (1, 2)) -> None:
+    def __init__(self, tasks: Sequence[int] = (1, 2), attention_supervision: float = 0.0) -> None:
         super().__init__()
+        if attention_supervision < 0:
+            raise ValueError(f"task.attention_supervision must be >= 0, got {attention_supervision}")
+        self.attention_supervision = attention_supervision
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
         if not self.tasks or any(not isinstance(t, int) or t < 1 for t in self.tasks) or len(set(self.tasks)) < len(self.tasks):
             raise ValueError(f"task.tasks must be distinct task numbers (1, 2, ...), got {tasks!r}")
@@ -55,14 +84,100 @@ class QuestionAnswering(Task):
         super().check(model, data)
 
     def split(self, batch: dict[str, Tensor]) -> tuple[dict[str, Tensor], Tensor]:
-        return {"story": batch["story"], "question": batch["question"]}, batch["target"]
+        inputs = {"story": batch["story"], "question": batch["question"]}
+        if self.attention_supervision and "support" in batch:
+            inputs["support"] = batch["support"]
+        return inputs, batch["target"]
 
-    def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        return F.cross_entropy(output, target), {}
+    def run_model(self, model: nn.Module, inputs: dict[str, Tensor]) -> Any:
+        """Logits (B, V); with strong supervision a :class:`HopOutput` (hop weights and their gold)."""
+        support = inputs.get("support")
+        if support is None or getattr(model, "linear_start", False):
+            return model(inputs["story"], inputs["question"])
+        logits, weights = model(inputs["story"], inputs["question"], need_weights=True)
+        if weights is None:
+            raise ValueError(f"task.attention_supervision={self.attention_supervision} needs a model with a memory read; "
+                             "the model's attention is off")
+        return HopOutput(logits, weights, support, inputs["story"].ne(0).any(-1))
+
+    def preds(self, output: Any) -> Tensor:
+        return output.logits if isinstance(output, HopOutput) else output
+
+    def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        loss = F.cross_entropy(self.preds(output), target)
+        if not isinstance(output, HopOutput):
+            return loss, {}
+        supervision = attention_supervision_loss(output.weights.float(), output.support.unsqueeze(1),
+                                                 output.mask.unsqueeze(1))
+        return loss + self.attention_supervision * supervision, {"attention_loss": supervision.detach()}
 
     def metric_inputs(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         """The bAbI task of each question, for the per-task figures."""
         return {"task": batch["task"]}
+
+    # Evaluation hooks: the items are the story's sentences; the gold the supporting facts.
+
+    def decision(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        return model(batch["story"], batch["question"])
+
+    def _hops(self, model: nn.Module, batch: dict[str, Tensor]) -> Optional[Tensor]:
+        blocks = memory_blocks(model)
+        if not blocks:
+            return None
+        return model(batch["story"], batch["question"], need_weights=True)[1]
+
+    def item_attention(self, model: nn.Module, batch: dict[str, Tensor]) -> Optional[ItemAttention]:
+        """The hops' weights over the sentences, averaged over the hops."""
+        weights = self._hops(model, batch)
+        if weights is None:
+            return None
+        return ItemAttention(weights.float().mean(1), batch["story"].ne(0).any(-1), memory_blocks(model))
+
+    def erase_items(self, batch: dict[str, Tensor], erased: Tensor) -> dict[str, Tensor]:
+        """The ``erased`` sentences emptied (all padding): they leave the memory."""
+        return {**batch, "story": batch["story"].masked_fill(erased.bool().unsqueeze(-1), 0)}
+
+    def item_layer(self, model: nn.Module) -> Optional[nn.Module]:
+        return getattr(model, "words", None)
+
+    def item_forward(self, model: nn.Module, batch: dict[str, Tensor]) -> Optional[ItemForward]:
+        """The sentences' embeddings (all tables of a sentence in one vector), replaced in the
+        story's call of the embedding (not the question's)."""
+        layer = self.item_layer(model)
+        if layer is None:
+            return None
+        seen: list[Tensor] = []
+        hook = layer.register_forward_hook(lambda m, args, out: seen.append(out) if out.dim() == 4 else None)
+        try:
+            with torch.no_grad():
+                self.decision(model, batch)
+        finally:
+            hook.remove()
+        story = seen[0]  # (B, N, tables, d)
+
+        def forward(vectors: Tensor) -> Tensor:
+            times = len(vectors) // len(story)
+            replaced = vectors.reshape(len(vectors), *story.shape[1:])
+            swap = layer.register_forward_hook(lambda m, args, out: replaced if out.dim() == 4 else None)
+            try:
+                return self.decision(model, repeat_batch(batch, times))
+            finally:
+                swap.remove()
+
+        return ItemForward(story.flatten(2).detach(), forward)
+
+    def gold_attention(self, batch: dict[str, Tensor]) -> Optional[Tensor]:
+        return batch.get("support")
+
+    def gold_views(self, model: nn.Module, batch: dict[str, Tensor]) -> list[GoldView]:
+        """Each hop's weights against the supporting facts, per bAbI task."""
+        weights = self._hops(model, batch)
+        if weights is None or "support" not in batch:
+            return []
+        support, valid = batch["support"].bool(), batch["story"].ne(0).any(-1)
+        return [GoldView(f"hop{k + 1}", weights[:, k:k + 1].float(), support.unsqueeze(1), valid.unsqueeze(1),
+                         support.any(-1, keepdim=True), group=batch["task"], group_name="task")
+                for k in range(weights.shape[1])]
 
     def images(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, list[Tensor]]:
         _, weights = model(batch["story"][:1], batch["question"][:1], need_weights=True)
@@ -70,3 +185,37 @@ class QuestionAnswering(Task):
             return {}
         sentences = int(batch["story"][0].ne(0).any(-1).sum())
         return {"memory_hops": [hop_image(weights[0, :, :sentences], batch["support"][0, :sentences])]}
+
+
+class BitSequences(Task):
+    """Binary answers of algorithmic tasks (associative recall of bit vectors): binary
+    cross-entropy of every answer bit; logs ``bit_errors`` (wrong bits per sequence, the NTM
+    paper's figure) and ``seq_error`` (the fraction of sequences with a wrong bit). The best
+    checkpoint is the one with the fewest ``val/bit_errors``.
+
+    Batches are the mappings of ``domains.memory.data.recall``; the model is called as
+    ``model(inputs, mask)`` and returns logits (B, L, bits), or with ``need_weights=True``
+    ``(logits, weights (B, K, rows, cols))`` (NTM: K heads over steps x slots; Hopfield: K
+    heads over one query x steps), which :meth:`images` draws for the first validation example.
+    """
+
+    monitor = "val/bit_errors"
+    mode = "min"
+
+    def split(self, batch: dict[str, Tensor]) -> tuple[dict[str, Tensor], Tensor]:
+        return {"inputs": batch["inputs"], "mask": batch["mask"]}, batch["target"]
+
+    def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        if output.shape != target.shape:
+            raise ValueError(f"bit sequences: the model answers {tuple(output.shape[1:])} (steps, bits) but the data "
+                             f"asks {tuple(target.shape[1:])}: set model.answer_length and model.output_size to them")
+        return F.binary_cross_entropy_with_logits(output, target), {}
+
+    def metrics(self) -> MetricCollection:
+        return MetricCollection({"bit_errors": BitErrors("bits"), "seq_error": BitErrors("sequences")})
+
+    def images(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, list[Tensor]]:
+        _, weights = model(batch["inputs"][:1], batch["mask"][:1], need_weights=True)
+        if weights is None:  # no memory
+            return {}
+        return {"memory_weights": [weights_image(head) for head in weights[0]]}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from torch import Tensor, nn
 
 from framework.attention import MemoryBlock
@@ -39,7 +41,7 @@ class KVMemNN(MemoryReader):
     ``need_weights=True`` also the hop weights (B, H, N).
     """
 
-    def __init__(self, vocab_size: int, dim: int = 20, hops: int = 2, memory_size: int = 50,
+    def __init__(self, vocab_size: Optional[int] = None, dim: int = 20, hops: int = 2, memory_size: int = 50,
                  position_encoding: bool = True, temporal_encoding: bool = True, random_noise: float = 0.1,
                  linear_start: bool = False, attention: MemoryBlock = "memory_read", init_std: float = 0.1) -> None:
         super().__init__(vocab_size, dim, hops, "per_hop", attention, linear_start)

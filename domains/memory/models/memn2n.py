@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
 from torch import Tensor, nn
 
@@ -48,7 +48,7 @@ class MemN2N(MemoryReader):
     -> logits (B, V); with ``need_weights=True`` also the hop weights (B, K, N).
     """
 
-    def __init__(self, vocab_size: int, dim: int = 20, hops: int = 3, memory_size: int = 50,
+    def __init__(self, vocab_size: Optional[int] = None, dim: int = 20, hops: int = 3, memory_size: int = 50,
                  tying: Literal["adjacent", "layerwise"] = "adjacent", position_encoding: bool = True,
                  temporal_encoding: bool = True, random_noise: float = 0.1, linear_start: bool = False,
                  attention: MemoryBlock = "memory_read", init_std: float = 0.1) -> None:
