@@ -16,19 +16,25 @@ only, never the padding of short histories: SASRec's binary cross-entropy with s
 negatives (``bce``), a sampled softmax (``sampled_softmax``) or the softmax over every item
 (``softmax``). A count-based model (``model.counted``: :class:`~.models.MostPopular`) is not
 trained: the task counts the data's training interactions into it once the data is set up.
+
+Evaluation hooks (``python -m framework evaluate``): the items are the history's items (B, N),
+the decision the candidate scores that the metrics rank, the attention the read-out block's
+weights over the history (:meth:`SequentialRanking.item_attention`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from framework.attention import capture
+from framework.attention import AttentionBlock, capture
 from framework.tasks import Step, Task
+from framework.tasks.base import ItemAttention, ItemForward, repeat_batch
+from framework.tasks.classification import erase_tokens
 
 from . import losses as objectives
 from .losses import LOSSES, Loss, without_padding
@@ -54,6 +60,38 @@ def training_items(data: Any) -> Tensor:
     if items is None:
         raise TypeError(f"a counted model needs the training items: {type(data).__name__} has no train_items")
     return items
+
+
+def readout_block(model: nn.Module) -> Optional[str]:
+    """The module name of the block whose weights the prediction reads the history with: the
+    last encoder layer's self-attention (SASRec, BERT4Rec) or the target attention (DIN's
+    ``attention``); None for a model without one (GRU4Rec, MostPopular, ``attention=none``)."""
+    layers = getattr(getattr(model, "encoder", None), "layers", None)
+    if layers is not None and len(layers) and isinstance(getattr(layers[-1], "attention", None), AttentionBlock):
+        return f"encoder.layers.{len(layers) - 1}.attention"
+    if isinstance(getattr(model, "attention", None), AttentionBlock):
+        return "attention"
+    return None
+
+
+def appended(model: nn.Module) -> int:
+    """Columns a model appends to the history to predict the item after it, each taking the
+    oldest column's place: 1 for BERT4Rec's ``[mask]`` (``model.mask_token``), else 0."""
+    return int(getattr(model, "mask_token", None) is not None)
+
+
+def on_history(values: Tensor, history: Tensor, extra: int) -> Tensor:
+    """Values (B, M, ...) over the M columns a model encoded, back on the history's N columns
+    (B, N, ...), zero elsewhere. The model's input is the history without its ``extra`` oldest
+    columns followed by ``extra`` appended ones (N columns), of which it cut the s = N - M
+    leading columns that are padding in every row (:func:`~.models.base.leading_padding`): its
+    encoded column m < M - extra is the history's column s + extra + m; the appended columns
+    are no history item."""
+    size, n, m = len(history), history.shape[1], values.shape[1]
+    start = n - m + extra
+    placed = values.new_zeros(size, n, *values.shape[2:])
+    placed[:, start:] = values[:, : m - extra]
+    return placed
 
 
 class SequentialRanking(Task):
@@ -135,13 +173,16 @@ class SequentialRanking(Task):
         """Candidate scores (B, C) and the target's column (B,) under the task's protocol."""
         history, target = batch["history"], batch["target"]
         if self.protocol == "sampled":
-            negatives = batch["negatives"]
-            if negatives.shape[1] < self.num_negatives:
-                raise ValueError(f"task.num_negatives={self.num_negatives} but the data gives {negatives.shape[1]} "
-                                 "negatives per user; raise data.num_negatives")
-            candidates = torch.cat([target.unsqueeze(1), negatives[:, : self.num_negatives]], 1)
-            return model(history, candidates, last=True), torch.zeros_like(target)
+            return model(history, self.sampled_candidates(batch), last=True), torch.zeros_like(target)
         return self.exclude_history(model(history, last=True), batch["seen"], target), target
+
+    def sampled_candidates(self, batch: dict[str, Tensor]) -> Tensor:
+        """The sampled protocol's candidates (B, 1 + num_negatives): the target, then its negatives."""
+        negatives = batch["negatives"]
+        if negatives.shape[1] < self.num_negatives:
+            raise ValueError(f"task.num_negatives={self.num_negatives} but the data gives {negatives.shape[1]} "
+                             "negatives per user; raise data.num_negatives")
+        return torch.cat([batch["target"].unsqueeze(1), negatives[:, : self.num_negatives]], 1)
 
     @staticmethod
     def exclude_history(scores: Tensor, seen: Tensor, target: Tensor) -> Tensor:
@@ -165,6 +206,108 @@ class SequentialRanking(Task):
         sink.take(len(prediction))
         rows = zip(batch["user"].tolist(), (" ".join(map(str, items)) for items in prediction.tolist()))
         sink.rows("recommendations.csv", ["user", f"top{self.k}_items"], rows)
+
+    # Evaluation hooks: the items are the history's items, column by column of ``history`` (B, N).
+
+    def evaluation_batch(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """A test batch with its training row, ``sequence`` (B, N + 1): the history followed by
+        the held-out item, which the evaluation's forward passes through the training step (the
+        ablation probe, the rollout) read. The column a model gives to its appended ``[mask]``
+        (BERT4Rec drops the oldest one) is emptied: the model never reads it, and erasing items
+        would otherwise shift it into view."""
+        history = batch["history"]
+        sequence = torch.cat([history, batch["target"].unsqueeze(1)], 1)
+        return {**batch, "sequence": sequence, "history": history.masked_fill(
+            torch.arange(history.shape[1], device=history.device) < appended(model), 0)}
+
+    def decision(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        """The candidate scores (B, C) that the metrics rank under the task's protocol: every
+        item, padding and history at -inf (``full``), or the target and its negatives (``sampled``)."""
+        return self.rank(model, batch)[0]
+
+    def predicted_items(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        """The item ids (B,) of each example's best-scored candidate."""
+        column = self.decision(model, batch).argmax(-1)
+        if self.protocol == "full":
+            return column
+        return self.sampled_candidates(batch).gather(1, column.unsqueeze(1)).squeeze(1)
+
+    def item_attention(self, model: nn.Module, batch: dict[str, Tensor]) -> Optional[ItemAttention]:
+        """The weights (B, N) with which the best-scored candidate is scored over the history's
+        items (:func:`readout_block`): DIN's target attention of that candidate over the history;
+        for SASRec and BERT4Rec, the last layer's attention of the predicting position (the last
+        item, BERT4Rec's appended ``[mask]``) over the history positions, heads averaged, its
+        weight on the ``[mask]`` itself left out and the rest renormalised:
+        w_j = mean_h A_h[n, j] / sum_{j' item} mean_h A_h[n, j'].
+
+        Valid: the history's items that the model reads (not padding, not BERT4Rec's oldest
+        column). None for a model without attention, or whose weights are not over the
+        positions (Linformer's projected rows)."""
+        name = readout_block(model)
+        if name is None:
+            return None
+        history, extra = batch["history"], appended(model)
+        candidate = self.predicted_items(model, batch).unsqueeze(1)
+        with capture(model, name) as maps:
+            model(history, candidate, last=True)
+        weights = maps[name][-1].weights
+        encoded = history.shape[1] - leading_padding(  # the columns of its input that the model encodes
+            torch.cat([history[:, extra:], history.new_ones(len(history), extra)], 1))
+        if not isinstance(weights, Tensor) or weights.dim() != 4 or weights.shape[-1] != encoded:
+            return None
+        row = on_history(weights.float().mean(1)[:, -1], history, extra)  # weights (B, h, queries, M): the last query's
+        valid = (history > 0) & (torch.arange(history.shape[1], device=history.device) >= extra)
+        row = row * valid
+        return ItemAttention(row / row.sum(-1, keepdim=True).clamp(min=torch.finfo(row.dtype).tiny), valid, (name,))
+
+    def erase_items(self, batch: dict[str, Tensor], erased: Tensor) -> dict[str, Tensor]:
+        """The history without the ``erased`` (B, N) items: the others keep their order and move
+        right, towards the prediction, and the freed columns on the left become padding (the
+        left padding the models expect). ``seen`` is kept: the candidates do not change."""
+        history = batch["history"]
+        kept, _ = erase_tokens(history.flip(-1), (history > 0).flip(-1), erased.flip(-1), pad=0)
+        return {**batch, "history": kept.flip(-1)}
+
+    def item_layer(self, model: nn.Module) -> Optional[nn.Module]:
+        """The item embedding (``model.items``), whose first call in a forward pass embeds the history."""
+        layer = getattr(model, "items", None)
+        return layer if isinstance(layer, nn.Embedding) else None
+
+    def item_forward(self, model: nn.Module, batch: dict[str, Tensor]) -> Optional[ItemForward]:
+        """The history items' embeddings (B, N, D) (zero on the columns the model does not
+        encode) and :meth:`decision` as their function: the first call of the item embedding in
+        a forward pass (the history's; later calls embed the candidates) gives the vectors."""
+        layer = self.item_layer(model)
+        if layer is None:
+            return None
+        history, extra = batch["history"], appended(model)
+        seen: list[Tensor] = []
+        hook = layer.register_forward_hook(lambda m, args, out: None if seen else seen.append(out))
+        try:
+            with torch.no_grad():
+                self.decision(model, batch)
+        finally:
+            hook.remove()
+        encoded = seen[0]  # (B, M, D): the encoded columns, appended ones last
+        start = history.shape[1] + extra - encoded.shape[1]
+
+        def forward(vectors: Tensor) -> Tensor:
+            times = len(vectors) // len(history)
+            tail = encoded[:, encoded.shape[1] - extra:].repeat(times, 1, 1)
+            replaced = torch.cat([vectors[:, start:], tail], 1)
+            calls: list[int] = []
+
+            def swap(m: nn.Module, args: Any, out: Tensor) -> Optional[Tensor]:
+                calls.append(1)
+                return replaced if len(calls) == 1 else None
+
+            handle = layer.register_forward_hook(swap)
+            try:
+                return self.decision(model, repeat_batch(batch, times))
+            finally:
+                handle.remove()
+
+        return ItemForward(on_history(encoded, history, extra).detach(), forward)
 
     def images(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, list[Tensor]]:
         """``history_attention/<block>``: the attention of the batch's longest history over
