@@ -178,5 +178,7 @@ def test_embedded_configs_run(config, device):
 
 def test_babi_config_runs(shared_data):
     shared_data("babi/tasks_1-20_v1-2/en")
-    cli = main(["fit", "--config", "domains/memory/dmn_babi.yaml", *FAST, *ONE_BATCH])
+    # fractions: one of the 29 training batches and one of the 4 validation batches
+    cli = main(["fit", "--config", "domains/memory/dmn_babi.yaml", *FAST, *ONE_BATCH, "--trainer.limit_train_batches=0.05",
+                "--trainer.limit_val_batches=0.3"])
     assert "images/memory_hops" in logged_pictures(cli.trainer) and "val/error_task1" in cli.trainer.callback_metrics
