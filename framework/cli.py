@@ -40,7 +40,7 @@ from . import catalogue, runs
 from .callbacks import AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunSummary
 from .checkpoint import AtomicCheckpointIO
 from .data.sizes import fill_sizes
-from .errors import TRACEBACK_ENV, CheckpointError, ConfigError, explain, parser_message, traceback_requested, user_error
+from .errors import TRACEBACK_ENV, CheckpointError, ConfigError, explained, parser_message, traceback_requested
 from .task_module import CompileMode, TaskModule
 from .tasks import Task
 
@@ -373,13 +373,8 @@ def main(args: Optional[list[str]] = None) -> Optional[FrameworkCLI]:
 
         compare(argv[1:])
         return None
-    try:
+    def run() -> FrameworkCLI:
         check_config_files(argv)
         return FrameworkCLI(args=args)
-    except Exception as err:
-        found = None if traceback_requested(argv) else user_error(err)
-        runs.discard_unused()
-        if found is None:
-            raise
-        print(explain(found), file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+
+    return explained(argv, run, cleanup=runs.discard_unused)

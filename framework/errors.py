@@ -14,11 +14,14 @@ from __future__ import annotations
 import errno
 import os
 import re
+import sys
 import traceback
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional, TypeVar
 
 from lightning.fabric.utilities.exceptions import MisconfigurationException
+
+T = TypeVar("T")
 
 TRACEBACK_ENV = "FRAMEWORK_TRACEBACK"
 #: Code whose checks raise on purpose: an error raised here is a message for the user.
@@ -71,6 +74,21 @@ def user_error(error: BaseException) -> Optional[BaseException]:
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return None
+
+
+def explained(argv: list[str], action: Callable[[], T], cleanup: Callable[[], None] = lambda: None) -> T:
+    """``action()``, where an error the framework explains (:func:`user_error`) prints as one or two
+    lines and exits with status 1, after ``cleanup()``; other errors, and every error with
+    ``--traceback`` in ``argv``, keep their traceback. The commands' common ending."""
+    try:
+        return action()
+    except Exception as err:
+        found = None if traceback_requested(argv) else user_error(err)
+        cleanup()
+        if found is None:
+            raise
+        print(explain(found), file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
 
 
 def explain(error: BaseException) -> str:

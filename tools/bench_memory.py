@@ -21,7 +21,6 @@ training questions per task), columns "PE LS RN" (3 hops, single task) and "PE L
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import statistics
 import sys

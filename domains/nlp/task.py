@@ -109,12 +109,13 @@ class TextClassification(TokenizerState, Classification):
 
     def check(self, model: nn.Module, data: Any) -> None:
         """Beyond the base's sizes: ``num_classes`` is the number of the data's class names
-        (``data.labels()``), and a penalty has attention rows to act on."""
-        super().check(model, data)
+        (``data.labels()``, named in the message: checked before the base's sizes), and a
+        penalty has attention rows to act on."""
         labels = list(data.labels()) if callable(getattr(data, "labels", None)) else []
         if labels and len(labels) != self.num_classes:
             raise ValueError(f"task.num_classes={self.num_classes} but {type(data).__name__} has {len(labels)} classes "
                              f"({', '.join(labels[:8])}{' ...' if len(labels) > 8 else ''})")
+        super().check(model, data)
         rows = getattr(model, "returns_attention_rows", None)
         if self.penalty and rows is None:
             raise ValueError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "

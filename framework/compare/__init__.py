@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
-from ..errors import explain, traceback_requested, user_error
+from ..errors import explained
 
 
 def main(argv: Optional[list[str]] = None):
@@ -28,14 +28,7 @@ def main(argv: Optional[list[str]] = None):
     from .command import main as run
 
     argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
-    try:
-        return run(argv)
-    except Exception as err:
-        found = None if traceback_requested(argv) else user_error(err)
-        if found is None:
-            raise
-        print(explain(found), file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+    return explained(argv, lambda: run(argv))
 
 
 __all__ = ["main"]

@@ -26,7 +26,7 @@ from torch import Tensor
 from .. import runs
 from ..cli import (FrameworkCLI, _experiment_name, _fill_logger_save_dir, _flags, check_config_files,
                    read_checkpoint_hparams)
-from ..errors import CheckpointError, ConfigError, explain, parser_message, traceback_requested, user_error
+from ..errors import CheckpointError, ConfigError, explained, parser_message
 from .ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
 from .faithfulness import METHODS, faithfulness_rows
 from .intrinsic import intrinsic_rows
@@ -229,14 +229,8 @@ def report(rows: list[Row], drawn: dict[str, Tensor], run_dir: Path, loggers: li
 def main(argv: Optional[list[str]] = None) -> Optional[list[Row]]:
     """``python -m framework evaluate ...``: an error the framework explains is one or two lines, status 1."""
     argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
-    try:
+    def run() -> list[Row]:
         check_config_files(argv)
-        cli = EvaluateCLI(argv)
-        return evaluate(cli)
-    except Exception as err:
-        found = None if traceback_requested(argv) else user_error(err)
-        runs.discard_unused()
-        if found is None:
-            raise
-        print(explain(found), file=sys.stderr, flush=True)
-        raise SystemExit(1) from None
+        return evaluate(EvaluateCLI(argv))
+
+    return explained(argv, run, cleanup=runs.discard_unused)

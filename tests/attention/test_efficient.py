@@ -11,10 +11,9 @@ import torch
 from torch import nn
 
 from framework.attention import AttentionOutput, create
-from framework.attention.sequence.adaptive_span import AdaptiveSpanAttention, span_loss
+from framework.attention.sequence.adaptive_span import span_loss
 from framework.attention.sequence.performer import Performer, orthogonal_features
 from framework.attention.sequence.sparse import SparseAttention
-from framework.attention.sequence.synthesizer import Synthesizer
 from framework.attention.sequence.transformer_xl import TransformerXLAttention
 from framework.layers import AttentionEncoder
 from tests.attention.reference import assert_matches_reference, randomize_

@@ -28,7 +28,7 @@ import datetime
 import random
 import string
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer

@@ -9,10 +9,11 @@ is ``same`` when i = j and ``different`` otherwise, half of the texts each::
 
 A model must bring the two key words together, across at least half the text: a sum (or a
 weighted mean) of per-word features cannot tell i = j from i != j (f(k_i) + f(k_i) > t for
-every i forces f(k_i) + f(k_j) > t), so without attention between tokens a classifier stays
-at chance; with it, a key word that finds its twin is the answer. It is the task on
-which the efficient self-attention blocks (Linformer, Performer, sparse patterns, adaptive
-span, Transformer-XL ...) are measured at lengths of 64 to 4096 words.
+every i forces f(k_i) + f(k_j) > t), so without attention between tokens a classifier only
+learns which key words tend to match (at most about 0.64 with 8 keys; measured 0.60); with
+it, a key word that finds its twin is the answer. It is the task on which the efficient
+self-attention blocks (Linformer, Performer, sparse patterns, adaptive span, Transformer-XL
+...) are measured at lengths of 64 to 4096 words.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import NamedTuple, Optional
 
 from torch import Tensor
 
-from framework.decoding import State, shift_right
+from framework.decoding import shift_right
 
 from ..data.tokenization import BOS
 

@@ -10,11 +10,12 @@ from torch import Tensor, nn
 from framework.attention import CrossBlock, NoAttention, build
 from framework.attention.cross.alignment import RecurrentAlignment
 from framework.attention.cross.pointer import PointerGenerator
+from framework.decoding import State
 
 from ..data.tokenization import PAD
 from .common import query_key_weights
 from .recurrent import RecurrentEncoder, recurrent_cell
-from .seq2seq import Seq2SeqOutput, State
+from .seq2seq import Seq2SeqOutput
 
 STYLES = ("bahdanau", "luong")
 

@@ -10,10 +10,11 @@ from torch import Tensor, nn
 
 from framework.attention import CrossBlock, SequenceBlock, build
 from framework.attention.spec import NONE
+from framework.decoding import State
 from framework.layers import AttentionEncoder, PositionalEncoding
 
 from .common import query_key_weights, scaled_embedding
-from .seq2seq import Seq2SeqOutput, State
+from .seq2seq import Seq2SeqOutput
 
 
 class DecoderLayer(nn.Module):

@@ -183,7 +183,7 @@ class MonotonicAttention(RecurrentAlignment):
             if head_dim is None and dim % num_heads:
                 raise ValueError(f"{self.block_name}: dim={dim} is not divisible by num_heads={num_heads}")
             hd = head_dim or dim // num_heads
-            q_head = k_head = v_head = hd
+            q_head = k_head = hd
             linear = lambda features: nn.Linear(features, num_heads * hd)
             self.query_maps = nn.ModuleList([linear(dim), linear(dim)])  # W_Q^m, W_Q^u
             self.key_maps = nn.ModuleList([linear(self.key_dim), linear(self.key_dim)])  # W_K^m, W_K^u
@@ -194,7 +194,7 @@ class MonotonicAttention(RecurrentAlignment):
             for name, size in (("dim", dim), ("key_dim", self.key_dim), ("value_dim", self.value_dim)):
                 if size % num_heads:
                     raise ValueError(f"{self.block_name}: {name}={size} is not divisible by num_heads={num_heads}")
-            q_head, k_head, v_head = dim // num_heads, self.key_dim // num_heads, self.value_dim // num_heads
+            q_head, k_head = dim // num_heads, self.key_dim // num_heads
             self.query_maps = nn.ModuleList([nn.Identity(), nn.Identity()])
             self.key_maps = nn.ModuleList([nn.Identity(), nn.Identity()])
             self.v_proj = self.out_proj = nn.Identity()

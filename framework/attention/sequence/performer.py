@@ -7,7 +7,6 @@ import math
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ..base import AttentionOutput

@@ -33,7 +33,7 @@ def test_strings_are_their_digits_with_gaps_and_reproducible():
     data.setup("fit")
     strings = data.splits["train"]
     for i in range(len(strings)):
-        example, (chosen, gaps) = strings[i], strings.strings[i]
+        example, (chosen, _) = strings[i], strings.strings[i]
         digits = example["target"][:-1] - FIRST_DIGIT
         assert example["target"][-1] == EOS and 2 <= len(digits) <= 4
         assert digits.tolist() == [strings.clips[c].digit for c in chosen]

@@ -10,21 +10,14 @@ from domains.memory import BabiStories, GeneratedStories, KVMemNN, MemN2N, Quest
 from framework.cli import main
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
+from tests.learning import training_losses
 
 
 def loss_falls(model, datamodule, tasks, steps=30, lr=0.01):
     torch.manual_seed(0)
     datamodule.setup("fit")
     task = QuestionAnswering(tasks)
-    batch = next(iter(datamodule.train_dataloader()))
-    optimizer = torch.optim.Adam(model.parameters(), lr)
-    losses = []
-    for _ in range(steps):
-        loss = task.step(model, batch, "train").loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
+    losses = training_losses(model, task, [next(iter(datamodule.train_dataloader()))], steps, lr)
     return losses[0], losses[-1]
 
 

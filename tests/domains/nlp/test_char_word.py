@@ -10,6 +10,7 @@ from domains.nlp import CapsuleClassification, CharacterWordClassifier, Generate
 from domains.nlp.data.classification import ClassificationCollator
 from domains.nlp.data.tokenization import CHARACTER_VOCAB, train_tokenizer
 from domains.nlp.models.char_word import BEGIN, END, character_ngrams
+from tests.learning import training_losses
 
 
 def test_batches_carry_the_bytes_of_every_token():
@@ -42,14 +43,7 @@ def _reviews(**kwargs):
 
 def _loss_falls(model, task, batch, steps=25, lr=0.01):
     torch.manual_seed(0)
-    optimizer = torch.optim.Adam(model.parameters(), lr)
-    losses = []
-    for _ in range(steps):
-        loss = task.step(model, batch, "train").loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
+    losses = training_losses(model, task, [batch], steps, lr)
     return losses[0], losses[-1]
 
 

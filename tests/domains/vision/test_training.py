@@ -16,22 +16,11 @@ from framework.cli import main
 from framework.tasks import Classification
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
+from tests.learning import training_losses
 
 CONFIGS = sorted(Path("domains/vision").glob("*.yaml"))
 QUICK = ["--trainer.fast_dev_run=true", "--trainer.logger=false", "--trainer.enable_progress_bar=false",
          "--trainer.enable_model_summary=false"]
-
-
-def _losses(model, task, batches, steps, lr):
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    losses = []
-    for step in range(steps):
-        loss = task.step(model, batches[step % len(batches)], "train").loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
 
 
 def test_ccnet_learns_the_digit_scenes():
@@ -40,7 +29,7 @@ def test_ccnet_learns_the_digit_scenes():
     data.setup("fit")
     batches = list(data.train_dataloader())
     model = SegmentationNet(11, attention="criss_cross", backbone="resnet18", channels=(16, 32, 64, 128), stem_width=16)
-    losses = _losses(model, Segmentation(11), batches, steps=24, lr=3e-3)
+    losses = training_losses(model, Segmentation(11), batches, steps=24, lr=3e-3, optimizer=torch.optim.AdamW)
     assert sum(losses[-4:]) < 0.6 * sum(losses[:4]), losses
 
 
@@ -50,7 +39,7 @@ def test_an_se_resnet_learns_the_digits():
     data.setup("fit")
     batches = list(data.train_dataloader())[:4]
     model = AttentionResNet(10, attention="se", in_chans=1, channels=(8, 16, 32, 64), stem_width=8, small_input=True)
-    losses = _losses(model, Classification(10), batches, steps=32, lr=3e-3)
+    losses = training_losses(model, Classification(10), batches, steps=32, lr=3e-3, optimizer=torch.optim.AdamW)
     assert sum(losses[-4:]) < 0.6 * sum(losses[:4]), losses
 
 
