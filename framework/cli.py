@@ -89,6 +89,10 @@ class Parser(LightningArgumentParser):
         raise SystemExit(2)
 
 
+#: The trainer's per-stage batch limits (an int is a count, a float a share).
+BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches")
+
+
 class FrameworkCLI(LightningCLI):
     """LightningCLI with a ``model`` (nn.Module) and a ``task`` instead of a LightningModule."""
 
@@ -106,7 +110,14 @@ class FrameworkCLI(LightningCLI):
         )
 
     def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.add_lightning_class_args(self.trainer_class, "trainer")
+        # Lightning types the batch limits Union[float, int], so "1" would parse as 1.0: the whole
+        # epoch, not one batch. They are added again with int tried first.
+        parser.add_class_arguments(self.trainer_class, "trainer", fail_untyped=False, instantiate=False,
+                                   sub_configs=True, skip=set(BATCH_LIMITS))
+        for name in BATCH_LIMITS:
+            parser.add_argument(f"--trainer.{name}", type=Optional[Union[int, float]], default=None,
+                                help="batches per epoch of this stage: an int counts batches, a float in "
+                                     "[0, 1] is a share of them (default: all)")
         parser.add_subclass_arguments(nn.Module, "model", fail_untyped=False, help="The network (any nn.Module).")
         parser.add_subclass_arguments(Task, "task", fail_untyped=False, help="Loss, metrics and prediction.")
         parser.add_lightning_class_args(LightningDataModule, "data", subclass_mode=True)

@@ -152,3 +152,13 @@ def test_the_best_checkpoint_follows_the_tasks_metric_unless_configured():
     assert (checkpoint.monitor, checkpoint.mode) == ("val/acc", "max")
     checkpoint = fit("--checkpoint.monitor=val/loss").trainer.checkpoint_callback
     assert (checkpoint.monitor, checkpoint.mode) == ("val/loss", "min")
+
+
+def test_an_integer_batch_limit_counts_batches_and_a_float_is_a_share(tmp_path):
+    # Lightning types the limits Union[float, int]; parsed in that order "1" was 1.0, the whole epoch.
+    config = tmp_path / "limits.yaml"
+    config.write_text("trainer:\n  limit_val_batches: 1\n")
+    cli = fit("--trainer.limit_train_batches=1", "--config", str(config), "--trainer.num_sanity_val_steps=0")
+    assert cli.trainer.global_step == 1 and cli.trainer.num_val_batches == [1]
+    cli = fit("--trainer.limit_train_batches=0.25", "--trainer.limit_val_batches=1.0")
+    assert cli.trainer.global_step == 2 and cli.trainer.num_val_batches == [2]  # a quarter of 8 batches; all 2
