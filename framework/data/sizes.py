@@ -1,7 +1,8 @@
 """Sizes stated once: a data module states the sizes of its data, the CLI gives them to the model
 and the task.
 
-A model's vocabulary, class, item or input-channel count is a fact of the data set. Configs leave
+A model's vocabulary, class, item or input-channel count is a fact of the data set, and so are the
+meta-paths of a heterogeneous graph (their names, in the data's order). Configs leave
 such an argument unset (``None``); when a run starts, the CLI builds the data module first and
 fills every unset argument named in :data:`SIZES` from the data module's attribute of that name,
 so ``--data.name=CiteSeer`` or ``compare --grid data.name=[Cora,CiteSeer,PubMed]`` needs no
@@ -18,17 +19,18 @@ costs nothing.
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, Union
 
 from ..errors import ConfigError
 
 #: The sizes a data module may state, as model and task arguments of the same name, and how a size
 #: given in a config must compare with the data's: a model's vocabulary may be larger than the
-#: data's, the other sizes must be equal (:meth:`framework.tasks.Task.check`).
-SIZES = {"vocab_size": "at least", "num_classes": "equal", "in_channels": "equal", "num_items": "equal"}
+#: data's, the other sizes (and the list of meta-paths) must be equal (:meth:`framework.tasks.Task.check`).
+SIZES = {"vocab_size": "at least", "num_classes": "equal", "in_channels": "equal", "num_items": "equal",
+         "metapaths": "equal"}
 
 
-def fill_sizes(arguments: dict[str, MutableMapping[str, Any]], data: Any) -> dict[str, int]:
+def fill_sizes(arguments: dict[str, MutableMapping[str, Any]], data: Any) -> dict[str, Any]:
     """Fill the unset (``None``) :data:`SIZES` among ``arguments`` from ``data``.
 
     Args:
@@ -43,11 +45,11 @@ def fill_sizes(arguments: dict[str, MutableMapping[str, Any]], data: Any) -> dic
     """
     unset = [(section, name) for section, args in arguments.items() for name in SIZES
              if name in args and args[name] is None]
-    if unset and any(_stated(data, name) is None for _, name in unset) and hasattr(data, "setup"):
+    if unset and any(stated(data, name) is None for _, name in unset) and hasattr(data, "setup"):
         data.setup("fit")  # the sizes some data modules know only once they have read the data
     filled = {}
     for section, name in unset:
-        value = _stated(data, name)
+        value = stated(data, name)
         if value is None:
             raise ConfigError(f"{section}.{name} is not set and the data ({type(data).__name__}) does not state it: "
                               f"set {section}.{name}")
@@ -55,6 +57,11 @@ def fill_sizes(arguments: dict[str, MutableMapping[str, Any]], data: Any) -> dic
     return filled
 
 
-def _stated(data: Any, name: str) -> Any:
+def stated(data: Any, name: str) -> Union[int, list[str], None]:
+    """What ``data`` states of :data:`SIZES`' ``name``: a count (int), a list of names, or None."""
     value = getattr(data, name, None)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) for item in value):
+        return list(value)
+    return None

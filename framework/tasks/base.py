@@ -40,7 +40,7 @@ import torch
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from ..data.sizes import SIZES
+from ..data.sizes import SIZES, stated
 
 if TYPE_CHECKING:
     from ..callbacks.predictions import PredictionSink
@@ -245,12 +245,14 @@ class Task(nn.Module):
         model or task state; a task with sizes of its own extends it (calling ``super()``).
         """
         for name, rule in SIZES.items():
-            wanted = getattr(data, name, None)
-            if not isinstance(wanted, int) or isinstance(wanted, bool):
-                continue
+            wanted = stated(data, name)
             for owner, holder in (("model", model), ("task", self)):
                 given = getattr(holder, name, None)
-                if isinstance(given, int) and (given < wanted if rule == "at least" else given != wanted):
+                if isinstance(wanted, int) and isinstance(given, int):
+                    wrong = given < wanted if rule == "at least" else given != wanted
+                else:
+                    wrong = isinstance(wanted, list) and isinstance(given, (list, tuple)) and list(given) != wanted
+                if wrong:
                     raise ValueError(f"{owner}.{name} is {given} but the data has {wanted}: set {owner}.{name}="
                                      f"{wanted}{' or more' if rule == 'at least' else ''}")
 

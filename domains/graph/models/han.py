@@ -41,7 +41,8 @@ class HANClassifier(nn.Module):
         in_channels: features F of the target nodes (default: the data's ``in_channels``, filled
             by the command line).
         num_classes: classes K (default: the data's ``num_classes``).
-        metapaths: the meta-paths' names, as the data names its edge types (``data.metapaths``).
+        metapaths: the meta-paths' names, as the data names its edge types (default: the data's
+            ``metapaths``, filled by the command line).
         attention: the graph block of every layer (``han``, a spec taking its arguments, or ``none``).
         hidden_channels: features per head.
         heads: attention heads.
@@ -53,10 +54,10 @@ class HANClassifier(nn.Module):
     """
 
     def __init__(self, in_channels: Optional[int] = None, num_classes: Optional[int] = None, *,
-                 metapaths: Sequence[str], attention: GraphBlock = "han", hidden_channels: int = 8, heads: int = 8,
-                 num_layers: int = 1, dropout: float = 0.6, attention_dropout: float = 0.6) -> None:
+                 metapaths: Optional[Sequence[str]] = None, attention: GraphBlock = "han", hidden_channels: int = 8,
+                 heads: int = 8, num_layers: int = 1, dropout: float = 0.6, attention_dropout: float = 0.6) -> None:
         super().__init__()
-        for key, value in (("in_channels", in_channels), ("num_classes", num_classes)):
+        for key, value in (("in_channels", in_channels), ("num_classes", num_classes), ("metapaths", metapaths)):
             if value is None:
                 raise ConfigError(f"model.{key} is not set: give it, or leave it to the command line, which takes it "
                                   "from the data module")
@@ -69,7 +70,8 @@ class HANClassifier(nn.Module):
                 raise ConfigError(f"model.{key} must be in [0, 1), got {value}")
         if not metapaths:
             raise ConfigError("model.metapaths must name at least one meta-path (data.metapaths)")
-        self.in_channels, self.num_classes, self.metapaths, self.dropout = in_channels, num_classes, list(metapaths), dropout
+        self.in_channels, self.num_classes, self.dropout = in_channels, num_classes, dropout
+        self.metapaths = list(metapaths)
         width = heads * hidden_channels
         self.layers = nn.ModuleList(
             FeaturesOnly(size, width) if attention == NONE else

@@ -89,8 +89,15 @@ def test_forward_predictions_and_pictures_follow_the_device(device):
 def test_misnamed_metapaths_and_wrong_sizes_name_the_key_in_one_line(capsys, monkeypatch):
     monkeypatch.delenv("FRAMEWORK_TRACEBACK")  # as a user sees it
     fit = ["fit", "--config", "domains/graph/han.yaml", "--trainer.fast_dev_run=true", *QUIET]
-    for flag, expected in (
-            ("--data.metapaths=[APA,APV]", "data.metapaths: unknown meta-path 'APV'; PlantedAuthors has APA, AVA"),
-            ("--data.metapaths=[APA]", "model.metapaths is ['APA', 'AVA'] but data.metapaths is ['APA']: set them alike"),
-            ("--model.in_channels=5", "model.in_channels is 5 but the data has 16: set model.in_channels=16")):
-        assert fails(capsys, [*fit, flag]).splitlines()[0] == f"error: {expected}"
+    for flags, expected in (
+            (["--data.metapaths=[APA,APV]"], "data.metapaths: unknown meta-path 'APV'; PlantedAuthors has APA, AVA"),
+            (["--data.metapaths=[APA]", "--model.metapaths=[APA,AVA]"],
+             "model.metapaths is ['APA', 'AVA'] but the data has ['APA']: set model.metapaths=['APA']"),
+            (["--model.in_channels=5"], "model.in_channels is 5 but the data has 16: set model.in_channels=16")):
+        assert fails(capsys, [*fit, *flags]).splitlines()[0] == f"error: {expected}"
+
+
+def test_the_model_reads_the_meta_paths_the_data_names():
+    cli = main(["fit", "--config", "domains/graph/han.yaml", "--trainer.fast_dev_run=true", *QUIET,
+                "--data.metapaths=[AVA]"])
+    assert cli.model.model.metapaths == ["AVA"] and cli.trainer.global_step == 1
