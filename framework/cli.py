@@ -27,7 +27,7 @@ from typing import Any, NoReturn, Optional, Union
 
 import torch
 import yaml
-from jsonargparse import ArgumentError, Namespace
+from jsonargparse import ArgumentError, ArgumentParser, Namespace
 from lightning.pytorch import LightningDataModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
@@ -193,27 +193,8 @@ class FrameworkCLI(LightningCLI):
         ckpt_path = subcommand and self.config[subcommand].get("ckpt_path")
         if not ckpt_path or ckpt_path in LIGHTNING_CKPT_ALIASES:
             return
-        hparams = read_checkpoint_hparams(Path(ckpt_path))
-        given = {key: hparams[key] for key in ("model", "task")}
-        self.parser.exit_on_error = False  # a failure here is about the checkpoint, said as such
-        try:
-            self.config = self.parser.parse_object({subcommand: given}, self.config)
-        except (ArgumentError, ValueError, TypeError) as err:
-            raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
-                                  f"({given['model'].get('class_path')}): {parser_message(str(err))}") from None
-        finally:
-            self.parser.exit_on_error = True
         subparser = self.parser._subcommands_action._name_parser_map[subcommand]
-        model_flags = _flags(self.argv, "model")
-        if model_flags:
-            flagged = subparser.parse_args(model_flags, namespace=self.config[subcommand].clone()).model
-            if flagged != self.config[subcommand].model:
-                names = ", ".join(flag for flag in model_flags if flag.startswith("--"))
-                raise ConfigError(f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
-                                  "differs, so these flags would be ignored; fit a model with them to evaluate it")
-        task_flags = _flags(self.argv, "task")
-        if task_flags:
-            self.config[subcommand] = subparser.parse_args(task_flags, namespace=self.config[subcommand].clone())
+        self.config[subcommand] = config_from_checkpoint(subparser, self.config[subcommand], Path(ckpt_path), self.argv)
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
@@ -221,13 +202,7 @@ class FrameworkCLI(LightningCLI):
             raise ConfigError(f"{self.subcommand} needs --ckpt_path: a checkpoint of a fit, for example "
                               "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to "
                               f"{self.subcommand} the model as configured, without training)")
-        experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
-        run_dir = runs.resolve_run_dir(self.subcommand or "run", experiment, config.run_dir, config.get("ckpt_path"))
-        config.run_dir = str(run_dir)
-        config.trainer.default_root_dir = str(run_dir)
-        if config.checkpoint.dirpath is None:
-            config.checkpoint.dirpath = str(run_dir / "checkpoints")
-        _fill_logger_save_dir(config.trainer.logger, run_dir)
+        place_run(config, self.subcommand or "run")
 
     def instantiate_classes(self) -> None:
         """Build data, model and task, wrap the last two in a TaskModule, then the trainer."""
@@ -322,6 +297,44 @@ def _fill_logger_save_dir(logger_config: Any, run_dir: Path) -> None:
         init_args = getattr(spec, "init_args", None)
         if init_args is not None and "save_dir" in init_args and init_args.save_dir is None:
             init_args.save_dir = str(run_dir)
+
+
+def place_run(config: Namespace, stage: str) -> None:
+    """Give a run its folder (``runs/<experiment>/<time>_<stage>`` unless ``run_dir`` is set, the
+    experiment named after the first config file): the trainer's root, the checkpoints' folder and
+    every logger's ``save_dir`` that the config leaves unset."""
+    experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
+    run_dir = runs.resolve_run_dir(stage, experiment, config.run_dir, config.get("ckpt_path"))
+    config.run_dir = str(run_dir)
+    config.trainer.default_root_dir = str(run_dir)
+    if config.checkpoint.dirpath is None:
+        config.checkpoint.dirpath = str(run_dir / "checkpoints")
+    _fill_logger_save_dir(config.trainer.logger, run_dir)
+
+
+def config_from_checkpoint(parser: ArgumentParser, config: Namespace, ckpt_path: Path, argv: list[str]) -> Namespace:
+    """``config`` with the model and task configs the checkpoint carries; the ``--task.*`` flags of
+    ``argv`` win over the checkpoint's, ``--model.*`` flags that would change its model are refused
+    (its weights need that very network), naming them."""
+    hparams = read_checkpoint_hparams(ckpt_path)
+    given = {key: hparams[key] for key in ("model", "task")}
+    parser.exit_on_error = False  # a failure here is about the checkpoint, said as such
+    try:
+        config = parser.parse_object(given, config)
+    except (ArgumentError, ValueError, TypeError) as err:
+        raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
+                              f"({given['model'].get('class_path')}): {parser_message(str(err))}") from None
+    finally:
+        parser.exit_on_error = True
+    model_flags = _flags(argv, "model")
+    if model_flags:
+        flagged = parser.parse_args(model_flags, namespace=config.clone()).model
+        if flagged != config.model:
+            names = ", ".join(flag for flag in model_flags if flag.startswith("--"))
+            raise ConfigError(f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
+                              "differs, so these flags would be ignored; fit a model with them to evaluate it")
+    task_flags = _flags(argv, "task")
+    return parser.parse_args(task_flags, namespace=config.clone()) if task_flags else config
 
 
 def read_checkpoint_hparams(path: Path) -> dict[str, Any]:

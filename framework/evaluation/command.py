@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import torch
-from jsonargparse import ArgumentError
 from lightning.pytorch.utilities import move_data_to_device
 from torch import Tensor
 
 from .. import runs
-from ..cli import (FrameworkCLI, _experiment_name, _fill_logger_save_dir, _flags, check_config_files,
-                   read_checkpoint_hparams)
-from ..errors import CheckpointError, ConfigError, explained, parser_message
+from ..cli import FrameworkCLI, check_config_files, config_from_checkpoint, place_run
+from ..errors import ConfigError, explained
 from .ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
 from .faithfulness import METHODS, faithfulness_rows
 from .intrinsic import intrinsic_rows
@@ -70,26 +68,7 @@ class EvaluateCLI(FrameworkCLI):
         ckpt_path = self.config.get("ckpt_path")
         if not ckpt_path:
             return
-        hparams = read_checkpoint_hparams(Path(ckpt_path))
-        given = {key: hparams[key] for key in ("model", "task")}
-        self.parser.exit_on_error = False
-        try:
-            self.config = self.parser.parse_object(given, self.config)
-        except (ArgumentError, ValueError, TypeError) as err:
-            raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
-                                  f"({given['model'].get('class_path')}): {parser_message(str(err))}") from None
-        finally:
-            self.parser.exit_on_error = True
-        model_flags = _flags(self.argv, "model")
-        if model_flags:
-            flagged = self.parser.parse_args(model_flags, namespace=self.config.clone()).model
-            if flagged != self.config.model:
-                names = ", ".join(flag for flag in model_flags if flag.startswith("--"))
-                raise ConfigError(f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
-                                  "differs, so these flags would be ignored; fit a model with them to evaluate it")
-        task_flags = _flags(self.argv, "task")
-        if task_flags:
-            self.config = self.parser.parse_args(task_flags, namespace=self.config.clone())
+        self.config = config_from_checkpoint(self.parser, self.config, Path(ckpt_path), self.argv)
 
     def before_instantiate_classes(self) -> None:
         config = self.config
@@ -98,13 +77,7 @@ class EvaluateCLI(FrameworkCLI):
                               "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to evaluate the "
                               "model as configured, without training)")
         check_options(config)
-        experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
-        run_dir = runs.resolve_run_dir("evaluate", experiment, config.run_dir, config.get("ckpt_path"))
-        config.run_dir = str(run_dir)
-        config.trainer.default_root_dir = str(run_dir)
-        if config.checkpoint.dirpath is None:
-            config.checkpoint.dirpath = str(run_dir / "checkpoints")
-        _fill_logger_save_dir(config.trainer.logger, run_dir)
+        place_run(config, "evaluate")
 
 
 def check_options(config: Any) -> None:
