@@ -373,6 +373,23 @@ def check_config_files(argv: list[str]) -> None:
             raise ConfigError(f"--config {path} is not a text file") from None
         if not isinstance(content, dict):
             raise ConfigError(f"--config {path} must hold a mapping of config keys, got {type(content).__name__}")
+        empty = _empty_init_args(content)
+        if empty:
+            raise ConfigError(f"--config {path}: {empty} is empty; give it arguments or remove the line "
+                              "(the class's defaults apply)")
+
+
+def _empty_init_args(content: Any, prefix: str = "") -> Optional[str]:
+    """The dotted name of the first ``init_args:`` without a value in a YAML tree, or None."""
+    items = content.items() if isinstance(content, dict) else enumerate(content) if isinstance(content, list) else ()
+    for key, value in items:
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if key == "init_args" and value is None and isinstance(content, dict) and "class_path" in content:
+            return name
+        found = _empty_init_args(value, name)
+        if found:
+            return found
+    return None
 
 
 def main(args: Optional[list[str]] = None) -> Optional[FrameworkCLI]:

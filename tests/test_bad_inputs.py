@@ -97,6 +97,14 @@ def test_a_yaml_syntax_error_names_the_file_line_and_column(capsys, tmp_path):
     assert f"--config {broken} is not valid YAML at line 3, column 7" in message
 
 
+def test_an_empty_init_args_names_the_file_and_key(capsys, tmp_path):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("model:\n  class_path: domains.demo.SequenceClassifier\n  init_args:\n")
+    message = fails(capsys, ["fit", "--config", "domains/demo/demo.yaml", "--config", str(empty)])
+    assert message.splitlines()[0] == (f"error: --config {empty}: model.init_args is empty; give it arguments or "
+                                       "remove the line (the class's defaults apply)")
+
+
 @pytest.mark.parametrize("content, expected", [
     (None, "no such file"),
     ("- a\n- b\n", "must hold a mapping of config keys, got list"),
