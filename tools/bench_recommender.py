@@ -2,21 +2,21 @@
 
 Quality (the default): HR@10 and NDCG@10 on MovieLens-100K of SASRec, BERT4Rec, GRU4Rec and
 the most-popular baseline under both evaluation protocols (full ranking over all items,
-history excluded; the SASRec paper's 100 sampled negatives), and the training seconds per
-epoch.
+history excluded; the SASRec paper's 100 sampled negatives), over seeds, run through
+``python -m framework compare`` (runs/compare/bench_recommender_ml100k/).
 
-Each model is trained with its config ``domains/recommender/<model>_ml100k.yaml`` (the
-epochs and batch size given here override the config's); the checkpoint with the best
-validation NDCG@10 (full ranking) is then tested under both protocols, on the users' last
-items (leave-one-out).
+Each model is trained with its config ``domains/recommender/<model>_ml100k.yaml``; the
+checkpoint with the best validation NDCG@10 (full ranking) is tested by full ranking (the
+comparison's own test), and this script tests it again with ``--task.protocol=sampled`` (the
+protocol specific to this benchmark), on the users' last items (leave-one-out). Mean ± sd over
+the seeds, and a paired t-test against the first model, as ``compare`` prints them.
 
-    FRAMEWORK_DATA_DIR=../shared/data nice -n 5 .venv/bin/python tools/bench_recommender.py
-    .venv/bin/python tools/bench_recommender.py --models sasrec popularity --epochs 5
-    .venv/bin/python tools/bench_recommender.py --models sasrec gru4rec --set=--task.loss=softmax
+    FRAMEWORK_DATA_DIR=../shared/data .venv/bin/python tools/bench_recommender.py --seeds 3
+    .venv/bin/python tools/bench_recommender.py --models sasrec popularity --seeds 1
+    .venv/bin/python tools/bench_recommender.py --models sasrec gru4rec --set=--task.loss=softmax --name ml100k_softmax
 
-Seconds per epoch are the training batches of an epoch (forward, backward, step; no
-validation), averaged over the epochs: on a shared machine they include its contention.
-The random draws are seeded by each config's ``seed_everything``.
+Seconds per epoch are the training batches of an epoch (validation excluded), the median per
+run: on a shared machine they include its contention. The random draws are seeded by the seed.
 
 Scale (``--scale``): the costs at a real catalogue size, on generated histories shaped like
 the Amazon Games file of the SASRec paper (31,013 users, 23,715 items, 287,000 interactions):
@@ -36,6 +36,7 @@ where there is one.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -58,54 +59,59 @@ from domains.recommender import (
 )
 from domains.recommender.data import taste_histories
 from framework import TaskModule
-from framework.cli import FrameworkCLI
+from framework.cli import main as main_cli
+from framework.compare import main as compare
+from framework.callbacks.summary import read_summary
 
 CONFIGS = Path(__file__).resolve().parents[1] / "domains" / "recommender"
 MODELS = ("sasrec", "bert4rec", "gru4rec", "popularity")
 
 
-class BatchTimer(Callback):
-    """Wall-clock seconds of the training batches, per epoch."""
-
-    def __init__(self) -> None:
-        self.epochs: list[float] = []
-        self.start = 0.0
-
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.epochs.append(0.0)
-
-    def on_train_batch_start(self, *args) -> None:
-        self.start = time.perf_counter()
-
-    def on_train_batch_end(self, *args) -> None:
-        self.epochs[-1] += time.perf_counter() - self.start
-
-
-def train(name: str, epochs: int | None, batch_size: int | None, runs_dir: Path,
-          overrides: list[str] = ()) -> tuple[Path, float, FrameworkCLI]:
-    """Fit one config; the best checkpoint, seconds per epoch and the CLI (its data module)."""
-    args = ["--config", str(CONFIGS / f"{name}_ml100k.yaml"), "--config", "configs/logger/csv.yaml",
-            "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-            "--run_dir", str(runs_dir / name), *overrides]
-    if epochs and name != "popularity":  # one epoch counts the training split
-        args.append(f"--trainer.max_epochs={epochs}")
-    if batch_size:
-        args.append(f"--data.batch_size={batch_size}")
-    cli = FrameworkCLI(args=args, run=False)
-    timer = BatchTimer()
-    cli.trainer.callbacks.append(timer)
-    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
-    return Path(cli.trainer.checkpoint_callback.best_model_path), sum(timer.epochs) / len(timer.epochs), cli
+def quality(args: argparse.Namespace) -> None:
+    """The MovieLens-100K table: a comparison of the models' configs, then the sampled protocol."""
+    configs = ",".join(str(CONFIGS / f"{model}_ml100k.yaml") for model in args.models)
+    summary = compare(["--grid", f"config=[{configs}]", "--config", "configs/logger/csv.yaml",
+                       "--trainer.enable_model_summary=false", *(args.set or []), "--seeds", str(args.seeds),
+                       "--jobs", str(args.jobs), "--name", args.name, "--metrics", "test/hr@10", "test/ndcg@10",
+                       *(["--report"] if args.report else [])])
+    if summary is None:
+        return
+    print("\nMovieLens-100K, leave-one-out test (943 users, 1349 items), the best val/ndcg@10 checkpoint; "
+          f"mean ± sd over {args.seeds} seed(s)")
+    print("| model | n | HR@10 full | NDCG@10 full | HR@10, 100 negatives | NDCG@10, 100 negatives | s/epoch |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for cell, row in zip(summary.cells, summary.rows):
+        records = summary.records[cell.name]
+        if not records:
+            continue
+        sampled = [sampled_test(record.run_dir) for record in records]
+        print(f"| {cell.label.removesuffix('_ml100k')} | {len(records)} | {spread(r.metrics['test/hr@10'] for r in records)} | "
+              f"{spread(r.metrics['test/ndcg@10'] for r in records)} | "
+              f"{spread(m['test/hr@10_sampled100'] for m in sampled)} | "
+              f"{spread(m['test/ndcg@10_sampled100'] for m in sampled)} | {row['seconds_per_epoch_mean']:.1f} |")
 
 
-def test(checkpoint: Path, cli: FrameworkCLI, protocol: str) -> dict[str, float]:
-    """Test metrics of a checkpoint under one protocol (the task's training settings kept)."""
-    module = TaskModule.load_from_checkpoint(checkpoint)
-    objective = MaskedItemRanking if isinstance(module.task, MaskedItemRanking) else NextItemRanking
-    evaluated = TaskModule(module.model, objective(protocol=protocol))
-    trainer = pl.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False,
-                         enable_checkpointing=False)
-    return trainer.test(evaluated, datamodule=cli.datamodule, verbose=False)[0]
+def sampled_test(run_dir: Path) -> dict[str, float]:
+    """Test metrics of a run's best checkpoint with 100 sampled negatives (its own folder, read
+    back when it exists)."""
+    folder = run_dir / "test_sampled"
+    done = read_summary(folder).get("test", {})
+    if done.get("status") != "finished":
+        main_cli(["test", "--config", str(run_dir / "config.yaml"), "--ckpt_path",
+                  str(run_dir / "checkpoints" / "best.ckpt"), "--task.protocol=sampled", "--run_dir", str(folder),
+                  "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"])
+        done = read_summary(folder)["test"]
+    return done["metrics"]
+
+
+def spread(values) -> str:
+    """mean ± sample sd of some figures (the mean alone for one)."""
+    values = list(values)
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return f"{mean:.3f}"
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return f"{mean:.3f} ± {sd:.3f}"
 
 
 #: The fits of --scale: model:loss (negatives: 1 for bce, 100 for sampled_softmax).
@@ -283,14 +289,14 @@ def scale(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
-    parser.add_argument("--epochs", type=int, default=None,
-                        help="training epochs of the learned models (default: each config's max_epochs)")
-    parser.add_argument("--batch-size", type=int, default=None, help="override the configs' data.batch_size")
-    parser.add_argument("--runs-dir", type=Path, default=Path("runs/bench_recommender"))
+    parser.add_argument("--seeds", type=int, default=3, help="runs per model, seeds 0 .. N-1")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each on a 2-core CPU)")
+    parser.add_argument("--name", default="bench_recommender_ml100k", help="the comparison's folder under runs/compare/")
+    parser.add_argument("--report", action="store_true", help="only the tables of the runs that finished")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (on a busy shared machine one thread is several times faster than two)")
     parser.add_argument("--set", action="append", default=None, metavar="--KEY=VALUE",
-                        help="a setting passed on to every config, e.g. --set=--task.loss=softmax (repeatable)")
+                        help="a setting passed on to every model's fit, e.g. --set=--task.loss=softmax (repeatable)")
     parser.add_argument("--scale", action="store_true", help="the costs at real catalogue sizes (see above)")
     parser.add_argument("--users", type=int, default=30_000, help="--scale: users")
     parser.add_argument("--items", type=int, default=25_000, help="--scale: items")
@@ -308,21 +314,7 @@ def main() -> None:
         scale(args)
         return
 
-    rows = []
-    for name in args.models:
-        overrides = [o for o in args.set or () if name != "popularity" or not o.startswith("--task.loss")]
-        checkpoint, seconds, cli = train(name, args.epochs, args.batch_size, args.runs_dir, overrides)
-        full, sampled = test(checkpoint, cli, "full"), test(checkpoint, cli, "sampled")
-        epochs = cli.trainer.max_epochs
-        rows.append((name, epochs, full["test/hr@10"], full["test/ndcg@10"], sampled["test/hr@10_sampled100"],
-                     sampled["test/ndcg@10_sampled100"], seconds))
-
-    print("\nMovieLens-100K, leave-one-out test (943 users, 1349 items); best checkpoint by val/ndcg@10 (full)")
-    print(f"{'model':<11} {'epochs':>6} {'HR@10 full':>10} {'NDCG@10 full':>12} {'HR@10 s100':>10} "
-          f"{'NDCG@10 s100':>12} {'s/epoch':>8}")
-    for name, epochs, hr, ndcg, hr_s, ndcg_s, seconds in rows:
-        print(f"{name:<11} {epochs:>6} {hr:>10.4f} {ndcg:>12.4f} {hr_s:>10.4f} {ndcg_s:>12.4f} {seconds:>8.1f}")
-
+    quality(args)
 
 if __name__ == "__main__":
     main()
