@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -66,3 +67,43 @@ def test_graph_features_and_classes_come_from_the_graph():
                 "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false"])
     model = cli.model.model
     assert (model.in_channels, model.num_classes, cli.model.task.num_classes) == (34, 4, 4)
+
+
+#: Every model and task that takes a size from the data, and the sizes it needs.
+NEEDS_SIZES = [
+    ("domains.audio.SpectrogramCNN", "model.num_classes"), ("domains.audio.CRNN", "model.num_classes"),
+    ("domains.audio.SpectrogramTransformer", "model.num_classes"),
+    ("domains.demo.SequenceClassifier", "model.vocab_size, model.num_classes"),
+    ("domains.demo.SetClassifier", "model.vocab_size, model.num_classes"),
+    ("domains.graph.NodeClassifier", "model.in_channels, model.num_classes"),
+    ("domains.graph.HANClassifier", "model.in_channels, model.num_classes, model.metapaths"),
+    ("domains.graph.NodeClassification", "task.num_classes"),
+    ("domains.graph.HeteroNodeClassification", "task.num_classes"),
+    ("domains.memory.MemN2N", "model.vocab_size"), ("domains.memory.KVMemNN", "model.vocab_size"),
+    ("domains.memory.MatchingReader", "model.vocab_size"),
+    ("domains.nlp.CharacterWordClassifier", "model.vocab_size, model.num_classes"),
+    ("domains.nlp.HierarchicalAttentionNetwork", "model.vocab_size, model.num_classes"),
+    ("domains.nlp.SelfAttentiveClassifier", "model.vocab_size, model.num_classes"),
+    ("domains.nlp.RecurrentSeq2Seq", "model.vocab_size"), ("domains.nlp.TransformerSeq2Seq", "model.vocab_size"),
+    ("domains.nlp.TransformerClassifier", "model.vocab_size, model.num_classes"),
+    ("domains.nlp.TextClassification", "task.num_classes"), ("domains.nlp.CapsuleClassification", "task.num_classes"),
+    ("domains.recommender.SASRec", "model.num_items"), ("domains.recommender.BERT4Rec", "model.num_items"),
+    ("domains.recommender.GRU4Rec", "model.num_items"), ("domains.recommender.DIN", "model.num_items"),
+    ("domains.recommender.MostPopular", "model.num_items"),
+    ("domains.vision.AttentionResNet", "model.num_classes"),
+    ("domains.vision.SegmentationNet", "model.num_classes"), ("domains.vision.ViTClassifier", "model.num_classes"),
+    ("domains.vision.Segmentation", "task.num_classes"), ("domains.vision.ImageClassification", "task.num_classes"),
+    ("framework.layers.AttentiveConvNet", "model.in_channels, model.num_classes"),
+    ("framework.tasks.Classification", "task.num_classes"),
+]
+
+
+@pytest.mark.parametrize("path, keys", NEEDS_SIZES, ids=[path for path, _ in NEEDS_SIZES])
+def test_a_class_built_in_python_without_its_sizes_names_them(path, keys):
+    module, name = path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(module), name)
+    with pytest.raises(ConfigError) as error:
+        cls()
+    verb, pronoun = ("is", "it") if "," not in keys else ("are", "them")
+    assert str(error.value) == (f"{keys} {verb} not set: give {pronoun}, or leave {pronoun} to the command line, "
+                                f"which takes {pronoun} from the data module")

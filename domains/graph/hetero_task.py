@@ -51,9 +51,6 @@ class HeteroNodeClassification(Classification):
 
     def __init__(self, num_classes: Optional[int] = None, image_node: int = 0, max_drawn_neighbours: int = 16,
                  label_smoothing: float = 0.0) -> None:
-        if num_classes is None:
-            raise ConfigError("task.num_classes is not set: give it, or leave it to the command line, which takes it "
-                              "from the data module")
         super().__init__(num_classes, label_smoothing=label_smoothing)
         if image_node < 0:
             raise ConfigError(f"task.image_node must be a node id (>= 0), got {image_node}")

@@ -14,6 +14,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardIndex
 
 from framework.attention import Record, capture
+from framework.data.sizes import require_sizes
 from framework.tasks import Classification, Task, call_model, split_batch
 from framework.tasks.base import GoldView, ItemAttention, ItemForward, repeat_batch
 
@@ -94,6 +95,7 @@ class Segmentation(Task):
 
     def __init__(self, num_classes: Optional[int] = None, ignore_index: int = 255, aux_weight: float = 0.4, num_images: int = 4,
                  pixel: Sequence[float] = (0.5, 0.5), palette: Optional[Sequence[Sequence[int]]] = None) -> None:
+        require_sizes("task", num_classes=num_classes)
         super().__init__()
         if num_classes < 2:
             raise ValueError(f"task.num_classes must be at least 2, got {num_classes}")

@@ -65,3 +65,15 @@ def stated(data: Any, name: str) -> Union[int, list[str], None]:
     if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) for item in value):
         return list(value)
     return None
+
+
+def require_sizes(owner: str, **sizes: Any) -> None:
+    """Raise a one-line :class:`ConfigError` naming ``<owner>.<name>`` for each size left unset
+    (None): a model or task built in Python must be given its sizes, which the command line
+    fills from the data module (``require_sizes("model", vocab_size=vocab_size)``)."""
+    unset = [f"{owner}.{name}" for name, value in sizes.items() if value is None]
+    if unset:
+        one = len(unset) == 1
+        raise ConfigError(f"{', '.join(unset)} {'is' if one else 'are'} not set: give {'it' if one else 'them'}, or "
+                          f"leave {'it' if one else 'them'} to the command line, which takes "
+                          f"{'it' if one else 'them'} from the data module")

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from torch import Tensor, nn
 
 from ..attention import FeatureMapBlock, build
+from ..data.sizes import require_sizes
 
 
 class ConvStage(nn.Module):
@@ -49,6 +50,7 @@ class AttentiveConvNet(nn.Module):
 
     def __init__(self, in_channels: Optional[int] = None, num_classes: Optional[int] = None, widths: Sequence[int] = (32, 64, 128),
                  attention: FeatureMapBlock = "none", dropout: float = 0.0) -> None:
+        require_sizes("model", in_channels=in_channels, num_classes=num_classes)
         super().__init__()
         if not widths:
             raise ValueError("model.widths must name at least one stage width")

@@ -12,6 +12,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
 from ..attention import capture
+from ..data.sizes import require_sizes
 from .base import ItemAttention, Task
 
 
@@ -43,6 +44,7 @@ class Classification(Task):
     mode = "max"
 
     def __init__(self, num_classes: Optional[int] = None, label_smoothing: float = 0.0, ignore_index: int = -100) -> None:
+        require_sizes("task", num_classes=num_classes)
         super().__init__()
         if num_classes < 2:
             raise ValueError(f"task.num_classes must be at least 2, got {num_classes}")

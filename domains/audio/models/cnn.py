@@ -8,6 +8,7 @@ from typing import Optional
 from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock
+from framework.data.sizes import require_sizes
 from framework.layers import AttentiveConvNet
 
 from .frames import check_frequency_bins
@@ -34,6 +35,7 @@ class SpectrogramCNN(nn.Module):
 
     def __init__(self, num_classes: Optional[int] = None, frontend: Optional[Frontend] = None, widths: Sequence[int] = (16, 32, 64),
                  attention: FeatureMapBlock = "none", dropout: float = 0.1) -> None:
+        require_sizes("model", num_classes=num_classes)
         super().__init__()
         self.frontend = frontend or Frontend()
         check_frequency_bins(self.frontend, len(widths))

@@ -8,6 +8,7 @@ from typing import Optional
 from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock, PoolingBlock, build
+from framework.data.sizes import require_sizes
 from framework.layers import ConvStage, run_packed
 
 from .frames import check_frequency_bins, pool_frames, shrink_mask
@@ -40,6 +41,7 @@ class CRNN(nn.Module):
     def __init__(self, num_classes: Optional[int] = None, frontend: Optional[Frontend] = None, widths: Sequence[int] = (16, 32),
                  attention: FeatureMapBlock = "none", hidden: int = 64, pooling: PoolingBlock = "pooling",
                  dropout: float = 0.1) -> None:
+        require_sizes("model", num_classes=num_classes)
         super().__init__()
         if not widths:
             raise ValueError("model.widths must name at least one stage width")

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import PoolingBlock, SequenceBlock, build
+from framework.data.sizes import require_sizes
 from framework.layers import AttentionEncoder, PositionalEncoding
 
 from .frames import pool_frames, shrink_mask
@@ -71,6 +72,7 @@ class SpectrogramTransformer(nn.Module):
     def __init__(self, num_classes: Optional[int] = None, frontend: Optional[Frontend] = None, dim: int = 64, depth: int = 2,
                  attention: SequenceBlock = "mhsa", pooling: PoolingBlock = "pooling", stem_channels: int = 16,
                  stem_layers: int = 2, max_len: int = 512, dropout: float = 0.1) -> None:
+        require_sizes("model", num_classes=num_classes)
         super().__init__()
         self.frontend = frontend or Frontend()
         self.stem = ConvSubsampling(self.frontend.num_features, dim, stem_channels, stem_layers)

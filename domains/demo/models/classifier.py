@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import SequenceBlock
+from framework.data.sizes import require_sizes
 from framework.layers import AttentionEncoder
 
 
@@ -26,6 +27,7 @@ class SequenceClassifier(nn.Module):
 
     def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, dim: int = 64, depth: int = 2,
                  attention: SequenceBlock = "mhsa", max_len: int = 64, dropout: float = 0.0) -> None:
+        require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("max_len", max_len)):
             if value < 1:

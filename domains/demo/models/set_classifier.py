@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from framework.attention import PoolingBlock, SequenceBlock, build
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 from framework.layers import masked_mean
 
 
@@ -52,10 +53,7 @@ class SetClassifier(nn.Module):
                  depth: int = 2, attention: SequenceBlock = "isab", pooling: PoolingBlock = "pma",
                  num_heads: int = 4) -> None:
         super().__init__()
-        for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes)):
-            if value is None:
-                raise ValueError(f"model.{key} is not set: give it, or leave it to the command line, which takes it "
-                                 "from the data module")
+        require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("depth", depth)):
             if value < 1:
                 raise ValueError(f"model.{key} must be at least 1, got {value}")

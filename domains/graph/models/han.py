@@ -11,6 +11,7 @@ from torch.nn import functional as F
 
 from framework.attention import GraphBlock, build
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 
 
@@ -57,10 +58,7 @@ class HANClassifier(nn.Module):
                  metapaths: Optional[Sequence[str]] = None, attention: GraphBlock = "han", hidden_channels: int = 8,
                  heads: int = 8, num_layers: int = 1, dropout: float = 0.6, attention_dropout: float = 0.6) -> None:
         super().__init__()
-        for key, value in (("in_channels", in_channels), ("num_classes", num_classes), ("metapaths", metapaths)):
-            if value is None:
-                raise ConfigError(f"model.{key} is not set: give it, or leave it to the command line, which takes it "
-                                  "from the data module")
+        require_sizes("model", in_channels=in_channels, num_classes=num_classes, metapaths=metapaths)
         for key, value in dict(in_channels=in_channels, num_classes=num_classes, hidden_channels=hidden_channels,
                                heads=heads, num_layers=num_layers).items():
             if value < 1:

@@ -10,6 +10,7 @@ from torch_geometric.nn import GCNConv
 
 from framework.attention import GraphBlock, build
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 
 
 class NodeClassifier(nn.Module):
@@ -49,6 +50,7 @@ class NodeClassifier(nn.Module):
     def __init__(self, in_channels: Optional[int] = None, num_classes: Optional[int] = None, attention: GraphBlock = "gat", hidden_channels: int = 8,
                  heads: int = 8, output_heads: int = 1, concat_hidden: bool = True, num_layers: int = 2,
                  dropout: float = 0.6, attention_dropout: float = 0.6) -> None:
+        require_sizes("model", in_channels=in_channels, num_classes=num_classes)
         super().__init__()
         for key, value in dict(in_channels=in_channels, num_classes=num_classes, hidden_channels=hidden_channels,
                                heads=heads, output_heads=output_heads, num_layers=num_layers).items():

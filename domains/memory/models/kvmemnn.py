@@ -7,6 +7,7 @@ from typing import Optional
 from torch import Tensor, nn
 
 from framework.attention import MemoryBlock
+from framework.data.sizes import require_sizes
 
 from .encoding import SentenceEmbedding, TemporalEncoding
 from .reader import MemoryReader
@@ -44,6 +45,7 @@ class KVMemNN(MemoryReader):
     def __init__(self, vocab_size: Optional[int] = None, dim: int = 20, hops: int = 2, memory_size: int = 50,
                  position_encoding: bool = True, temporal_encoding: bool = True, random_noise: float = 0.1,
                  linear_start: bool = False, attention: MemoryBlock = "memory_read", init_std: float = 0.1) -> None:
+        require_sizes("model", vocab_size=vocab_size)
         super().__init__(vocab_size, dim, hops, "per_hop", attention, linear_start)
         self.words = SentenceEmbedding(vocab_size, dim, 1, position_encoding, init_std)  # A
         self.time = TemporalEncoding(memory_size, dim, 2, random_noise, init_std) if temporal_encoding else None

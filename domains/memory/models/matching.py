@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from framework.attention import CrossBlock, build, capture
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 from framework.layers import masked_mean, run_packed
 
 from .encoding import PAD
@@ -69,6 +70,7 @@ class MatchingReader(nn.Module):
 
     def __init__(self, vocab_size: Optional[int] = None, dim: int = 64, embed_dim: int = 64,
                  matching: CrossBlock = "attention_over_attention", dropout: float = 0.1) -> None:
+        require_sizes("model", vocab_size=vocab_size)
         super().__init__()
         for key, value in (("vocab_size", vocab_size), ("dim", dim), ("embed_dim", embed_dim)):
             if value < 1:

@@ -7,6 +7,7 @@ from typing import Literal, Optional
 from torch import Tensor, nn
 
 from framework.attention import MemoryBlock
+from framework.data.sizes import require_sizes
 
 from .encoding import SentenceEmbedding, TemporalEncoding
 from .reader import MemoryReader
@@ -52,6 +53,7 @@ class MemN2N(MemoryReader):
                  tying: Literal["adjacent", "layerwise"] = "adjacent", position_encoding: bool = True,
                  temporal_encoding: bool = True, random_noise: float = 0.1, linear_start: bool = False,
                  attention: MemoryBlock = "memory_read", init_std: float = 0.1) -> None:
+        require_sizes("model", vocab_size=vocab_size)
         if tying not in TYINGS:
             raise ValueError(f"model.tying must be one of {TYINGS}, got {tying!r}")
         super().__init__(vocab_size, dim, hops, "add" if tying == "adjacent" else "linear", attention, linear_start)

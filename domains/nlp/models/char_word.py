@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from framework.attention import build
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 from framework.layers import masked_mean
 
 from ..data.tokenization import CHARACTER_VOCAB, PAD
@@ -100,6 +101,7 @@ class CharacterWordClassifier(nn.Module):
                  embeddings: Sequence[str] = ("word", "ngrams"), combine: str = "meta_embedding", ngram: int = 3,
                  ngram_buckets: int = 4096, attention: str = "capsule", char_dim: int = 32, score: str = "additive",
                  score_kwargs: Optional[dict] = None, dropout: float = 0.3) -> None:
+        require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         embeddings = list(embeddings)
         if not embeddings or any(e not in EMBEDDINGS for e in embeddings) or len(set(embeddings)) < len(embeddings):

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from framework.attention import PoolingBlock, available, build, capture
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 from framework.layers import masked_mean
 
 from ..data.tokenization import PAD
@@ -59,6 +60,7 @@ class HierarchicalAttentionNetwork(nn.Module):
     def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, embed_dim: int = 100, dim: int = 100,
                  attention: PoolingBlock = "hierarchical", attention_hidden: int = 100, cell: str = "gru",
                  dropout: float = 0.2) -> None:
+        require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if isinstance(attention, str) and attention in available("pooling") and attention != "hierarchical":
             raise ValueError(f"model.attention: the hierarchical attention network takes 'hierarchical' (or a block "

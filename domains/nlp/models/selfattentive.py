@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from framework.attention import BlockSpec, build, info
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 from framework.layers import masked_mean
 
 from ..data.tokenization import PAD
@@ -60,6 +61,7 @@ class SelfAttentiveClassifier(nn.Module):
     def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, embed_dim: int = 100, dim: int = 200,
                  attention: BlockSpec = "pooling", num_queries: int = 4, attention_hidden: int = 100,
                  hidden: int = 200, cell: str = "lstm", dropout: float = 0.2) -> None:
+        require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if num_queries < 1:
             raise ValueError(f"model.num_queries must be at least 1, got {num_queries}")

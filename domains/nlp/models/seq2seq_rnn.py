@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from framework.attention import CrossBlock, NoAttention, build
 from framework.attention.cross.alignment import RecurrentAlignment
 from framework.attention.cross.pointer import PointerGenerator
+from framework.data.sizes import require_sizes
 from framework.decoding import State
 
 from ..data.tokenization import PAD
@@ -66,6 +67,7 @@ class RecurrentSeq2Seq(nn.Module):
     def __init__(self, vocab_size: Optional[int] = None, dim: int = 128, embed_dim: int = 64, cell: str = "gru",
                  attention: CrossBlock = "additive", style: str = "bahdanau", dropout: float = 0.1,
                  copy: bool = False) -> None:
+        require_sizes("model", vocab_size=vocab_size)
         super().__init__()
         if style not in STYLES:
             raise ValueError(f"model.style must be one of {', '.join(STYLES)}, got {style!r}")

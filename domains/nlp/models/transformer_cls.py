@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from framework.attention import PoolingBlock, SequenceBlock, build, capture
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 from framework.layers import AttentionEncoder, PositionalEncoding, masked_mean
 
 from .common import ClassifierOutput, query_key_weights, scaled_embedding, uniform_weights
@@ -42,6 +43,7 @@ class TransformerClassifier(nn.Module):
     def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, dim: int = 128, depth: int = 2,
                  attention: SequenceBlock = "mhsa", readout: str = "pooling", pooling: PoolingBlock = "pooling",
                  mlp_ratio: float = 2.0, max_len: int = 128, dropout: float = 0.1) -> None:
+        require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if readout not in READOUTS:
             raise ValueError(f"model.readout must be one of {', '.join(READOUTS)}, got {readout!r}")

@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from framework.attention import CrossBlock, SequenceBlock, build
 from framework.attention.spec import NONE
+from framework.data.sizes import require_sizes
 from framework.decoding import State
 from framework.layers import AttentionEncoder, PositionalEncoding
 
@@ -74,6 +75,7 @@ class TransformerSeq2Seq(nn.Module):
     def __init__(self, vocab_size: Optional[int] = None, dim: int = 128, depth: int = 2, attention: SequenceBlock = "mhsa",
                  cross_attention: CrossBlock = "multi_head", mlp_ratio: float = 4.0, max_len: int = 128,
                  dropout: float = 0.1) -> None:
+        require_sizes("model", vocab_size=vocab_size)
         super().__init__()
         self.vocab_size, self.scale = vocab_size, math.sqrt(dim)
         self.embed = scaled_embedding(vocab_size, dim)

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from framework.data.sizes import require_sizes
+
 
 def check_history(model: nn.Module, history: Tensor, vocabulary: int) -> None:
     """History ids must lie in ``0 .. vocabulary - 1``: a clear error instead of an index error."""
@@ -59,8 +61,9 @@ class SequentialRecommender(nn.Module):
         extra_tokens: ids after I that the model uses itself (BERT4Rec's [mask]).
     """
 
-    def __init__(self, num_items: int, dim: int, extra_tokens: int = 0) -> None:
+    def __init__(self, num_items: Optional[int], dim: int, extra_tokens: int = 0) -> None:
         super().__init__()
+        require_sizes("model", num_items=num_items)
         if num_items < 1:
             raise ValueError(f"model.num_items must be at least 1, got {num_items}")
         self.num_items, self.dim = num_items, dim

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import CrossBlock, build
+from framework.data.sizes import require_sizes
 
 from .base import check_history, leading_padding
 
@@ -45,6 +46,7 @@ class DIN(nn.Module):
 
     def __init__(self, num_items: Optional[int] = None, dim: int = 64, attention: CrossBlock = "additive",
                  hidden: Sequence[int] = (80, 40), chunk_size: int = 256) -> None:
+        require_sizes("model", num_items=num_items)
         super().__init__()
         if num_items < 1:
             raise ValueError(f"model.num_items must be at least 1, got {num_items}")

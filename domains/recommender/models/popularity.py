@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from framework.data.sizes import require_sizes
+
 from .base import check_history
 
 
@@ -36,6 +38,7 @@ class MostPopular(nn.Module):
     counted = True
 
     def __init__(self, num_items: Optional[int] = None) -> None:
+        require_sizes("model", num_items=num_items)
         super().__init__()
         if num_items < 1:
             raise ValueError(f"model.num_items must be at least 1, got {num_items}")

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock, available, build, info
+from framework.data.sizes import require_sizes
 
 Placement = Literal["auto", "block", "stage"]
 
@@ -116,6 +117,7 @@ class AttentionResNet(nn.Module):
                  attention_args: Optional[dict[str, Any]] = None, in_chans: int = 3,
                  channels: Optional[Sequence[int]] = None, stem_width: Optional[int] = None, small_input: bool = False,
                  drop_rate: float = 0.0, pretrained: bool = False) -> None:
+        require_sizes("model", num_classes=num_classes)
         super().__init__()
         self.net = create_resnet(backbone, attention=attention, placement=placement, stages=stages,
                                  attention_args=attention_args, num_classes=num_classes, in_chans=in_chans,

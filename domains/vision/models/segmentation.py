@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock
+from framework.data.sizes import require_sizes
 
 from .resnet import create_resnet, make_block, width_args
 
@@ -91,6 +92,7 @@ class SegmentationNet(nn.Module):
                  output_stride: int = 8, channels: Optional[Sequence[int]] = None, stem_width: Optional[int] = None,
                  in_chans: int = 3, inner_channels: Optional[int] = None, dropout: float = 0.1,
                  attention_args: Optional[dict[str, Any]] = None, aux: bool = True, pretrained: bool = False) -> None:
+        require_sizes("model", num_classes=num_classes)
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ValueError(f"model.output_stride must be 8, 16 or 32, got {output_stride}")

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from framework.attention import SequenceBlock, build, capture
 from framework.attention.spec import BlockArgumentsError
+from framework.data.sizes import require_sizes
 from framework.layers import AttentionEncoder, PositionalEncoding
 
 
@@ -68,6 +69,7 @@ class ViTClassifier(nn.Module):
     def __init__(self, num_classes: Optional[int] = None, image_size: int = 32, patch_size: int = 4, in_chans: int = 1, dim: int = 64,
                  depth: int = 4, num_heads: int = 4, mlp_ratio: float = 2.0, attention: SequenceBlock = "mhsa",
                  attention_args: Optional[dict[str, Any]] = None, dropout: float = 0.0) -> None:
+        require_sizes("model", num_classes=num_classes)
         super().__init__()
         if patch_size < 1 or image_size % patch_size:
             raise ValueError(f"model.patch_size={patch_size} must divide model.image_size={image_size}")
