@@ -19,7 +19,8 @@ from framework.checkpoint import AtomicCheckpointIO
 from framework.data import DataNotFoundError, SplitDataModule, cache_dir, content_key, dataset_dir, load_or_rebuild
 from domains.demo import AssociativeRecall, SequenceClassifier
 from framework.errors import CheckpointError, NonFiniteError
-from framework.layers import AttentionEncoder, AttentiveConvNet, PositionalEncoding, masked_mean, run_packed
+from framework.layers import (AttentionEncoder, AttentiveConvNet, PositionalEncoding, feature_dropout, masked_mean,
+                              run_packed)
 from framework.pictures import heatmap
 from framework.runs import resolve_run_dir
 from framework.tasks import Classification, split_batch
@@ -168,6 +169,27 @@ def test_masked_mean_averages_the_real_positions_only():
     x = torch.arange(12.0).view(1, 2, 3, 2)  # two sequences of three 2-d vectors
     mask = torch.tensor([[[True, False, True], [False, False, False]]])
     torch.testing.assert_close(masked_mean(x, mask), torch.tensor([[[2.0, 3.0], [0.0, 0.0]]]))
+
+
+def test_feature_dropout_of_sparse_features_has_dropouts_distribution(device):
+    generator = torch.Generator().manual_seed(0)
+    x = (torch.rand(400, 500, generator=generator) < 0.02) * torch.rand(400, 500, generator=generator)
+    x = x.to(device)
+    torch.manual_seed(0)
+    out = feature_dropout(x, 0.6, training=True)
+    nonzero = x != 0
+    assert torch.equal(out[~nonzero], torch.zeros_like(out[~nonzero]))  # zeros stay zero
+    kept = out[nonzero] != 0
+    torch.testing.assert_close(out[nonzero][kept], x[nonzero][kept] / 0.4)  # survivors scaled by 1 / (1 - p)
+    share, n = kept.float().mean().item(), kept.numel()
+    assert abs(share - 0.4) < 4 * math.sqrt(0.24 / n)  # Bernoulli(1 - p) over ~4,000 entries
+    assert feature_dropout(x, 0.6, training=False) is x
+    # Dense inputs, and inputs that need a gradient, take F.dropout itself (same stream).
+    dense = torch.rand(50, 40, device=device, requires_grad=True)
+    torch.manual_seed(1)
+    expected = F.dropout(dense, 0.5, True)
+    torch.manual_seed(1)
+    torch.testing.assert_close(feature_dropout(dense, 0.5, True), expected)
 
 
 @pytest.mark.parametrize("cell", [torch.nn.GRU, torch.nn.LSTM])

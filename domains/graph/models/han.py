@@ -13,6 +13,7 @@ from framework.attention import GraphBlock, build
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
+from framework.layers import feature_dropout
 
 
 class FeaturesOnly(nn.Module):
@@ -80,5 +81,5 @@ class HANClassifier(nn.Module):
 
     def forward(self, x: Tensor, edge_index_dict: Mapping[str, Tensor]) -> Tensor:
         for layer in self.layers:
-            x = layer(F.dropout(x, self.dropout, self.training), edge_index_dict)
+            x = layer(feature_dropout(x, self.dropout, self.training), edge_index_dict)
         return self.classifier(F.dropout(x, self.dropout, self.training))

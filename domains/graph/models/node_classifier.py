@@ -11,6 +11,7 @@ from torch_geometric.nn import GCNConv
 from framework.attention import GraphBlock, build
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
+from framework.layers import feature_dropout
 
 
 class NodeClassifier(nn.Module):
@@ -77,7 +78,7 @@ class NodeClassifier(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         for index, layer in enumerate(self.layers):
-            x = layer(F.dropout(x, self.dropout, self.training), edge_index)
+            x = layer(feature_dropout(x, self.dropout, self.training), edge_index)
             if index < len(self.layers) - 1:
                 x = F.elu(x)
         return x
