@@ -22,7 +22,7 @@ from framework.evaluation.ablation import choose, skippable
 from framework.evaluation.faithfulness import random_k, top_k
 from framework.evaluation.measures import alignment_counts, uniform_correctness
 from framework.evaluation.rollout import self_attention_stacks
-from framework.evaluation.table import Row, format_table, write_csv
+from framework.evaluation.table import COLUMNS, Row, as_records, format_table, write_csv
 from framework.tasks.classification import erase_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,6 +132,14 @@ def test_the_table_prints_and_writes_csv(tmp_path):
     assert table[0]["value"] == "0.1" and table[0]["against"] == "plain" and table[1]["value"] == ""
 
 
+def test_rows_with_and_without_a_baseline_make_one_wandb_table():
+    wandb = pytest.importorskip("wandb")
+    rows = [Row("test", "-", "plain", "test/acc", 0.5), Row("ablation", "layers.0", "uniform", "test/acc", 0.31, 0.33,
+                                                            "plain"), Row("test", "-", "plain", "test/f1", math.nan)]
+    table = wandb.Table(columns=list(COLUMNS), data=as_records(rows))
+    assert table.data[1][5] == 0.33 and table.data[0][5] is None and table.data[2][4] is None
+
+
 def test_the_report_reaches_loggers_that_take_tables_and_images(tmp_path):
     from framework.evaluation.command import report
 
@@ -151,7 +159,7 @@ def test_the_report_reaches_loggers_that_take_tables_and_images(tmp_path):
            [logger, object()], said.append)
     columns, data = logger.tables["evaluation"]
     assert columns[:5] == ["test", "block", "setting", "measure", "value"] and data == [["test", "-", "plain", "test/acc",
-                                                                                          0.5, "", ""]]
+                                                                                          0.5, None, ""]]
     assert set(logger.images) == {"evaluation/rollout/encoder.layers.*.attention"}
     assert (tmp_path / "evaluation.csv").is_file() and (tmp_path / "evaluation" / "rollout_encoder.layers.x.attention.png").is_file()
     assert "test/acc" in said[0] and said[-1].startswith("evaluation table:")

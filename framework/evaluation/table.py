@@ -53,11 +53,12 @@ def format_table(rows: Sequence[Row]) -> str:
 
 
 def as_records(rows: Iterable[Row]) -> list[list[Any]]:
-    """Rows as lists of plain values (numbers rounded to 6 digits, NaN as empty)."""
+    """Rows as lists of plain values: numbers rounded to 6 digits, a missing value or NaN as None
+    (an empty CSV cell; W&B tables need one type per column, None allowed)."""
     def plain(value: Any) -> Any:
         if isinstance(value, float):
-            return "" if math.isnan(value) else round(value, 6)
-        return "" if value is None else value
+            return None if math.isnan(value) else round(value, 6)
+        return value
 
     return [[plain(v) for v in row] for row in rows]
 
