@@ -61,7 +61,8 @@ def dataset_dir(folder: str, *, root: Union[str, Path, None] = None, source: str
     what = f"is missing {', '.join(missing)}" if path.is_dir() else "does not exist"
     raise DataNotFoundError(
         f"data set folder {path.resolve()} ({origin}) {what}. Get the data set from {source} and put it "
-        f"there{' with ' + ', '.join(expect) + ' inside' if expect else ''}, or point {DATA_DIR_ENV} or {key} at a copy."
+        f"there{' with ' + ', '.join(expect) + ' inside' if expect and not path.is_dir() else ''}, or point {DATA_DIR_ENV} "
+        f"or {key} at a copy."
     )
 
 
