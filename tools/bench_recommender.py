@@ -59,9 +59,9 @@ from domains.recommender import (
 )
 from domains.recommender.data import taste_histories
 from framework import TaskModule
+from framework.callbacks.summary import read_summary
 from framework.cli import main as main_cli
 from framework.compare import main as compare
-from framework.callbacks.summary import read_summary
 
 CONFIGS = Path(__file__).resolve().parents[1] / "domains" / "recommender"
 MODELS = ("sasrec", "bert4rec", "gru4rec", "popularity")
@@ -85,9 +85,9 @@ def quality(args: argparse.Namespace) -> None:
         if not records:
             continue
         sampled = [sampled_test(record.run_dir) for record in records]
-        print(f"| {cell.label.removesuffix('_ml100k')} | {len(records)} | {spread(r.metrics['test/hr@10'] for r in records)} | "
-              f"{spread(r.metrics['test/ndcg@10'] for r in records)} | "
-              f"{spread(m['test/hr@10_sampled100'] for m in sampled)} | "
+        full = [record.metrics for record in records]
+        print(f"| {cell.label.removesuffix('_ml100k')} | {len(records)} | {spread(m['test/hr@10'] for m in full)} | "
+              f"{spread(m['test/ndcg@10'] for m in full)} | {spread(m['test/hr@10_sampled100'] for m in sampled)} | "
               f"{spread(m['test/ndcg@10_sampled100'] for m in sampled)} | {row['seconds_per_epoch_mean']:.1f} |")
 
 

@@ -59,10 +59,10 @@ def dataset_dir(folder: str, *, root: Union[str, Path, None] = None, source: str
         return path
     origin = f"given by {key}" if root is not None else f"${DATA_DIR_ENV}/{folder}, with {DATA_DIR_ENV}={data_root()}"
     what = f"is missing {', '.join(missing)}" if path.is_dir() else "does not exist"
+    inside = f" with {', '.join(expect)} inside" if expect and not path.is_dir() else ""  # else named as missing
     raise DataNotFoundError(
         f"data set folder {path.resolve()} ({origin}) {what}. Get the data set from {source} and put it "
-        f"there{' with ' + ', '.join(expect) + ' inside' if expect and not path.is_dir() else ''}, or point {DATA_DIR_ENV} "
-        f"or {key} at a copy."
+        f"there{inside}, or point {DATA_DIR_ENV} or {key} at a copy."
     )
 
 
