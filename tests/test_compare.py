@@ -158,6 +158,9 @@ def test_a_comparison_runs_writes_the_tables_and_resumes(capsys):
         write_json_atomically(run / "summary.json", content)
     (untested / "test" / "summary.json").unlink()
     assert [runner.state(r) for r in runs] == ["fit", "resume", "test", "done"]
+    partial = compare(*GRID, "--seeds", "2", "--baseline", "none", "--name", "demo2x2", "--report")
+    assert len(partial.missing) == 3 and [r.seed for r in partial.records["attention=none"]] == [1]
+    assert "3 run(s) not finished" in capsys.readouterr().err
     stamp = (untouched / "summary.json").stat().st_mtime_ns
     compare(*GRID, "--seeds", "2", "--jobs", "2", "--baseline", "none", "--name", "demo2x2")
     out = capsys.readouterr().out
