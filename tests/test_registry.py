@@ -67,6 +67,15 @@ def test_created_blocks_know_their_catalogue_name():
     assert create("cbam", 16).block_name == "cbam"
 
 
+def test_the_block_library_imports_torch_and_its_blocks_needs_only():
+    """``import framework.attention`` loads neither Lightning nor the config parser nor TorchDynamo."""
+    heavy = ("lightning", "torchmetrics", "matplotlib", "jsonargparse", "scipy", "torch._dynamo", "torch_geometric")
+    code = f"import sys, framework.attention; print([m for m in {heavy!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"import framework.attention imported {done.stdout.strip()}"
+
+
 def test_readme_catalogue_matches_the_registry():
     done = subprocess.run([sys.executable, "tools/sync_readme.py", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

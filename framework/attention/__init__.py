@@ -16,6 +16,7 @@ record of its weights, the ablation switch), ``capture`` and ``ablation`` act on
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING, Any
 
 from . import cross, feature_map, graph, memory, pooling, sequence
 from .ablation import ABLATIONS, ablation
@@ -23,17 +24,24 @@ from .base import AttentionBlock, AttentionOutput, Record, ShapeError, expect_sh
 from .capture import capture
 from .cross import Attention
 from .registry import KINDS, BlockInfo, UnknownBlockError, available, create, info
-from .spec import (
-    BlockSpec,
-    CrossBlock,
-    FeatureMapBlock,
-    GraphBlock,
-    MemoryBlock,
-    NoAttention,
-    PoolingBlock,
-    SequenceBlock,
-    build,
-)
+
+if TYPE_CHECKING:
+    from .spec import (
+        BlockSpec,
+        CrossBlock,
+        FeatureMapBlock,
+        GraphBlock,
+        MemoryBlock,
+        NoAttention,
+        PoolingBlock,
+        SequenceBlock,
+        build,
+    )
+
+#: What a model's config names a block with (``spec``, typed for jsonargparse): imported on first
+#: use, so the library alone does not load jsonargparse.
+_SPEC = ("BlockSpec", "CrossBlock", "FeatureMapBlock", "GraphBlock", "MemoryBlock", "NoAttention", "PoolingBlock",
+         "SequenceBlock", "build")
 
 for _kind in (cross, feature_map, graph, memory, pooling, sequence):  # every public module of a kind's folder registers
     for _module in pkgutil.iter_modules(_kind.__path__, f"{_kind.__name__}."):  # its blocks (_private ones are helpers)
@@ -66,3 +74,9 @@ __all__ = [
     "expect_shape",
     "info",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SPEC:
+        return getattr(importlib.import_module(".spec", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,7 @@ loss needs.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import ClassVar, Optional
 
@@ -16,10 +17,15 @@ import torch
 from entmax import entmax15, entmax_bisect
 from torch import Tensor, nn
 
-# The entmax package's autograd Functions are classmethods, which TorchDynamo cannot trace; as
-# single graph nodes they compile (AOTAutograd traces them, forward and backward).
-entmax15 = torch.compiler.allow_in_graph(entmax15)
-entmax_bisect = torch.compiler.allow_in_graph(entmax_bisect)
+
+@functools.cache
+def _entmax_in_graph() -> None:
+    """The entmax package's autograd Functions are classmethods, which TorchDynamo cannot trace;
+    as single graph nodes they compile (AOTAutograd traces them, forward and backward). Marked
+    when the first entmax distribution is built, before anything can compile it, so that
+    importing the library does not load TorchDynamo (about 1 s)."""
+    torch.compiler.allow_in_graph(entmax15)
+    torch.compiler.allow_in_graph(entmax_bisect)
 
 
 def _lowest(e: Tensor) -> float:
@@ -154,6 +160,10 @@ class Entmax15(Distribution):
     """1.5-entmax, a = argmax_{p in simplex} p.e + H_1.5(p) = [e/2 - tau]_+^2: sparse, between
     softmax and sparsemax (Peters, Niculae & Martins, ACL 2019; the ``entmax`` package)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        _entmax_in_graph()
+
     def forward(self, e: Tensor, mask: Optional[Tensor], dim: int = -1) -> tuple[Tensor, None]:
         if mask is None:
             return entmax15(e, dim=dim), None
@@ -175,6 +185,7 @@ class AdaptiveEntmax(Distribution):
 
     def __init__(self, num_heads: int = 1, n_iter: int = 50) -> None:
         super().__init__()
+        _entmax_in_graph()
         self.n_iter = n_iter
         start = (self.START - self.LOW) / self.RANGE
         self.alpha_logit = nn.Parameter(torch.full((num_heads,), math.log(start / (1 - start))))
