@@ -89,13 +89,21 @@ class AttentionBlock(nn.Module):
         return weights if self.ablation is None else ablated(weights, self.ablation, valid, dim, normalised)
 
     def finish(self, output: Any, weights: Any, need_weights: bool = False, *,
-               queries: Optional[tuple[int, ...]] = None, keys: Optional[tuple[int, ...]] = None) -> Any:
+               queries: Optional[tuple[int, ...]] = None, keys: Optional[tuple[int, ...]] = None,
+               recorded: bool = False, log_prob: Optional[Tensor] = None) -> Any:
         """The end of a forward pass: hand ``weights`` to the captures watching this block (as a
         :class:`Record` with the query and key grids) and return ``output``, or
-        ``AttentionOutput(output, weights)`` when the caller asked for the weights."""
-        if weights is not None:
+        ``AttentionOutput(output, weights, log_prob)`` when the caller asked for the weights.
+
+        ``recorded``: the block handed its weights to the captures itself, with :meth:`record`,
+        as it computed them: one record per pass of a block that attends several times
+        (criss-cross's recurrence, a memory's hops) or per step of a block built on another
+        (``Attention``'s heads, before the block reshapes them); ``weights`` are then only
+        what the caller gets back.
+        """
+        if weights is not None and not recorded:
             self.record(weights, queries=queries, keys=keys)
-        return AttentionOutput(output, weights) if need_weights else output
+        return AttentionOutput(output, weights, log_prob) if need_weights else output
 
     def record(self, weights: Any, *, queries: Optional[tuple[int, ...]] = None,
                keys: Optional[tuple[int, ...]] = None) -> None:

@@ -181,12 +181,10 @@ class Attention(AttentionBlock):
                 query = query + out
         if single:
             out = out.squeeze(1)
-        if not need_weights:
-            return out
-        if single:
-            weights = weights[:, :, 0]
-            log_prob = None if log_prob is None else log_prob[:, :, 0]
-        return AttentionOutput(out, weights, log_prob)
+            if need_weights:
+                weights = weights[:, :, 0]
+                log_prob = None if log_prob is None else log_prob[:, :, 0]
+        return self.finish(out, weights, need_weights, recorded=True, log_prob=log_prob)  # _attend records each hop
 
     def _split(self, x: Tensor) -> Tensor:
         """(B, L, h*d) -> (B, h, L, d)."""

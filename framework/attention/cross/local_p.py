@@ -94,4 +94,4 @@ class LuongLocalAttention(AttentionBlock):
         out = weights @ keys
         if single:
             out, weights = out.squeeze(1), weights.squeeze(1)
-        return AttentionOutput(out, weights) if need_weights else out
+        return self.finish(out, weights, need_weights, recorded=True)  # recorded with the query axis

@@ -108,7 +108,7 @@ class CrissCrossAttention(AttentionBlock):
             if want:
                 self.record(weights, queries=grid, keys=grid)
             x = torch.addcmul(x, self.gamma, out.permute(0, 3, 1, 2))  # (B, C, H, W), channels last
-        return AttentionOutput(x, weights) if need_weights else x
+        return self.finish(x, weights if need_weights else None, need_weights, recorded=True)  # one record per pass
 
     def looks(self, record: Record, query: tuple[int, ...] = ()) -> Tensor:
         """(B, H, W): the cross of weights with which pixel ``query`` = (i, j) attends."""

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..base import AttentionBlock, AttentionOutput
+from ..base import AttentionBlock
 from ..registry import register
 from .gat import ablated_coefficients
 
@@ -123,12 +123,13 @@ class HeterogeneousGraphAttention(AttentionBlock):
             out = {t: None if z is None else z.unflatten(-1, (self.heads, -1)).mean(-2) for t, z in out.items()}
         if isinstance(x, Tensor):
             out = out[NODE]
-        if not need_weights:
-            return out
-        node_level = {keys[edge_type]: weights for edge_type, weights in node_level.items()}
-        if isinstance(edge_index, Tensor):
-            node_level = node_level[EDGE]
-        return AttentionOutput(out, (node_level, semantic[NODE] if isinstance(x, Tensor) else semantic))
+        weights = None
+        if need_weights:
+            node_level = {keys[edge_type]: weights for edge_type, weights in node_level.items()}
+            if isinstance(edge_index, Tensor):
+                node_level = node_level[EDGE]
+            weights = (node_level, semantic[NODE] if isinstance(x, Tensor) else semantic)
+        return self.finish(out, weights, need_weights, recorded=True)  # one record per edge type and node type
 
     def _inputs(self, x: Union[Tensor, Mapping[str, Tensor]], edge_index: Union[Tensor, Mapping[Any, Tensor]]
                 ) -> tuple[dict[str, Tensor], dict[EdgeType, Tensor], dict[EdgeType, Any]]:

@@ -132,4 +132,4 @@ class EpisodicMemory(AttentionBlock):
                 memory = self.memory_update(episode, memory)
             else:
                 memory = torch.relu(self.memory_update[t](torch.cat([memory, episode, query], -1)))
-        return AttentionOutput(memory, torch.stack(gates, 1)) if need_weights else memory
+        return self.finish(memory, torch.stack(gates, 1) if need_weights else None, need_weights, recorded=True)

@@ -94,4 +94,4 @@ class HopfieldLayer(Attention):
         if single:
             out = out.squeeze(1)
             weights = None if weights is None else weights[:, :, 0]
-        return AttentionOutput(out, weights) if need_weights else out
+        return self.finish(out, weights, need_weights, recorded=True)  # _attend recorded each update

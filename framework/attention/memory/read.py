@@ -116,7 +116,7 @@ class MemoryRead(AttentionBlock):
                 u = self.H(u) + o
             else:
                 u = self.R[k](u + o)
-        return AttentionOutput(u, torch.stack(weights, 1)) if need_weights else u
+        return self.finish(u, torch.stack(weights, 1) if need_weights else None, need_weights, recorded=True)
 
     def _expect_memory(self, name: str, x: Tensor, **sizes: int) -> None:
         """Keys and values are (B, N, D), shared by the hops, or (B, K, N, D), one per hop."""

@@ -86,4 +86,4 @@ class CapsuleAttention(Attention):
         capsules = result.output if need_weights else result  # v (B, C, D)
         p = torch.sigmoid((capsules * self.probability).sum(-1) + self.probability_bias)
         out = (p, p.unsqueeze(-1) * capsules)
-        return AttentionOutput(out, result.weights[:, 0]) if need_weights else out
+        return self.finish(out, result.weights[:, 0] if need_weights else None, need_weights, recorded=True)

@@ -72,4 +72,4 @@ class AttentionPooling(Attention):
         out = result[0] if need_weights else result
         if self.num_queries == 1:
             out = out.squeeze(1)
-        return AttentionOutput(out, result.weights[:, 0]) if need_weights else out
+        return self.finish(out, result.weights[:, 0] if need_weights else None, need_weights, recorded=True)

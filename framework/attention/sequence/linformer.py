@@ -86,4 +86,4 @@ class Linformer(Attention):
         k, v = key_rows @ k, value_rows @ v  # (B, h, k, d)
         context, weights, _ = self._attend(q, k, v, None, None, self.wants_weights(need_weights))
         out = self.out_proj(context.transpose(1, 2).flatten(2))
-        return AttentionOutput(out, weights) if need_weights else out
+        return self.finish(out, weights, need_weights, recorded=True)  # _attend recorded them
