@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -65,6 +66,17 @@ def test_a_block_name_is_checked_while_the_config_is_parsed():
 def test_created_blocks_know_their_catalogue_name():
     assert create("additive", 8).block_name == "additive"
     assert create("cbam", 16).block_name == "cbam"
+
+
+def test_every_block_class_is_exported_and_named_by_its_kinds_package():
+    for name in available():
+        entry = info(name)
+        cls, package = entry.builder, importlib.import_module(f"framework.attention.{entry.kind}")
+        where = f"framework/attention/{entry.kind}/__init__.py"
+        assert getattr(package, cls.__name__, None) is cls and cls.__name__ in package.__all__, (
+            f"{name}: import {cls.__name__} from .{cls.__module__.rpartition('.')[2]} in {where} and add it to __all__")
+        names = [n for n in available(entry.kind) if info(n).builder is cls]
+        assert any(f"``{n}``" in package.__doc__ for n in names), f"{name}: the docstring of {where} names none of {names}"
 
 
 def test_the_block_library_imports_torch_and_its_blocks_needs_only():

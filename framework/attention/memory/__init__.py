@@ -1,6 +1,7 @@
 """Memory attention: a query reads a memory of slots (kind ``memory``): the multi-hop read of
-memory networks, modern Hopfield retrieval, neural Turing machine heads and the episodic memory
-of dynamic memory networks. Importing registers the blocks."""
+memory networks (``memory_read``), modern Hopfield retrieval (``hopfield``), neural Turing machine
+heads (``ntm``) and the episodic memory of dynamic memory networks (``episodic_memory``).
+Importing registers the blocks."""
 
 from .episodic import EPISODES, AttentionGRU, EpisodicMemory
 from .hopfield import HopfieldLayer
