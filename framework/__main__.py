@@ -1,3 +1,56 @@
-from framework.cli import main
+"""``python -m framework``: the one way in. It names every command and hands the rest of the
+command line to the module that runs it, importing that module only then (``--help`` imports
+neither Lightning nor W&B). Nothing in the framework imports this module; it imports them."""
 
-main()
+from __future__ import annotations
+
+import sys
+from importlib import import_module
+from typing import Any, Optional
+
+PROG = "python -m framework"
+
+#: command -> (module whose ``main(argv)`` runs it, its purpose in one line).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "fit": ("framework.lightning_cli", "train a model (a config names the model, task and data)"),
+    "validate": ("framework.lightning_cli", "validate a checkpoint on the validation split"),
+    "test": ("framework.lightning_cli", "test a checkpoint on the test split"),
+    "predict": ("framework.lightning_cli", "write a checkpoint's predictions into its run folder"),
+    "evaluate": ("framework.evaluation", "is the attention right? ablation, faithfulness, gold attention"),
+    "compare": ("framework.compare", "a grid of configs over seeds, with tables and statistics"),
+    "blocks": ("framework.catalogue", "the attention catalogue: every block, its kind and paper"),
+}
+#: Commands that are LightningCLI's subcommands: their module reads the command word too.
+LIGHTNING = ("fit", "validate", "test", "predict")
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"usage: {PROG} <command> [options]   ({PROG} <command> --help: its options)", "", "commands:"]
+    lines += [f"  {name:<{width}}  {purpose}" for name, (_, purpose) in COMMANDS.items()]
+    lines += ["", "examples:",
+              f"  {PROG} fit --config domains/vision/ccnet.yaml",
+              f"  {PROG} test --config runs/<experiment>/<run>/config.yaml --ckpt_path runs/<experiment>/<run>/checkpoints/best.ckpt",
+              f"  {PROG} compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,none] --seeds 3"]
+    return "\n".join(lines)
+
+
+def main(args: Optional[list[str]] = None) -> Any:
+    """Run the command that ``args`` (default: the command line) starts with; what it returns
+    (the fitted CLI for ``fit`` ..., tests use it)."""
+    argv = sys.argv[1:] if args is None else [str(arg) for arg in args]
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        raise SystemExit(0 if argv else 2)
+    command = argv[0]
+    if command not in COMMANDS:
+        close = [name for name in COMMANDS if name.startswith(command[:2])] if not command.startswith("-") else []
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        print(f"error: unknown command {command!r}{hint}\n({PROG} --help lists the commands)", file=sys.stderr)
+        raise SystemExit(2)
+    module = import_module(COMMANDS[command][0])
+    return module.main(argv if command in LIGHTNING else argv[1:])
+
+
+if __name__ == "__main__":
+    main()

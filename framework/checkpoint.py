@@ -1,17 +1,21 @@
-"""Checkpoints written atomically: a crash mid-write never leaves a truncated file, and no
-checkpoint ever holds non-finite weights."""
+"""Checkpoints: written atomically (a crash mid-write never leaves a truncated file, and no
+checkpoint ever holds non-finite weights), and read back with the model and task configs they
+carry (:func:`config_from_checkpoint`), which is how ``--ckpt_path`` rebuilds the right network."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+if TYPE_CHECKING:
+    from jsonargparse import ArgumentParser, Namespace
+
 from .callbacks.guard import non_finite_weights
-from .errors import CheckpointError, NonFiniteError
+from .errors import CheckpointError, ConfigError, NonFiniteError, parser_message
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -45,3 +49,58 @@ class AtomicCheckpointIO(TorchCheckpointIO):
                                   "if any, is intact") from err
         finally:
             partial.unlink(missing_ok=True)
+
+
+def config_from_checkpoint(parser: "ArgumentParser", config: "Namespace", ckpt_path: Path, argv: list[str]) -> "Namespace":
+    """``config`` with the model and task configs the checkpoint carries; the ``--task.*`` flags of
+    ``argv`` win over the checkpoint's, ``--model.*`` flags that would change its model are refused
+    (its weights need that very network), naming them."""
+    from jsonargparse import ArgumentError
+
+    hparams = read_checkpoint_hparams(ckpt_path)
+    given = {key: hparams[key] for key in ("model", "task")}
+    parser.exit_on_error = False  # a failure here is about the checkpoint, said as such
+    try:
+        config = parser.parse_object(given, config)
+    except (ArgumentError, ValueError, TypeError) as err:
+        raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
+                              f"({given['model'].get('class_path')}): {parser_message(str(err))}") from None
+    finally:
+        parser.exit_on_error = True
+    model_flags = _flags(argv, "model")
+    if model_flags:
+        flagged = parser.parse_args(model_flags, namespace=config.clone()).model
+        if flagged != config.model:
+            names = ", ".join(flag for flag in model_flags if flag.startswith("--"))
+            raise ConfigError(f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
+                              "differs, so these flags would be ignored; fit a model with them to evaluate it")
+    task_flags = _flags(argv, "task")
+    return parser.parse_args(task_flags, namespace=config.clone()) if task_flags else config
+
+
+def read_checkpoint_hparams(path: Path) -> dict[str, Any]:
+    """The model and task configs a checkpoint of this CLI carries; a clear error naming the file
+    when it is missing, unreadable, or was written by something else."""
+    if not path.is_file():
+        raise CheckpointError(f"--ckpt_path {path}: no such file")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # pickle, zip and EOF errors all mean: this file is no (safe) checkpoint
+        raise CheckpointError(f"--ckpt_path {path} is not a checkpoint torch can load safely "
+                              f"({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
+    hparams = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
+    if not isinstance(hparams, dict) or not all(isinstance(hparams.get(key), dict) for key in ("model", "task")):
+        raise CheckpointError(f"--ckpt_path {path} was not written by this framework's CLI: it carries no model and "
+                              "task configs (fit with `python -m framework fit` to make one)")
+    return hparams
+
+
+def _flags(argv: list[str], section: str) -> list[str]:
+    """The command-line flags that set ``section`` or one of its keys, each with its value."""
+    flags: list[str] = []
+    for i, arg in enumerate(argv):
+        name = arg.split("=", 1)[0]
+        if name == f"--{section}" or name.startswith(f"--{section}."):
+            has_value = "=" in arg or i + 1 == len(argv) or argv[i + 1].startswith("--")
+            flags += [arg] if has_value else [arg, argv[i + 1]]
+    return flags

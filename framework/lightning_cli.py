@@ -1,9 +1,8 @@
-"""``python -m framework``: a LightningCLI whose config names a model, a task and data.
+"""The training command line (``python -m framework fit|validate|test|predict``): a LightningCLI
+whose config names a model, a task and data.
 
     python -m framework fit --config domains/vision/ccnet.yaml --trainer.max_epochs=3
     python -m framework test --config runs/ccnet/<run>/config.yaml --ckpt_path runs/ccnet/<run>/checkpoints/best.ckpt
-    python -m framework blocks                      # the attention catalogue
-    python -m framework evaluate --config ... --ckpt_path ...   # is the attention right? (framework.evaluation)
 
 A config has the usual LightningCLI sections ``trainer``, ``data``, ``optimizer``,
 ``lr_scheduler``, ``seed_everything``, and two of this framework:
@@ -27,7 +26,7 @@ from typing import Any, NoReturn, Optional, Union
 
 import torch
 import yaml
-from jsonargparse import ArgumentError, ArgumentParser, Namespace
+from jsonargparse import Namespace
 from lightning.pytorch import LightningDataModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
@@ -36,20 +35,17 @@ from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.plugins.io import CheckpointIO
 from torch import nn
 
-from . import catalogue, runs
+from . import runs
 from .callbacks import AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunSummary
-from .checkpoint import AtomicCheckpointIO
+from .checkpoint import AtomicCheckpointIO, config_from_checkpoint
+from .config_files import check_config_files
 from .data.sizes import fill_sizes
-from .errors import TRACEBACK_ENV, CheckpointError, ConfigError, explained, parser_message, traceback_requested
+from .errors import TRACEBACK_ENV, ConfigError, explained, parser_message, traceback_requested
 from .task_module import CompileMode, TaskModule
 from .tasks import Task
 
-DESCRIPTION = (
-    "Train, validate, test or predict with attention models. "
-    "`python -m framework blocks` prints the attention catalogue; "
-    "`python -m framework evaluate --config ... --ckpt_path ...` evaluates a model's attention."
-)
-CONFIG_PRESETS = Path("configs")
+PROG = "python -m framework"
+DESCRIPTION = "Train, validate, test or predict with attention models (`python -m framework --help`: every command)."
 #: ``ckpt_path`` values Lightning resolves itself (the checkpoint callback's files of this process).
 LIGHTNING_CKPT_ALIASES = ("best", "last", "hpc", "registry")
 
@@ -96,18 +92,23 @@ BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches"
 class FrameworkCLI(LightningCLI):
     """LightningCLI with a ``model`` (nn.Module) and a ``task`` instead of a LightningModule."""
 
+    #: The program's name in usage lines and hints, and what it does.
+    prog, description = PROG, DESCRIPTION
+
     def __init__(self, args: Any = None, run: bool = True) -> None:
         self.argv = [str(arg) for arg in (sys.argv[1:] if args is None else args)]
-        super().__init__(
-            save_config_callback=SaveConfig,
-            save_config_kwargs={"overwrite": True},  # run folders are unique; a resumed run rewrites its own
-            trainer_defaults={"callbacks": [RunSummary(), NonFiniteGuard(), PredictionWriter()]},
-            parser_kwargs={"description": DESCRIPTION},
-            seed_everything_default=0,
-            parser_class=Parser,
-            args=args,
-            run=run,
-        )
+        with warnings.catch_warnings():  # the dispatcher hands over the command line after its own word
+            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
+            super().__init__(
+                save_config_callback=SaveConfig,
+                save_config_kwargs={"overwrite": True},  # run folders are unique; a resumed run rewrites its own
+                trainer_defaults={"callbacks": [RunSummary(), NonFiniteGuard(), PredictionWriter()]},
+                parser_kwargs={"description": self.description, "prog": self.prog},
+                seed_everything_default=0,
+                parser_class=Parser,
+                args=args,
+                run=run,
+            )
 
     def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         # Lightning types the batch limits Union[float, int], so "1" would parse as 1.0: the whole
@@ -202,7 +203,7 @@ class FrameworkCLI(LightningCLI):
             raise ConfigError(f"{self.subcommand} needs --ckpt_path: a checkpoint of a fit, for example "
                               "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to "
                               f"{self.subcommand} the model as configured, without training)")
-        place_run(config, self.subcommand or "run")
+        runs.place_run(config, self.subcommand or "run")
 
     def instantiate_classes(self) -> None:
         """Build data, model and task, wrap the last two in a TaskModule, then the trainer."""
@@ -253,26 +254,6 @@ def _as_list(value: Any) -> list:
     return [] if value is None else value if isinstance(value, list) else [value]
 
 
-def _experiment_name(config_paths: Optional[list]) -> str:
-    """The first config file that is not a preset (configs/<group>/x.yaml) names the experiment."""
-    for path in config_paths or []:
-        path = Path(str(path))
-        if path.parent.parent.name != CONFIG_PRESETS.name:
-            return path.stem
-    return "run"
-
-
-def _flags(argv: list[str], section: str) -> list[str]:
-    """The command-line flags that set ``section`` or one of its keys, each with its value."""
-    flags: list[str] = []
-    for i, arg in enumerate(argv):
-        name = arg.split("=", 1)[0]
-        if name == f"--{section}" or name.startswith(f"--{section}."):
-            has_value = "=" in arg or i + 1 == len(argv) or argv[i + 1].startswith("--")
-            flags += [arg] if has_value else [arg, argv[i + 1]]
-    return flags
-
-
 def _without_run_folders(config: Namespace) -> Namespace:
     """A copy of a subcommand's config with the run's own folders unset."""
     config = config.clone()
@@ -290,132 +271,18 @@ def _as_dict(value: Namespace) -> dict:
     return json.loads(json.dumps(value.as_dict() if isinstance(value, Namespace) else dict(value), default=str))
 
 
-def _fill_logger_save_dir(logger_config: Any, run_dir: Path) -> None:
-    """Point every configured logger whose ``save_dir`` is unset at the run folder."""
-    specs = logger_config if isinstance(logger_config, list) else [logger_config]
-    for spec in specs:
-        init_args = getattr(spec, "init_args", None)
-        if init_args is not None and "save_dir" in init_args and init_args.save_dir is None:
-            init_args.save_dir = str(run_dir)
-
-
-def place_run(config: Namespace, stage: str) -> None:
-    """Give a run its folder (``runs/<experiment>/<time>_<stage>`` unless ``run_dir`` is set, the
-    experiment named after the first config file): the trainer's root, the checkpoints' folder and
-    every logger's ``save_dir`` that the config leaves unset."""
-    experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
-    run_dir = runs.resolve_run_dir(stage, experiment, config.run_dir, config.get("ckpt_path"))
-    config.run_dir = str(run_dir)
-    config.trainer.default_root_dir = str(run_dir)
-    if config.checkpoint.dirpath is None:
-        config.checkpoint.dirpath = str(run_dir / "checkpoints")
-    _fill_logger_save_dir(config.trainer.logger, run_dir)
-
-
-def config_from_checkpoint(parser: ArgumentParser, config: Namespace, ckpt_path: Path, argv: list[str]) -> Namespace:
-    """``config`` with the model and task configs the checkpoint carries; the ``--task.*`` flags of
-    ``argv`` win over the checkpoint's, ``--model.*`` flags that would change its model are refused
-    (its weights need that very network), naming them."""
-    hparams = read_checkpoint_hparams(ckpt_path)
-    given = {key: hparams[key] for key in ("model", "task")}
-    parser.exit_on_error = False  # a failure here is about the checkpoint, said as such
-    try:
-        config = parser.parse_object(given, config)
-    except (ArgumentError, ValueError, TypeError) as err:
-        raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
-                              f"({given['model'].get('class_path')}): {parser_message(str(err))}") from None
-    finally:
-        parser.exit_on_error = True
-    model_flags = _flags(argv, "model")
-    if model_flags:
-        flagged = parser.parse_args(model_flags, namespace=config.clone()).model
-        if flagged != config.model:
-            names = ", ".join(flag for flag in model_flags if flag.startswith("--"))
-            raise ConfigError(f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
-                              "differs, so these flags would be ignored; fit a model with them to evaluate it")
-    task_flags = _flags(argv, "task")
-    return parser.parse_args(task_flags, namespace=config.clone()) if task_flags else config
-
-
-def read_checkpoint_hparams(path: Path) -> dict[str, Any]:
-    """The model and task configs a checkpoint of this CLI carries; a clear error naming the file
-    when it is missing, unreadable, or was written by something else."""
-    if not path.is_file():
-        raise CheckpointError(f"--ckpt_path {path}: no such file")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # pickle, zip and EOF errors all mean: this file is no (safe) checkpoint
-        raise CheckpointError(f"--ckpt_path {path} is not a checkpoint torch can load safely "
-                              f"({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
-    hparams = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
-    if not isinstance(hparams, dict) or not all(isinstance(hparams.get(key), dict) for key in ("model", "task")):
-        raise CheckpointError(f"--ckpt_path {path} was not written by this framework's CLI: it carries no model and "
-                              "task configs (fit with `python -m framework fit` to make one)")
-    return hparams
-
-
-def check_config_files(argv: list[str]) -> None:
-    """Every ``--config`` file exists and is a YAML mapping; an error names the file, line and column."""
-    for i, arg in enumerate(argv):
-        name, _, value = arg.partition("=")
-        if name not in ("--config", "-c"):
-            continue
-        path = Path(value or (argv[i + 1] if i + 1 < len(argv) else ""))
-        if not path.is_file():
-            raise ConfigError(f"--config {path}: no such file")
-        try:
-            content = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise ConfigError(f"--config {path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"--config {path} is not a text file") from None
-        if not isinstance(content, dict):
-            raise ConfigError(f"--config {path} must hold a mapping of config keys, got {type(content).__name__}")
-        empty = _empty_init_args(content)
-        if empty:
-            raise ConfigError(f"--config {path}: {empty} is empty; give it arguments or remove the line "
-                              "(the class's defaults apply)")
-
-
-def _empty_init_args(content: Any, prefix: str = "") -> Optional[str]:
-    """The dotted name of the first ``init_args:`` without a value in a YAML tree, or None."""
-    items = content.items() if isinstance(content, dict) else enumerate(content) if isinstance(content, list) else ()
-    for key, value in items:
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if key == "init_args" and value is None and isinstance(content, dict) and "class_path" in content:
-            return name
-        found = _empty_init_args(value, name)
-        if found:
-            return found
-    return None
-
-
-def main(args: Optional[list[str]] = None) -> Optional[FrameworkCLI]:
-    """Entry point of ``python -m framework``; ``args`` replaces the command line (tests).
+def main(argv: list[str]) -> FrameworkCLI:
+    """``python -m framework fit|validate|test|predict <argv>`` (``argv`` starts with the subcommand).
 
     An error the framework explains (a config value, a size, a file, a diverged run; see
     :mod:`framework.errors`) prints as one or two lines and exits with status 1, and a run
     folder this process made and never used is removed; other errors keep their traceback,
     and so does every error with ``--traceback`` or ``FRAMEWORK_TRACEBACK=1``.
     """
-    argv = sys.argv[1:] if args is None else [str(arg) for arg in args]
-    if argv[:1] == ["blocks"]:
-        catalogue.main(argv[1:])
-        return None
-    if argv[:1] == ["evaluate"]:  # the evaluation of a checkpoint's attention on the test split (framework.evaluation)
-        from .evaluation import main as evaluate
+    argv = [str(arg) for arg in argv]
 
-        evaluate(argv[1:])
-        return None
-    if argv[:1] == ["compare"]:  # a grid of runs over seeds, each a fit and a test process of this CLI
-        from .compare import main as compare
-
-        compare(argv[1:])
-        return None
     def run() -> FrameworkCLI:
         check_config_files(argv)
-        return FrameworkCLI(args=args)
+        return FrameworkCLI(args=argv)
 
     return explained(argv, run, cleanup=runs.discard_unused)

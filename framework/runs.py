@@ -15,8 +15,10 @@ import os
 import shutil
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
+#: The folder of the presets (configs/<group>/x.yaml): a preset never names an experiment.
+CONFIG_PRESETS = "configs"
 RUN_DIR_ENV = "FRAMEWORK_RUN_DIR"
 RUNS_ROOT_ENV = "FRAMEWORK_RUNS_DIR"
 #: Run folders this process created (not inherited, resumed or named by --run_dir).
@@ -95,3 +97,34 @@ def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ck
     path.mkdir(parents=True, exist_ok=True)
     os.environ[RUN_DIR_ENV] = str(path)
     return path
+
+
+def _experiment_name(config_paths: Optional[list]) -> str:
+    """The first config file that is not a preset (configs/<group>/x.yaml) names the experiment."""
+    for path in config_paths or []:
+        path = Path(str(path))
+        if path.parent.parent.name != CONFIG_PRESETS:
+            return path.stem
+    return "run"
+
+
+def _fill_logger_save_dir(logger_config: Any, run_dir: Path) -> None:
+    """Point every configured logger whose ``save_dir`` is unset at the run folder."""
+    specs = logger_config if isinstance(logger_config, list) else [logger_config]
+    for spec in specs:
+        init_args = getattr(spec, "init_args", None)
+        if init_args is not None and "save_dir" in init_args and init_args.save_dir is None:
+            init_args.save_dir = str(run_dir)
+
+
+def place_run(config: Any, stage: str) -> None:
+    """Give a run its folder (``runs/<experiment>/<time>_<stage>`` unless ``run_dir`` is set, the
+    experiment named after the first config file): the trainer's root, the checkpoints' folder and
+    every logger's ``save_dir`` that the config leaves unset."""
+    experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
+    run_dir = resolve_run_dir(stage, experiment, config.run_dir, config.get("ckpt_path"))
+    config.run_dir = str(run_dir)
+    config.trainer.default_root_dir = str(run_dir)
+    if config.checkpoint.dirpath is None:
+        config.checkpoint.dirpath = str(run_dir / "checkpoints")
+    _fill_logger_save_dir(config.trainer.logger, run_dir)

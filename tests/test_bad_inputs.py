@@ -1,6 +1,6 @@
 """Bad input gets one clear message, and nothing is lost.
 
-Every case runs the command line as a user would (``framework.cli.main``, without
+Every case runs the command line as a user would (``framework.__main__.main``, without
 ``FRAMEWORK_TRACEBACK``) and checks the exit status, that the message is one or two lines
 (no traceback) naming the config key or the file, and that nothing was lost: no empty run
 folder is left behind, and earlier checkpoints and data are untouched.
@@ -19,7 +19,7 @@ import pytest
 import torch
 import yaml
 
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import demo_config
 
 DEMO = ["--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=64",

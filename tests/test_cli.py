@@ -10,7 +10,7 @@ import torch
 import yaml
 
 from framework import TaskModule
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import accelerator, demo_config, on
 
 SMALL = [
@@ -162,3 +162,33 @@ def test_an_integer_batch_limit_counts_batches_and_a_float_is_a_share(tmp_path):
     assert cli.trainer.global_step == 1 and cli.trainer.num_val_batches == [1]
     cli = fit("--trainer.limit_train_batches=0.25", "--trainer.limit_val_batches=1.0")
     assert cli.trainer.global_step == 2 and cli.trainer.num_val_batches == [2]  # a quarter of 8 batches; all 2
+
+
+def test_the_help_names_every_command_and_imports_no_lightning_wandb_or_matplotlib():
+    import subprocess
+    import sys
+
+    from framework.__main__ import COMMANDS
+
+    probe = ("import sys; from framework.__main__ import main\n"
+             "try:\n    main(['--help'])\nexcept SystemExit as stop:\n    assert stop.code == 0\n"
+             "print(sorted(m for m in ('lightning', 'wandb', 'matplotlib', 'jsonargparse') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]", "the help imported what it does not need"
+    assert done.stdout.startswith("usage: python -m framework <command>")
+    listed = [line.split()[0] for line in done.stdout.split("commands:\n")[1].split("\n\n")[0].splitlines()]
+    assert listed == list(COMMANDS) == ["fit", "validate", "test", "predict", "evaluate", "compare", "blocks"]
+
+
+def test_an_unknown_command_is_one_line_with_the_close_name(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["fitt"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[0] == "error: unknown command 'fitt'; did you mean fit?"
+
+
+def test_subcommand_help_names_the_program(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    assert capsys.readouterr().out.startswith("usage: python -m framework [options] fit")

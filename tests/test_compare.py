@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from framework.callbacks.summary import read_summary, write_json_atomically
-from framework.cli import main
+from framework.__main__ import main
 from framework.compare import agent, grid, results, runner
 from framework.compare import main as compare_main
 from framework.errors import ConfigError

@@ -241,7 +241,7 @@ def test_strong_supervision_makes_the_hops_match_the_supporting_facts():
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     """A demo trained to val/acc > 0.9 (2 epochs of 8000 examples), in its own run folder."""
-    from framework.cli import main
+    from framework.__main__ import main
 
     folder = tmp_path_factory.mktemp("demo") / "runs" / "demo" / "fit"
     before = os.environ.get("FRAMEWORK_RUN_DIR")
@@ -287,7 +287,7 @@ def test_uniform_ablation_of_the_trained_demo_drops_it_to_the_guessing_level(dem
 
 
 def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys):
-    from framework.cli import main
+    from framework.__main__ import main
 
     folder, best, _ = demo_run
     main(["evaluate", "--config", str(folder / "config.yaml"), "--ckpt_path", str(best), *QUIET, "--trainer.logger=false",
@@ -316,7 +316,7 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys):
 
 
 def test_test_with_ablation_on_the_command_line(demo_run):
-    from framework.cli import main
+    from framework.__main__ import main
 
     folder, best, _ = demo_run
     args = ["test", "--config", str(folder / "config.yaml"), "--ckpt_path", str(best), *QUIET, "--trainer.logger=false"]
@@ -333,7 +333,7 @@ def test_test_with_ablation_on_the_command_line(demo_run):
 
 
 def test_evaluate_refuses_bad_options_naming_the_flag(demo_run):
-    from framework.cli import main
+    from framework.__main__ import main
 
     folder, best, _ = demo_run
     args = ["evaluate", "--config", str(folder / "config.yaml"), *QUIET, "--trainer.logger=false"]

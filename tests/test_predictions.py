@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from framework.cli import main
+from framework.__main__ import main
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", "--trainer.logger=false"]
 SHORT = ["--trainer.max_steps=1", "--trainer.limit_val_batches=1", "--trainer.num_sanity_val_steps=0"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from framework.cli import main
+from framework.__main__ import main
 
 FIT = [sys.executable, "-m", "framework", "fit", "--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml",
        "--data.train_size=256", "--data.val_size=64", "--data.test_size=64", "--data.batch_size=32",

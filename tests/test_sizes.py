@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from framework.cli import main
+from framework.__main__ import main
 from framework.data.sizes import fill_sizes
 from framework.errors import ConfigError
 from tests.test_cli import SMALL

@@ -14,7 +14,7 @@ import pytest
 import wandb
 from google.protobuf.message import DecodeError
 
-from framework.cli import main
+from framework.__main__ import main
 from framework.loggers import WandbLogger, unreachable
 from tests.wandb_records import config, history, records
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))  # `framework` when run as a script
 
 import torch  # noqa: E402
 
-from framework.cli import main as cli  # noqa: E402
+from framework.__main__ import main as cli  # noqa: E402
 
 CONFIG = "domains/audio/las_digits.yaml"
 

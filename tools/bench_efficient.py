@@ -77,7 +77,7 @@ def _threads(n: int) -> None:
 
 def run_trec(name: str, epochs: int, limit: float) -> dict:
     """Fit and test the TREC classifier with block ``name``: test metrics and seconds per epoch."""
-    from framework.cli import main
+    from framework.__main__ import main
 
     flags = ["--config", "configs/logger/csv.yaml", "--trainer.enable_progress_bar=false",
              "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0"]

@@ -92,7 +92,7 @@ class StepClock(pl.Callback):
 
 def config_rows(device: str, configs: list[str], steps: int) -> list[Row]:
     """A short fit of each config in this process; each row gives its median time per training step."""
-    from framework.cli import main
+    from framework.__main__ import main
     from framework.data import DataNotFoundError
     from tools.gpu_check import StepClock as Clock  # the class the CLI imports, not __main__'s
 

@@ -17,7 +17,7 @@ from .grid import CONFIG_KEY, Cell
 
 def resolve(args: list[str]) -> tuple[Optional[str], str]:
     """The resolved config of ``fit <args>`` as YAML, or None and the parser's message."""
-    from ..cli import main
+    from ..lightning_cli import main
     from ..errors import TRACEBACK_ENV
 
     out, err = io.StringIO(), io.StringIO()

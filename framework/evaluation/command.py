@@ -13,18 +13,19 @@ printed and, with W&B, logged as the table ``evaluation`` with the pictures.
 from __future__ import annotations
 
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
 from lightning.pytorch.utilities import move_data_to_device
-from torch import Tensor
 
 from .. import runs
-from ..cli import FrameworkCLI, check_config_files, config_from_checkpoint, place_run
+from ..checkpoint import config_from_checkpoint
+from ..config_files import check_config_files
+from ..lightning_cli import FrameworkCLI
 from ..errors import ConfigError, explained
+from ..pictures import as_image
 from .ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
 from .faithfulness import METHODS, faithfulness_rows
 from .intrinsic import intrinsic_rows
@@ -37,10 +38,12 @@ TESTS = ("ablation", "faithfulness", "intrinsic", "rollout")
 class EvaluateCLI(FrameworkCLI):
     """The CLI's parser and set-up without a subcommand, plus the evaluation's options."""
 
+    prog = "python -m framework evaluate"
+    description = ("Evaluate a checkpoint's attention on the test split: ablation, faithfulness, gold attention, "
+                   "rollout (one table, evaluation.csv, W&B).")
+
     def __init__(self, args: list[str]) -> None:
-        with warnings.catch_warnings():  # the arguments come from the command line, after the word `evaluate`
-            warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
-            super().__init__(args=args, run=False)
+        super().__init__(args=args, run=False)
 
     def add_arguments_to_parser(self, parser: Any) -> None:
         super().add_arguments_to_parser(parser)
@@ -77,7 +80,7 @@ class EvaluateCLI(FrameworkCLI):
                               "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to evaluate the "
                               "model as configured, without training)")
         check_options(config)
-        place_run(config, "evaluate")
+        runs.place_run(config, "evaluate")
 
 
 def check_options(config: Any) -> None:
@@ -136,7 +139,7 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
     if missing:
         raise ConfigError(f"--metrics: the test gives no {', '.join(missing)}; it gives {', '.join(sorted(plain))}")
     rows = [Row("test", "-", "plain", metric, plain.get(metric)) for metric in metrics]
-    drawn: dict[str, Tensor] = {}
+    drawn: dict[str, Any] = {}  # name -> picture (a figure of framework.pictures)
     if "ablation" in config.tests:
         blocks = choose(model, config.ablation_blocks) if config.ablation_blocks else list(attention_blocks(model))
         if not blocks:
@@ -162,7 +165,7 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
     if "rollout" in config.tests:
         batch = next(iter(test_batches(cli, device, 1)))
         for stack, (last, rolled) in rollouts(model, lambda: forward_pass(model, task, batch)).items():
-            drawn[f"rollout/{stack}"] = rollout_picture(last, rolled)
+            drawn[f"rollout/{stack}"] = rollout_picture(last, rolled, stack)
     report(rows, drawn, run_dir, trainer.loggers, say)
     return rows
 
@@ -180,7 +183,7 @@ def _primary(task: Any, plain: dict[str, float]) -> list[str]:
     return [name for name in sorted(plain) if name != "test/loss"][:1] or sorted(plain)[:1]
 
 
-def report(rows: list[Row], drawn: dict[str, Tensor], run_dir: Path, loggers: list, say: Any) -> None:
+def report(rows: list[Row], drawn: dict[str, Any], run_dir: Path, loggers: list, say: Any) -> None:
     """Print the table, write ``evaluation.csv`` and the pictures, log both to the loggers that take them."""
     from PIL import Image
 
@@ -190,12 +193,12 @@ def report(rows: list[Row], drawn: dict[str, Tensor], run_dir: Path, loggers: li
     for name, picture in drawn.items():
         target = folder / f"{name.replace('*', 'x').replace('/', '_')}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(picture.numpy()).save(target)
+        Image.fromarray(as_image(picture)).save(target)
     log_table(rows, loggers)
     for logger in loggers:
         if hasattr(logger, "log_image") and drawn:
             for name, picture in drawn.items():
-                logger.log_image(key=f"evaluation/{name}", images=[picture.numpy()])
+                logger.log_image(key=f"evaluation/{name}", images=[as_image(picture)])
     say(f"evaluation table: {path}" + (f"; pictures: {folder}" if drawn else ""))
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
 

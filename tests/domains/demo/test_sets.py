@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from domains.demo import SetClassifier, UniqueCount, UniqueCountDataset
-from framework.cli import main
+from framework.__main__ import main
 from framework.tasks import Classification
 from tests.conftest import accelerator, on
 
@@ -87,5 +87,5 @@ def test_config_runs_with_the_sizes_the_data_states(flags, device):
                 "--trainer.enable_model_summary=false", f"--trainer.accelerator={accelerator(device)}"])
     model, task = cli.model.model, cli.model.task
     assert (model.vocab_size, model.num_classes, task.num_classes) == (101, 5, 5)  # from UniqueCount, not the config
-    assert type(model.pool).__name__ == ("NoneType" if flags else "PoolingByMultiheadAttention")
+    assert type(model.pool).__name__ == ("MeanPooling" if flags else "PoolingByMultiheadAttention")
     assert {"train/loss", "val/loss", "val/acc"} <= set(cli.trainer.callback_metrics)

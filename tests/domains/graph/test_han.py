@@ -9,9 +9,9 @@ import torch
 from domains.graph import HANClassifier, HeteroNodeClassification, PlantedAuthors
 from domains.graph.data.hetero import strongest
 from framework.attention import capture
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import ONE_BATCH, accelerator
-from tests.image_logger import logged_pictures
+from tests.image_logger import logged_pictures, readable
 from tests.test_bad_inputs import fails
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
@@ -78,7 +78,10 @@ def test_forward_predictions_and_pictures_follow_the_device(device):
     assert logits.isfinite().all()
     assert torch.equal(task.predict(model, batch)["node"], batch["author"].val_mask.nonzero().flatten())
     (picture,) = task.images(model, batch)["metapath_attention"]
-    assert picture.dtype == torch.uint8 and picture.shape[-1] == 3
+    readable(picture, bars=2)
+    semantic = picture.axes[0]
+    assert [label.get_text() for label in semantic.get_xticklabels()] == ["APA", "AVA"]
+    assert abs(sum(bar.get_height() for bar in semantic.patches) - 1) < 1e-6  # the meta-paths' softmax
     edges = batch["author", "AVA", "author"].edge_index
     weight = torch.ones(edges.shape[1], device=device)
     kept = strongest(edges, weight, batch["author"].num_nodes, 5, seed=0)

@@ -10,7 +10,7 @@ import torch
 
 from domains.memory import DMN, NTM, AssociativeRecallBits, BitSequences, GeneratedStories, HopfieldReader, QuestionAnswering
 from domains.memory.data import RecallSequences
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import ONE_BATCH, accelerator, on
 from tests.image_logger import logged_pictures
 

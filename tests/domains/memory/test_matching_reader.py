@@ -8,7 +8,7 @@ import torch
 
 from domains.memory import GeneratedStories, MatchingReader, QuestionAnswering
 from domains.memory.models.matching import STORY_WEIGHTS, compact
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from domains.memory import BabiStories, GeneratedStories, KVMemNN, MemN2N, QuestionAnswering
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
 from tests.learning import training_losses

@@ -8,7 +8,7 @@ import pytest
 import torch
 import yaml
 
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
 

@@ -11,7 +11,7 @@ import pytest
 from domains.recommender import NextItemRanking, SASRec, UserItemSequences
 from domains.recommender.data import modules as data_modules
 from framework import TaskModule
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
 

@@ -150,7 +150,7 @@ def _table(path: Path) -> list[dict[str, str]]:
 def test_evaluate_on_a_trained_sasrec_run(tmp_path, device):
     """sasrec.yaml on 300 generated users of 100 items, 4 epochs (val/ndcg@10 about 0.3), then
     ``evaluate``: every test of the table, on the read-out block."""
-    from framework.cli import main
+    from framework.__main__ import main
 
     folder = tmp_path / "runs" / "sasrec" / "fit"
     small = ["--data.num_users=300", "--data.num_items=100", "--data.max_len=20", "--data.batch_size=32",

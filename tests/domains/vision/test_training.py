@@ -12,7 +12,7 @@ import yaml
 from domains.vision.data import DigitScenes, Digits
 from domains.vision.models import AttentionResNet, SegmentationNet
 from domains.vision.task import Segmentation
-from framework.cli import main
+from framework.__main__ import main
 from framework.tasks import Classification
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures
