@@ -11,9 +11,9 @@ import torch
 from jsonargparse import ArgumentParser
 
 from framework import catalogue
-from framework.attention import KINDS, UnknownBlockError, available, build, create, info
+from framework.attention import KINDS, ShapeError, UnknownBlockError, available, build, create, info
 from framework.attention.spec import FeatureMapBlock, NoAttention
-from framework.cli import main
+from framework.__main__ import main
 from tests.conftest import ROOT
 
 BLOCK_TESTS = (ROOT / "tests" / "attention").glob("test_*.py")
@@ -50,6 +50,20 @@ def test_build_accepts_names_paths_specs_and_none_and_checks_the_kind():
         build("mhsa", 16, kind="feature_map")
     with pytest.raises(ValueError, match="cannot import it"):
         build("no.such.Block", 16)
+
+
+def test_none_is_the_baseline_of_its_slot_a_mean_in_a_pooling_slot():
+    x, mask = torch.randn(2, 4, 3), torch.tensor([[True, True, False, False], [False] * 4])
+    assert build("none", 3, kind="sequence")(x, mask) is x and build("none", 3, kind="feature_map")(x) is x
+    pool = build("none", 3, kind="pooling")
+    assert isinstance(pool, NoAttention)
+    torch.testing.assert_close(pool(x, mask), torch.stack([x[0, :2].mean(0), torch.zeros(3)]))
+    torch.testing.assert_close(pool(x), x.mean(1))
+    weights = pool(x, mask, need_weights=True).weights
+    torch.testing.assert_close(weights, torch.tensor([[[0.5, 0.5, 0.0, 0.0]], [[0.0] * 4]]))
+    with pytest.raises(ShapeError, match=r"none \(mean pooling\): x must have shape \(..., N, D\) and mask \(..., N\), "
+                                         r"got x \(2, 4, 3\) and mask \(2, 3\)"):
+        pool(x, mask[:, :3])
 
 
 def test_a_block_name_is_checked_while_the_config_is_parsed():

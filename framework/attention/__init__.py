@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         CrossBlock,
         FeatureMapBlock,
         GraphBlock,
+        MeanPooling,
         MemoryBlock,
         NoAttention,
         PoolingBlock,
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
 
 #: What a model's config names a block with (``spec``, typed for jsonargparse): imported on first
 #: use, so the library alone does not load jsonargparse.
-_SPEC = ("BlockSpec", "CrossBlock", "FeatureMapBlock", "GraphBlock", "MemoryBlock", "NoAttention", "PoolingBlock",
-         "SequenceBlock", "build")
+_SPEC = ("BlockSpec", "CrossBlock", "FeatureMapBlock", "GraphBlock", "MeanPooling", "MemoryBlock", "NoAttention",
+         "PoolingBlock", "SequenceBlock", "build")
 
 for _kind in (cross, feature_map, graph, memory, pooling, sequence):  # every public module of a kind's folder registers
     for _module in pkgutil.iter_modules(_kind.__path__, f"{_kind.__name__}."):  # its blocks (_private ones are helpers)
@@ -59,6 +60,7 @@ __all__ = [
     "CrossBlock",
     "FeatureMapBlock",
     "GraphBlock",
+    "MeanPooling",
     "MemoryBlock",
     "NoAttention",
     "PoolingBlock",

@@ -2,7 +2,8 @@
 
 A model's ``attention`` parameter takes any of
 
-* a registry name, ``"cbam"`` (``"none"`` gives the no-attention baseline),
+* a registry name, ``"cbam"`` (``"none"`` gives the no-attention baseline of the slot: its input
+  unchanged, or the mean of the real positions in a pooling slot),
 * a dotted class path, ``"timm.layers.EcaModule"``,
 * a LightningCLI spec, ``{class_path: my_pkg.MyBlock, init_args: {...}}``, which
   jsonargparse turns into a callable that the model calls with its width.
@@ -19,9 +20,11 @@ import importlib
 import re
 from typing import Any, Callable, ClassVar, Optional, Union
 
+import torch
 from jsonargparse.typing import register_type
-from torch import nn
+from torch import Tensor, nn
 
+from .base import AttentionOutput, ShapeError
 from .registry import available, create, info, unknown_name_message
 
 NONE = "none"
@@ -85,20 +88,43 @@ class BlockArgumentsError(ValueError):
 
 
 class NoAttention(nn.Module):
-    """The no-attention baseline (``attention: none``): returns its first input unchanged."""
+    """The no-attention baseline (``attention: none``) of a slot whose blocks keep their input's
+    shape (sequence, cross, feature map, graph, memory): returns its first input unchanged.
+    A pooling slot's baseline is :class:`MeanPooling`."""
 
     def forward(self, x: Any, *args: Any, **kwargs: Any) -> Any:
         return x
 
 
+class MeanPooling(NoAttention):
+    """The no-attention baseline of a pooling slot: the mean of the real positions, the
+    unweighted average that attention pooling replaces by a weighted one.
+
+    Shapes: x (..., N, D), ``mask`` (..., N) boolean, True = a real position -> (..., D);
+    zeros where no position is real. With ``need_weights=True``
+    ``AttentionOutput(output, weights (..., 1, N))``: 1 / n over the n real positions, laid
+    out as the weights of ``pooling`` with one query.
+    """
+
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Any:  # type: ignore[override]
+        if x.dim() < 2 or (mask is not None and tuple(mask.shape) != tuple(x.shape[:-1])):
+            got = "" if mask is None else f" and mask {tuple(mask.shape)}"
+            raise ShapeError(f"none (mean pooling): x must have shape (..., N, D) and mask (..., N), got x {tuple(x.shape)}{got}")
+        weights = torch.ones_like(x[..., 0]) if mask is None else mask.to(x.dtype)
+        weights = weights / weights.sum(-1, keepdim=True).clamp(min=1)
+        out = (weights.unsqueeze(-1) * x).sum(-2)
+        return AttentionOutput(out, weights.unsqueeze(-2)) if need_weights else out
+
+
 def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] = None, **kwargs: Any) -> nn.Module:
     """Instantiate a block from a config value; ``args``/``kwargs`` are the model's (width first).
 
-    ``None`` and ``"none"`` give :class:`NoAttention`. With ``kind`` given, a registry
-    name of another kind is an error that lists the names of the right kind.
+    ``None`` and ``"none"`` give the no-attention baseline of the slot's ``kind``:
+    :class:`MeanPooling` for pooling, else :class:`NoAttention`. With ``kind`` given, a
+    registry name of another kind is an error that lists the names of the right kind.
     """
     if spec is None or spec == NONE:
-        return NoAttention()
+        return MeanPooling() if kind == "pooling" else NoAttention()
     if callable(spec):
         return _call(spec, spec, kind, *args, **kwargs)
     if spec in available():

@@ -11,7 +11,7 @@ from framework.attention import FeatureMapBlock, PoolingBlock, build
 from framework.data.sizes import require_sizes
 from framework.layers import ConvStage, run_packed
 
-from .frames import check_frequency_bins, pool_frames, shrink_mask
+from .frames import check_frequency_bins, shrink_mask
 from .frontend import Frontend
 
 
@@ -61,4 +61,4 @@ class CRNN(nn.Module):
         x = x.flatten(1, 2).transpose(1, 2)  # (B, N', C F')
         mask = shrink_mask(mask, self.reduction, x.shape[1])
         x = self.rnn(x)[0] if mask is None else run_packed(self.rnn, x, mask.sum(1))[0]
-        return self.head(pool_frames(self.pool, x, mask))
+        return self.head(self.pool(x, mask))

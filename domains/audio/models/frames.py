@@ -1,14 +1,11 @@
-"""What the spectrogram models share: frame masks after striding, pooling over time, and the
-check that the frequency axis survives the convolution stages."""
+"""What the spectrogram models share: frame masks after striding and the check that the
+frequency axis survives the convolution stages."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from torch import Tensor, nn
-
-from framework.attention import NoAttention
-from framework.layers import masked_mean
+from torch import Tensor
 
 from .frontend import Frontend
 
@@ -17,14 +14,6 @@ def shrink_mask(mask: Optional[Tensor], factor: int, length: int) -> Optional[Te
     """The (B, N) frame mask after a stride-``factor`` reduction to ``length`` frames:
     a reduced frame is real if its first input frame is (the padding sits at the end)."""
     return None if mask is None else mask[:, ::factor][:, :length]
-
-
-def pool_frames(pool: nn.Module, x: Tensor, mask: Optional[Tensor]) -> Tensor:
-    """(B, N, D) frames -> (B, D): ``pool(x, mask)``, or the mean of the real frames when the
-    pooling block is ``none``."""
-    if not isinstance(pool, NoAttention):
-        return pool(x, mask)
-    return x.mean(1) if mask is None else masked_mean(x, mask)
 
 
 def check_frequency_bins(frontend: Frontend, stages: int) -> None:

@@ -11,7 +11,7 @@ from framework.attention import PoolingBlock, SequenceBlock, build
 from framework.data.sizes import require_sizes
 from framework.layers import AttentionEncoder, PositionalEncoding
 
-from .frames import pool_frames, shrink_mask
+from .frames import shrink_mask
 from .frontend import Frontend
 
 
@@ -85,4 +85,4 @@ class SpectrogramTransformer(nn.Module):
         features, mask = self.frontend(waveform, lengths)
         x, mask = self.stem(features, mask)
         x = self.encoder(self.positions(x), mask)
-        return self.head(pool_frames(self.pool, x, mask))
+        return self.head(self.pool(x, mask))

@@ -10,7 +10,6 @@ from torch import Tensor, nn
 from framework.attention import PoolingBlock, SequenceBlock, build
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
-from framework.layers import masked_mean
 
 
 class RowwiseFeedForward(nn.Module):
@@ -62,12 +61,11 @@ class SetClassifier(nn.Module):
         self.encoder = nn.ModuleList(
             RowwiseFeedForward(dim) if attention == NONE else build(attention, dim, num_heads=num_heads, kind="sequence")
             for _ in range(depth))
-        self.pool = None if pooling == NONE else build(pooling, dim, kind="pooling")
+        self.pool = build(pooling, dim, kind="pooling")
         self.head = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, num_classes))
 
     def forward(self, tokens: Tensor, mask: Tensor) -> Tensor:
         x = self.tokens(tokens)
         for layer in self.encoder:
             x = layer(x, mask)
-        pooled = masked_mean(x, mask) if self.pool is None else self.pool(x, mask)
-        return self.head(pooled)
+        return self.head(self.pool(x, mask))

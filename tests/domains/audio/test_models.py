@@ -6,9 +6,8 @@ import pytest
 import torch
 
 from domains.audio import CRNN, AudioClassification, Frontend, SpectrogramCNN, SpectrogramTransformer
-from domains.audio.models.frames import pool_frames
 from domains.audio.pictures import BAR_COLOUR, STRIP_HEIGHT, spectrogram_with_attention
-from framework.attention import NoAttention, capture, create
+from framework.attention import MeanPooling, build, capture, create
 from tests.conftest import on
 
 FRONT = dict(sample_rate=8000, n_fft=128, hop_length=64, n_mels=16)
@@ -37,7 +36,7 @@ def test_models_give_logits_and_use_the_registry_blocks():
     assert type(built["cnn_se"].net.stages[0].attention) is type(create("se", 4))
     assert type(built["transformer"].pool) is type(create("pooling", 16))
     assert type(built["crnn"].stages[1].attention) is type(create("cbam", 8))
-    assert isinstance(SpectrogramTransformer(4, frontend(), dim=16, pooling="none").pool, NoAttention)
+    assert isinstance(SpectrogramTransformer(4, frontend(), dim=16, pooling="none").pool, MeanPooling)
 
 
 def test_padding_never_reaches_the_logits():
@@ -69,7 +68,8 @@ def test_pooling_weights_are_zero_on_padded_frames_and_none_pools_the_mean():
     assert weights[1, 0, :3].min() > 0 and weights[1, 0, 3:].abs().max() == 0
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 1))
     x, mask = torch.randn(2, 5, 3), torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], dtype=torch.bool)
-    torch.testing.assert_close(pool_frames(NoAttention(), x, mask), torch.stack([x[0].mean(0), x[1, :2].mean(0)]))
+    pool = build("none", 3, kind="pooling")  # what CRNN(pooling="none") pools with
+    torch.testing.assert_close(pool(x, mask), torch.stack([x[0].mean(0), x[1, :2].mean(0)]))
 
 
 def test_spectrogram_picture_draws_one_bar_per_frame():
