@@ -23,7 +23,10 @@ def test_every_registered_block_is_named_in_a_block_test():
     """A block without a test against a reference formula is a defect: fail for it."""
     text = "\n".join(p.read_text() for p in BLOCK_TESTS)
     untested = [name for name in available() if f'"{name}"' not in text and f"'{name}'" not in text]
-    assert not untested, f"registered blocks with no test naming them: {untested}"
+    assert not untested, (
+        f"registered blocks with no test naming them: {untested}; test each against an independent formula "
+        "(tests.attention.reference.assert_matches_reference) in the tests/attention/test_<family>.py of its kind "
+        "or family, naming it (the generic checks of tests/attention/generic.py cover it already)")
 
 
 def test_catalogue_entries_are_complete():

@@ -1,12 +1,12 @@
-"""Cases of the alignment and pointing blocks (location-aware, GRU-gated, monotonic, area,
-pointer, pointer-generator) whose inputs differ from the plain cross case of ``cases.py``."""
+"""Cases of the alignment and pointing blocks whose options or inputs differ from the generic
+cross case of ``cases.py`` (location-aware and GRU-gated attention take it as it is)."""
 
 from __future__ import annotations
 
 import torch
 
 from framework.attention import create
-from tests.attention.cases import D, Case, _mask
+from tests.attention.cases import D, Case, _mask, generic
 
 
 def _pointer_generator() -> tuple:
@@ -20,10 +20,8 @@ def _pointer_generator() -> tuple:
 
 CASES: dict[str, Case] = {
     # the scan stops somewhere under random weights: a bias of 0 instead of -4
-    "mocha": lambda: (create("mocha", D, energy_bias=0.0), (torch.randn(2, 3, D), torch.randn(2, 5, D)),
-                      {"key_padding_mask": _mask()}),
-    "monotonic_multi_head": lambda: (create("monotonic_multi_head", D, num_heads=2, energy_bias=0.0),
-                                     (torch.randn(2, 3, D), torch.randn(2, 5, D)), {"key_padding_mask": _mask()}),
+    "mocha": generic("mocha", energy_bias=0.0),
+    "monotonic_multi_head": generic("monotonic_multi_head", num_heads=2, energy_bias=0.0),
     "area": lambda: (create("area", D, max_width=2, max_height=2, key_features="mean_std"),
                      (torch.randn(2, 3, D), torch.randn(2, 6, D)), {"key_padding_mask": _mask(2, 6), "grid": (2, 3)}),
     "pointer": lambda: (create("pointer", D), (torch.randn(2, 3, D), torch.randn(2, 5, D)), {}),  # finite outputs

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from framework.attention import create
-from tests.attention.cases import D, Case, _mask
+from tests.attention.cases import D, Case, _mask, generic
 
 
 def _pair(name: str) -> Case:
@@ -25,7 +25,7 @@ CASES: dict[str, Case] = {
         (torch.randn(2, 3, D), torch.randn(2, 5, 6), torch.randn(2, 7, 4), _mask(), _mask(length=7)),
         {},
     ),
-    "capsule": lambda: (create("capsule", D, num_capsules=3), (torch.randn(2, 5, D), _mask()), {}),
+    "capsule": generic("capsule", num_capsules=3),
     "meta_embedding": lambda: (create("meta_embedding", D, embedding_dims=[4, 6]),
                                (torch.randn(2, 5, 4), torch.randn(2, 5, 6)), {}),
 }

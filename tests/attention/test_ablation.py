@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import Tensor
 
 from framework.attention import ablation, available, capture, create
 from framework.attention.ablation import ablated
 from framework.attention.graph.gat import ablated_coefficients
-from tests.attention.cases import CASES
+from tests.attention.cases import case
+from tests.attention.generic import ablates_to_uniform
 from tests.attention.reference import randomize_
 
 WEIGHTS = torch.tensor([[0.5, 0.3, 0.2, 0.0], [0.1, 0.6, 0.0, 0.3]])
@@ -67,46 +67,15 @@ def test_graph_coefficients_are_replaced_per_target_node():
     assert sorted(permuted[:3, 0].tolist()) == sorted(alpha[:3, 0].tolist()) and permuted[5, 0] == 1.0
 
 
-def _weights(name: str, weights: object) -> list[Tensor]:
-    """The weight tensors of a record (not the affinity matrix of co-attention, not edge indices)."""
-    if name in ("gat", "gatv2"):
-        return []  # checked per target node above and in the block test below
-    parts = weights if isinstance(weights, (tuple, list)) else (weights,)
-    if name == "parallel_co_attention":
-        parts = parts[1:]
-    return [p for p in parts if isinstance(p, Tensor) and p.is_floating_point()]
-
-
 @pytest.mark.parametrize("name", available())
 def test_every_block_runs_ablated_and_its_weights_are_uniform(name):
-    torch.manual_seed(0)
-    block, args, kwargs = CASES[name]()
-    randomize_(block, scale=0.3).eval()
-    with torch.no_grad():
-        plain = block(*args, **kwargs)
-        with ablation(block, "uniform") as ablated_blocks, capture(block) as maps:
-            changed = block(*args, **kwargs)
-    assert ablated_blocks[0] == "" and block.ablation is None, "the whole block was ablated, and is restored"
-    first = plain[0] if isinstance(plain, tuple) else plain
-    second = changed[0] if isinstance(changed, tuple) else changed
-    assert not torch.allclose(first, second), f"{name}: the ablation changed nothing"
-    dim = -2 if name == "multi_dimensional" else -1
-    checked = 0
-    for record in (r for records in maps.values() for r in records):
-        for weights in _weights(name, record.weights):
-            rows = weights.movedim(dim, -1).reshape(-1, weights.shape[dim])
-            for row in rows:
-                kept = row[row != 0]
-                if len(kept):
-                    torch.testing.assert_close(kept, kept[:1].expand_as(kept), msg=f"{name}: not uniform")
-                    checked += 1
-    assert checked or name in ("gat", "gatv2"), f"{name}: no weights were recorded"
+    ablates_to_uniform(name)
 
 
 @pytest.mark.parametrize("name", ["mhsa", "non_local", "danet_position", "criss_cross", "memory_read", "gat"])
 def test_permuted_weights_keep_each_querys_values(name):
     torch.manual_seed(0)
-    block, args, kwargs = CASES[name]()
+    block, args, kwargs = case(name)
     randomize_(block, scale=0.3).eval()
     with torch.no_grad(), capture(block) as plain:
         block(*args, **kwargs)

@@ -1,0 +1,145 @@
+"""The checks every registered block passes, on its case (``cases.py``): the generic tests
+(``test_compile.py``, ``test_ablation.py``, ``test_blocks.py``) run each on every name of
+``framework.attention.available()``, so a new block is swept by all of them as soon as it is
+registered. Whether a block computes the right thing is for its own test against a reference
+formula; these check the contract every block keeps (``framework.attention.base``).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+
+import torch
+from torch import Tensor, nn
+
+from framework.attention import AttentionOutput, Record, ablation, capture
+from tests.attention.cases import case
+from tests.attention.reference import randomize_
+
+
+def tensors(out: object) -> list[Tensor]:
+    """The floating tensors of a block's output (a tensor, or tuples and dicts of them)."""
+    if isinstance(out, Tensor):
+        return [out] if out.is_floating_point() else []
+    if isinstance(out, dict):
+        out = out.values()
+    if isinstance(out, (tuple, list)):
+        return [t for part in out for t in tensors(part)]
+    return []
+
+
+def forward_backward(block: nn.Module, args: tuple, kwargs: dict) -> tuple[list[Tensor], list[Tensor]]:
+    """Outputs, then the gradients of the floating inputs and the parameters, of one forward
+    and backward (loss: the sum of the squared outputs)."""
+    torch.manual_seed(0)  # the same samples for stochastic blocks (hard attention)
+    args = tuple(a.detach().requires_grad_() if isinstance(a, Tensor) and a.is_floating_point() else a for a in args)
+    outputs = tensors(block(*args, **kwargs))
+    leaves = [a for a in args if isinstance(a, Tensor) and a.requires_grad] + list(block.parameters())
+    loss = sum(out.square().sum() for out in outputs)
+    return outputs, list(torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True))
+
+
+def compiles_like_eager(name: str) -> None:
+    """``torch.compile(block, fullgraph=True)`` traces forward and backward in one graph each
+    (no graph breaks) and matches eager in outputs and in the gradients of inputs and parameters."""
+    torch.manual_seed(0)
+    block, args, kwargs = case(name)
+    randomize_(block, scale=0.3)  # no zero gate or scale that would hide a wrong gradient
+    torch._dynamo.reset()
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    got_out, got_grads = forward_backward(compiled, args, kwargs)
+    want_out, want_grads = forward_backward(block, args, kwargs)
+    assert len(got_out) == len(want_out) > 0
+    for got, want in zip(got_out + got_grads, want_out + want_grads):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def _ablated_weights(name: str, weights: object) -> list[Tensor]:
+    """The weight tensors of a record (not the affinity matrix of co-attention, not edge indices)."""
+    if name in ("gat", "gatv2"):
+        return []  # checked per target node in test_ablation.py
+    parts = weights if isinstance(weights, (tuple, list)) else (weights,)
+    if name == "parallel_co_attention":
+        parts = parts[1:]
+    return [p for p in parts if isinstance(p, Tensor) and p.is_floating_point()]
+
+
+def ablates_to_uniform(name: str) -> None:
+    """Under ``ablation(block, "uniform")`` the output changes, every recorded row of weights is
+    uniform over the keys it keeps (a gate: constant), and the block is restored afterwards."""
+    torch.manual_seed(0)
+    block, args, kwargs = case(name)
+    randomize_(block, scale=0.3).eval()
+    with torch.no_grad():
+        plain = block(*args, **kwargs)
+        with ablation(block, "uniform") as ablated_blocks, capture(block) as maps:
+            changed = block(*args, **kwargs)
+    assert ablated_blocks[0] == "" and block.ablation is None, "the whole block was ablated, and is restored"
+    assert not torch.allclose(tensors(plain)[0], tensors(changed)[0]), f"{name}: the ablation changed nothing"
+    dim = -2 if name == "multi_dimensional" else -1
+    checked = 0
+    for record in (r for records in maps.values() for r in records):
+        for weights in _ablated_weights(name, record.weights):
+            rows = weights.movedim(dim, -1).reshape(-1, weights.shape[dim])
+            for row in rows:
+                kept = row[row != 0]
+                if len(kept):
+                    torch.testing.assert_close(kept, kept[:1].expand_as(kept), msg=f"{name}: not uniform")
+                    checked += 1
+    assert checked or name in ("gat", "gatv2"), f"{name}: no weights were recorded"
+
+
+def records_and_returns_its_weights(name: str) -> None:
+    """A capture receives one or more :class:`Record` s of floating weights and changes nothing
+    in the output; ``need_weights=True`` (where the block takes it) returns an
+    :class:`AttentionOutput` with weights and the same output."""
+    torch.manual_seed(0)
+    block, args, kwargs = case(name)
+    randomize_(block, scale=0.3).eval()
+    with torch.no_grad():
+        torch.manual_seed(0)
+        plain = tensors(block(*args, **kwargs))
+        with capture(block) as maps:
+            torch.manual_seed(0)
+            captured = tensors(block(*args, **kwargs))
+        records = [r for records in maps.values() for r in records]
+        assert records and all(isinstance(r, Record) for r in records), f"{name}: a capture received no record"
+        assert all(tensors(r.weights) for r in records), f"{name}: a record holds no floating weights"
+        for got, want in zip(captured, plain, strict=True):
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: captured output: {m}")
+        if "need_weights" in inspect.signature(block.forward).parameters:
+            torch.manual_seed(0)
+            asked = block(*args, need_weights=True, **kwargs)
+            assert isinstance(asked, AttentionOutput) and tensors(asked.weights), f"{name}: need_weights=True"
+            for got, want in zip(tensors(asked.output), plain, strict=True):
+                torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: need_weights: {m}")
+
+
+def _to(value: object, device: str) -> object:
+    if isinstance(value, Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: _to(v, device) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to(v, device) for v in value)
+    return value
+
+
+def runs_on(name: str, device: str) -> None:
+    """On ``device``, the block (a copy, moved) gives the CPU's outputs and gradients."""
+    torch.manual_seed(0)
+    block, args, kwargs = case(name)
+    randomize_(block, scale=0.3).eval()
+    moved = copy.deepcopy(block).to(device)
+    got_out, got_grads = forward_backward(moved, _to(args, device), _to(kwargs, device))
+    want_out, want_grads = forward_backward(block, args, kwargs)
+    assert len(got_out) == len(want_out) > 0
+    for got, want in zip(got_out + got_grads, want_out + want_grads):
+        assert got.device.type == torch.device(device).type
+        torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-3, msg=lambda m: f"{name} on {device}: {m}")
+
+
+#: The generic checks of one block; ``runs_on`` also takes a device.
+CHECKS = {"compile": compiles_like_eager, "ablation": ablates_to_uniform, "capture": records_and_returns_its_weights,
+          "device": runs_on}
