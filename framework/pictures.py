@@ -1,130 +1,245 @@
-"""The drawing kit: heat maps, overlays, strips and panels for the loggers.
+"""The picture kit: every picture the framework logs, drawn with matplotlib.
 
-Every function takes tensors on any device and returns an (H, W, 3) ``uint8`` image on
-the CPU: inputs are moved to the CPU on entry (:func:`cpu`), so a picture drawn from a
-model's outputs on a GPU never meets a CPU colour table on the wrong device. The
-domains' ``pictures.py`` modules compose these pieces; the ``attention_maps`` callback
-logs what they draw.
+A picture is a matplotlib ``Figure`` with labelled axes, a colour bar and a caption, at least
+:data:`MIN_SIDE` pixels on its short side. Figures are built without pyplot (no global
+state, nothing to close) on the Agg canvas; :func:`as_image` rasterises one into the
+(H, W, 3) ``uint8`` array that the loggers take, so callers and tests can read a figure
+(``fig.axes``, labels, colour bars) before it becomes pixels. Tensors may live on any
+device (they are copied to the CPU), and matplotlib is imported by the first drawing,
+not by ``import framework.pictures``.
+
+The domains' ``pictures.py`` modules compose these pieces; the ``attention_maps``
+callback and ``evaluate`` rasterise and log what they draw.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
+import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-#: Anchor colours of a perceptually ordered map (dark blue -> teal -> yellow).
-ANCHORS = torch.tensor(
-    [[0.27, 0.00, 0.33], [0.23, 0.32, 0.55], [0.13, 0.57, 0.55], [0.37, 0.79, 0.38], [0.99, 0.91, 0.14]]
-)
-WHITE = (255, 255, 255)
-GREY = (128, 128, 128)
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+DPI = 100
+MIN_SIDE = 400  # pixels, the short side of every picture
+WEIGHTS = "viridis"  # the colour map of weights
+MAX_TICKS = 40  # axes with more positions get numbered ticks instead of one label each
+MASKED_FACE, MASKED_LINES = "0.88", "0.55"  # grey, hatched: cells that are no key
+NOT_A_KEY = "no query weighs it (padding, masked)"
 
 
-def cpu(x: Tensor) -> Tensor:
-    """``x`` detached, on the CPU (a no-op for CPU tensors)."""
-    return x.detach().cpu()
+def array(x: Any) -> np.ndarray:
+    """A tensor (any device) or array as a float numpy array."""
+    if isinstance(x, Tensor):
+        x = x.detach().float().cpu().numpy()
+    return np.asarray(x, dtype=float)
 
 
-def colour(rgb: Sequence[int]) -> Tensor:
-    """(3,) uint8 colour."""
-    return torch.tensor(list(rgb), dtype=torch.uint8)
+def figure(width: float, height: float) -> Figure:
+    """An empty figure of ``width`` x ``height`` inches (at least :data:`MIN_SIDE` pixels on
+    each side) with constrained layout, on an Agg canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    smallest = MIN_SIDE / DPI
+    fig = Figure(figsize=(max(width, smallest), max(height, smallest)), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
 
 
-def colours_of(values: Tensor) -> Tensor:
-    """Values in [0, 1] (any shape) -> their colours on the map, (..., 3) float in [0, 1]."""
-    position = cpu(values).float().clamp(0, 1) * (len(ANCHORS) - 1)
-    lower = position.floor().long().clamp(max=len(ANCHORS) - 2)
-    frac = (position - lower).unsqueeze(-1)
-    return ANCHORS[lower] * (1 - frac) + ANCHORS[lower + 1] * frac
+def as_image(picture: Any) -> np.ndarray:
+    """A figure, tensor or array picture as the (H, W, 3) uint8 array the loggers take."""
+    if isinstance(picture, Tensor):
+        return picture.detach().cpu().numpy()
+    if hasattr(picture, "canvas"):  # a matplotlib Figure
+        picture.canvas.draw()
+        return np.asarray(picture.canvas.buffer_rgba())[..., :3].copy()
+    return np.asarray(picture)
 
 
-def enlarge(image: Tensor, factor: int) -> Tensor:
-    """(H, W, ...) -> (H * factor, W * factor, ...) by repeating whole pixels."""
-    return image.repeat_interleave(factor, 0).repeat_interleave(factor, 1)
+def caption(fig: Figure, text: str) -> None:
+    """The figure's caption, above its panels, its lines wrapped to the figure's width."""
+    if text:
+        import textwrap
+
+        width = int(fig.get_figwidth() * DPI / 7.5)  # characters of 10-point text, at most
+        fig.suptitle("\n".join(textwrap.fill(line, width) for line in text.split("\n")), fontsize=10)
 
 
-def heatmap(values: Tensor, min_side: int = 128) -> Tensor:
-    """(H, W) values -> (H', W', 3) uint8, scaled to [0, 1] (min to max) and enlarged by whole
-    pixels until the shorter side has at least ``min_side`` pixels."""
-    values = cpu(values).float()
-    low, high = values.min(), values.max()
-    scaled = (values - low) / (high - low) if high > low else torch.zeros_like(values)
-    factor = max(1, -(-min_side // min(values.shape)))
-    return enlarge((colours_of(scaled) * 255).round().to(torch.uint8), factor)
+def colour_bar(ax: Axes, mappable: Any, label: str) -> Any:
+    """A labelled colour bar beside ``ax`` for an image or a :func:`scale`."""
+    bar = ax.figure.colorbar(mappable, ax=ax, shrink=0.9)
+    bar.set_label(label)
+    return bar
 
 
-def side_by_side(*images: Tensor, gap: int = 2) -> Tensor:
-    """(H, W_i, 3) images left to right with white gaps; shorter ones padded white at the bottom."""
-    height = max(image.shape[0] for image in images)
-    parts = []
-    for image in images:
-        image = cpu(image)
-        if image.shape[0] < height:
-            image = torch.cat([image, torch.full((height - image.shape[0], image.shape[1], 3), 255, dtype=torch.uint8)])
-        parts += [image, torch.full((height, gap, 3), 255, dtype=torch.uint8)]
-    return torch.cat(parts[:-1], dim=1)
+def scale(low: float, high: float, cmap: str = WEIGHTS) -> Any:
+    """A colour scale from ``low`` to ``high`` for artists that are no image (lines, text
+    boxes): ``scale(...).to_rgba(value)`` is a colour, and :func:`colour_bar` draws it."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    return ScalarMappable(Normalize(low, max(high, low + 1e-12)), cmap)
 
 
-def stacked(*images: Tensor, gap: int = 2) -> Tensor:
-    """(H_i, W, 3) images top to bottom with white gaps; narrower ones padded white on the right."""
-    width = max(image.shape[1] for image in images)
-    parts = []
-    for image in images:
-        image = cpu(image)
-        if image.shape[1] < width:
-            image = torch.cat([image, torch.full((image.shape[0], width - image.shape[1], 3), 255, dtype=torch.uint8)], 1)
-        parts += [image, torch.full((gap, width, 3), 255, dtype=torch.uint8)]
-    return torch.cat(parts[:-1], dim=0)
+def _ticks(ax: Axes, axis: str, count: int, labels: Optional[Sequence[str]], extent: Optional[tuple] = None) -> None:
+    """One tick per position (its label, or its index) where there are at most
+    :data:`MAX_TICKS`, else integer ticks; ``extent``: matplotlib's ticks in its units."""
+    if extent is not None:
+        return
+    if count > MAX_TICKS:
+        from matplotlib.ticker import MaxNLocator
+
+        getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True))
+        return
+    labels = [str(k) for k in range(count)] if labels is None else list(labels)
+    small = 8 if count > 16 else 9
+    if axis == "x":
+        ax.set_xticks(range(count), labels, rotation=90 if max(map(len, labels), default=0) > 2 else 0, fontsize=small)
+    else:
+        ax.set_yticks(range(count), labels, fontsize=small)
 
 
-def as_rgb(image: Tensor) -> Tensor:
-    """(C, H, W) normalised image -> (H, W, 3) uint8, stretched to the full range (grey for C = 1)."""
-    image = cpu(image).float()
-    image = image.expand(3, -1, -1) if image.shape[0] == 1 else image[:3]
-    low, high = image.amin(), image.amax()
-    return ((image - low) / (high - low).clamp_min(1e-8) * 255).round().to(torch.uint8).permute(1, 2, 0)
+def weight_map(ax: Axes, values: Any, *, rows: str, columns: str, row_labels: Optional[Sequence[str]] = None,
+               column_labels: Optional[Sequence[str]] = None, valid_rows: Any = None, valid_columns: Any = None,
+               valid: Any = None, low: Optional[float] = None, high: Optional[float] = None,
+               bar: Optional[str] = "attention weight", cmap: Any = WEIGHTS, extent: Optional[tuple] = None,
+               aspect: str = "auto", title: str = "") -> Any:
+    """Draw (R, C) ``values`` on ``ax``: rows down, columns across, axes named ``rows`` and
+    ``columns`` (with one tick label per row or column when ``*_labels`` are given and
+    there are at most :data:`MAX_TICKS`), and a colour bar named ``bar`` (None: none).
 
+    Rows or columns that are False in ``valid_rows`` / ``valid_columns`` ((R,), (C,) bool),
+    and cells False in ``valid`` ((R, C) bool), are no positions (padding, ignored pixels):
+    drawn hatched grey, not as a value, and left out of the colour scale, which runs from
+    ``low`` (default: 0, or the smallest value if negative) to ``high`` (default: the
+    largest value). ``extent`` places the cells in other units (image pixels); ``cmap`` is
+    a colour map or its name. Returns the image artist.
+    """
+    values = array(values)
+    masked = np.zeros(values.shape, dtype=bool)
+    if valid_rows is not None:
+        masked |= ~array(valid_rows).astype(bool)[:, None]
+    if valid_columns is not None:
+        masked |= ~array(valid_columns).astype(bool)[None, :]
+    if valid is not None:
+        masked |= ~array(valid).astype(bool)
+    data = np.ma.masked_array(values, masked)
+    shown = data.compressed() if data.count() else np.zeros(1)
+    low = min(0.0, float(shown.min())) if low is None else low
+    high = float(shown.max()) if high is None else high
+    if masked.any():
+        from matplotlib.patches import Rectangle
 
-def colour_mask(mask: Tensor, colours: Tensor, ignore_index: int) -> Tensor:
-    """(H, W) labels -> (H, W, 3) uint8 with ``colours`` (K, 3) uint8; ``ignore_index`` grey."""
-    mask, colours = cpu(mask), cpu(colours)
-    ignored = mask == ignore_index
-    image = colours[mask.clamp(0, len(colours) - 1).where(~ignored, 0)]
-    image[ignored] = colour(GREY)
+        left, right, bottom, top = extent or (-0.5, values.shape[1] - 0.5, values.shape[0] - 0.5, -0.5)
+        ax.add_patch(Rectangle((left, top), right - left, bottom - top, facecolor=MASKED_FACE, edgecolor=MASKED_LINES,
+                               hatch="///", linewidth=0, zorder=0))
+    import matplotlib
+
+    colours = (matplotlib.colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=(0, 0, 0, 0))
+    image = ax.imshow(data, cmap=colours, vmin=low, vmax=max(high, low + 1e-12), interpolation="nearest",
+                      aspect=aspect, extent=extent, zorder=1)
+    ax.set_xlabel(columns)
+    ax.set_ylabel(rows)
+    _ticks(ax, "x", values.shape[1], column_labels, extent)
+    _ticks(ax, "y", values.shape[0], row_labels, extent)
+    if title:
+        ax.set_title(title, fontsize=10)
+    if bar:
+        colour_bar(ax, image, bar)
     return image
 
 
-def overlay(image: Tensor, weights: Tensor, point: Optional[tuple[int, int]] = None) -> Tensor:
-    """The image beside the (h, w) ``weights`` upsampled to its size, ``point`` (row, column)
-    marked with a white cross in both: where one query pixel looks (without ``point``: where a
-    token that is no pixel, such as a ViT's [CLS], looks)."""
-    image = cpu(image)
-    height, width = image.shape[:2]
-    enlarged = F.interpolate(cpu(weights)[None, None].float(), size=(height, width), mode="nearest")[0, 0]
-    marked = [image.clone(), heatmap(enlarged, min_side=1)]
+def padding_legend(fig: Figure, text: str = NOT_A_KEY) -> None:
+    """A legend under the figure for the hatched cells of :func:`weight_map`."""
+    from matplotlib.patches import Patch
+
+    fig.legend(handles=[Patch(facecolor=MASKED_FACE, edgecolor=MASKED_LINES, hatch="///", label=text)],
+               loc="outside lower left", fontsize=8, frameon=False)
+
+
+def cell_inches(rows: int, columns: int) -> float:
+    """The side of one cell of a map: about 5 inches for the longer side, 0.12 to 0.4 inch."""
+    return min(0.4, max(0.12, 5.0 / max(rows, columns, 1)))
+
+
+def heatmap(values: Any, *, rows: str, columns: str, caption_text: str = "", **options: Any) -> Figure:
+    """A figure of one :func:`weight_map` (``options`` are its keywords), sized so that its
+    cells are near square and its labels fit; padding, if any, named in a legend."""
+    count_rows, count_columns = array(values).shape
+    side = cell_inches(count_rows, count_columns)
+    label_room = 1.2 if options.get("column_labels") is not None else 0.6
+    fig = figure(min(12.0, count_columns * side + 2.6), min(12.0, count_rows * side + 1.2 + label_room))
+    image = weight_map(fig.add_subplot(), values, rows=rows, columns=columns, **options)
+    if np.ma.is_masked(image.get_array()):
+        padding_legend(fig)
+    caption(fig, caption_text)
+    return fig
+
+
+def heatmaps(panels: Sequence[tuple[str, Any, str]], *, rows: str, columns: str, caption_text: str = "",
+             **options: Any) -> Figure:
+    """Maps over the same positions side by side: ``panels`` are ``(title, (R, C) values,
+    colour bar label)``, each with its own colour bar; ``options`` are :func:`weight_map`'s
+    keywords for all (the padding, for instance)."""
+    count_rows, count_columns = array(panels[0][1]).shape
+    side = cell_inches(count_rows, count_columns)
+    fig = figure(min(20.0, len(panels) * (count_columns * side + 2.4)), min(12.0, count_rows * side + 1.8))
+    for ax, (title, values, bar) in zip(fig.subplots(1, len(panels)), panels):
+        image = weight_map(ax, values, rows=rows, columns=columns, bar=bar, title=title, **options)
+    if np.ma.is_masked(image.get_array()):
+        padding_legend(fig)
+    caption(fig, caption_text)
+    return fig
+
+
+def as_rgb(image: Any) -> np.ndarray:
+    """A (C, H, W) normalised image (grey for C = 1), stretched to the full range, or an
+    (H, W, 3) image (uint8, or floats in [0, 1]) -> (H, W, 3) floats in [0, 1]."""
+    if image.shape[-1] == 3 and image.shape[0] not in (1, 3):
+        return array(image) / (255.0 if image.dtype in (np.uint8, torch.uint8) else 1.0)
+    image = array(image)
+    image = np.repeat(image, 3, axis=0) if image.shape[0] == 1 else image[:3]
+    low, high = image.min(), image.max()
+    return ((image - low) / max(high - low, 1e-8)).transpose(1, 2, 0)
+
+
+def image_panel(ax: Axes, image: Any, title: str = "") -> None:
+    """An image (see :func:`as_rgb`) on ``ax`` with its pixel rows and columns as axes."""
+    ax.imshow(as_rgb(image), interpolation="nearest")
+    ax.set_xlabel("column (pixels)")
+    ax.set_ylabel("row (pixels)")
+    if title:
+        ax.set_title(title, fontsize=10)
+
+
+def mark(ax: Axes, point: tuple[float, float], label: str = "query pixel") -> None:
+    """A white cross outlined in black at ``point`` (row, column) in the axes' units."""
+    ax.plot([point[1]], [point[0]], marker="P", markersize=11, color="white", markeredgecolor="black",
+            linestyle="none", label=label, zorder=3)
+
+
+def overlay(image: Any, weights: Any, point: Optional[tuple[float, float]] = None, *,
+            keys: str = "key pixels", caption_text: str = "") -> Figure:
+    """The image beside where one query looks: the (h, w) ``weights`` over a grid of key
+    pixels stretched over the image's (H, W) pixels, with the query ``point`` (row, column
+    in image pixels) marked in both; without ``point`` the query is no pixel (a ViT's [CLS])."""
+    rgb = as_rgb(image)
+    height, width = rgb.shape[:2]
+    grid = array(weights).shape
+    fig = figure(9.0, 4.2 * height / width + 0.8)
+    left, right = fig.subplots(1, 2)
+    image_panel(left, rgb, "image")
+    weight_map(right, weights, rows=f"row (pixels; {grid[0]} key rows)", columns=f"column (pixels; {grid[1]} key columns)",
+               extent=(-0.5, width - 0.5, height - 0.5, -0.5), aspect="equal", title=f"attention over the {keys}")
     if point is not None:
-        y, x = point
-        for picture in marked:
-            picture[max(y - 2, 0):y + 3, x] = 255
-            picture[y, max(x - 2, 0):x + 3] = 255
-    return side_by_side(*marked)
-
-
-def bars(values: Tensor, column_width: int, height: int, rgb: Sequence[int]) -> Tensor:
-    """(N,) non-negative values -> (height, N * column_width, 3) uint8: one bar per value,
-    as tall as the value relative to the largest, in ``rgb`` on black."""
-    values = cpu(values).float()
-    heights = (values / values.max().clamp(min=1e-12) * height).round().long()
-    rows = torch.arange(height - 1, -1, -1).unsqueeze(1)  # height above the strip's bottom
-    lit = (rows < heights.repeat_interleave(column_width).unsqueeze(0)).unsqueeze(-1)
-    return torch.where(lit, colour(rgb), torch.zeros(3, dtype=torch.uint8))
-
-
-def marks(flags: Tensor, column_width: int, height: int, rgb: Sequence[int]) -> Tensor:
-    """(N,) booleans -> (height, N * column_width, 3) uint8: ``rgb`` under the true ones, white elsewhere."""
-    strip = torch.where(cpu(flags).bool().view(1, -1, 1), colour(rgb), colour(WHITE))
-    return strip.repeat_interleave(column_width, 1).expand(height, -1, -1).contiguous()
+        for ax in (left, right):
+            mark(ax, point)
+        left.legend(loc="lower left", fontsize=8, framealpha=0.8)
+    caption(fig, caption_text)
+    return fig

@@ -41,3 +41,28 @@ def logged_pictures(trainer) -> dict[str, list]:
         for image in images:
             assert isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.ndim == 3, key
     return logger.images
+
+
+def colour_bars(fig) -> list:
+    """The colour bars of a matplotlib figure (matplotlib marks their axes with ``_colorbar``)."""
+    return [ax._colorbar for ax in fig.axes if getattr(ax, "_colorbar", None) is not None]
+
+
+def readable(fig, bars: int = 1) -> np.ndarray:
+    """Check a picture of ``framework.pictures``: at least 400 pixels a side, a caption, every
+    panel's axes named (a shared x axis once; a panel without axes, such as a graph, has a title), ``bars`` labelled
+    colour bars (at least); its pixels, (H, W, 3) uint8 as the loggers get them."""
+    from framework.pictures import as_image
+
+    image = as_image(fig)
+    width, height = (fig.get_size_inches() * fig.dpi).round().astype(int)
+    assert image.shape == (height, width, 3) and image.dtype == np.uint8 and min(height, width) >= 400, image.shape
+    assert fig._suptitle is not None and fig._suptitle.get_text(), "a caption names what is drawn"
+    found = colour_bars(fig)
+    assert len(found) >= bars and all(bar.ax.get_ylabel() or bar.ax.get_xlabel() for bar in found), "labelled colour bars"
+    for ax in fig.axes:
+        if getattr(ax, "_colorbar", None) is None:
+            across = any(other.get_xlabel() for other in ax.get_shared_x_axes().get_siblings(ax))  # shared: named once
+            named = (across and ax.get_ylabel()) if ax.axison else ax.get_title()
+            assert named, f"a panel without axis names: {ax.get_title()!r}"
+    return image

@@ -21,7 +21,7 @@ from domains.demo import AssociativeRecall, SequenceClassifier
 from framework.errors import CheckpointError, NonFiniteError
 from framework.layers import (AttentionEncoder, AttentiveConvNet, PositionalEncoding, feature_dropout, masked_mean,
                               run_packed)
-from framework.pictures import heatmap
+from framework.pictures import as_image, heatmap
 from framework.runs import resolve_run_dir
 from framework.tasks import Classification, split_batch
 from tests.image_logger import ImageLogger
@@ -104,7 +104,11 @@ def test_attention_maps_are_logged_as_images_for_every_block(tmp_path):
     trainer.fit(module, _small_demo())
     assert set(logger.images) == {"attention/encoder.layers.0.attention", "attention/encoder.layers.1.attention"}
     (image,) = logger.images["attention/encoder.layers.0.attention"]
-    assert image.shape[-1] == 3 and image.shape[0] >= 128
+    assert image.shape[-1] == 3 and min(image.shape[:2]) >= 400
+
+
+def tokens_picture(batch):
+    return heatmap(batch["tokens"][:1].float(), rows="example", columns="position", caption_text="token ids")
 
 
 class PicturingClassification(Classification):
@@ -112,7 +116,7 @@ class PicturingClassification(Classification):
 
     def images(self, model, batch):
         assert not torch.is_grad_enabled()
-        return {"tokens": [heatmap(batch["tokens"][:1].float())]}
+        return {"tokens": [tokens_picture(batch)]}
 
 
 def test_the_task_pictures_are_logged_beside_the_attention_maps(tmp_path):
@@ -125,7 +129,7 @@ def test_the_task_pictures_are_logged_beside_the_attention_maps(tmp_path):
     trainer.fit(module, data)
     (image,) = logger.images["images/tokens"]
     first = next(iter(data.val_dataloader()))  # the callback draws the first validation batch
-    np.testing.assert_array_equal(image, heatmap(first["tokens"][:1].float()).numpy())
+    np.testing.assert_array_equal(image, as_image(tokens_picture(first)))  # the figure, rasterised
 
 
 def test_split_data_module_loads_its_splits_and_names_a_missing_one():

@@ -1,61 +1,163 @@
-"""The drawing kit: every picture is a CPU uint8 image, whatever the device of its inputs."""
+"""The picture kit: every picture is a matplotlib figure a reader can read (size, named axes, a
+colour bar, a caption), padding is drawn as no key rather than as weight 0, and the loggers get
+(H, W, 3) uint8 arrays, whatever the device of the inputs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
 import torch
 
-from framework.pictures import ANCHORS, as_rgb, bars, colour_mask, heatmap, marks, overlay, side_by_side, stacked
+from framework.attention import available, capture, create, info
+from framework.compare import grid, plots, results
+from framework.evaluation.rollout import rollout_picture
+from framework.pictures import MIN_SIDE, WEIGHTS, as_image, heatmap, heatmaps, overlay
+from tests.attention.cases import case
+from tests.image_logger import colour_bars, readable
 
-PALETTE = (ANCHORS * 255).round().to(torch.uint8)
-
-
-def _is_picture(image: torch.Tensor, shape: tuple[int, int]) -> None:
-    assert image.device.type == "cpu" and image.dtype == torch.uint8 and image.shape == (*shape, 3)
-
-
-def test_heatmap_scales_colours_and_enlarges(device):
-    image = heatmap(torch.tensor([[2.0, 6.0], [4.0, 3.0]], device=device), min_side=8)
-    _is_picture(image, (8, 8))
-    assert image[0, 0].tolist() == PALETTE[0].tolist(), "the minimum takes the first colour"
-    assert image[0, 7].tolist() == PALETTE[-1].tolist(), "the maximum takes the last colour"
-    assert image[7, 0].tolist() == PALETTE[2].tolist(), "the midpoint takes the middle colour"
-    assert (image[:4, :4] == image[0, 0]).all() and (image[4:, 4:] == image[7, 7]).all(), "each value fills a 4x4 block"
-    assert heatmap(torch.zeros(3, 5, device=device)).shape[:2] == (128 // 3 * 3 + 3, (128 // 3 + 1) * 5)
+VIRIDIS_LOW = np.round(np.array(matplotlib.colormaps[WEIGHTS](0.0)[:3]) * 255)
 
 
-def test_panels_pad_white_and_keep_their_pixels(device):
-    red = torch.tensor([255, 0, 0], dtype=torch.uint8, device=device).expand(2, 3, 3)
-    blue = torch.tensor([0, 0, 255], dtype=torch.uint8, device=device).expand(4, 1, 3)
-    across = side_by_side(red, blue, gap=1)
-    _is_picture(across, (4, 5))
-    assert (across[:2, :3] == red.cpu()).all() and (across[2:, :3] == 255).all() and (across[:, 3] == 255).all()
-    assert (across[:, 4] == blue[:, 0].cpu()).all()
-    down = stacked(red, blue, gap=1)
-    _is_picture(down, (7, 3))
-    assert (down[3:, 0] == blue[:, 0].cpu()).all() and (down[3:, 1:] == 255).all() and (down[2] == 255).all()
+def pixel(fig, ax, image: np.ndarray, x: float, y: float) -> np.ndarray:
+    """The colour drawn at data point (x, y) of ``ax`` (matplotlib's display y runs upwards)."""
+    column, row = ax.transData.transform((x, y))
+    return image[int(round(fig.bbox.height - row)), int(round(column))].astype(float)
 
 
-def test_bars_and_marks_draw_values_and_flags(device):
-    strip = bars(torch.tensor([0.0, 0.5, 1.0], device=device), column_width=2, height=4, rgb=(9, 8, 7))
-    _is_picture(strip, (4, 6))
-    lit = (strip == torch.tensor([9, 8, 7], dtype=torch.uint8)).all(-1)
-    assert lit.sum(0).tolist() == [0, 0, 2, 2, 4, 4] and lit[-1, 2] and not lit[0, 2], "bars grow from the bottom"
-    flags = marks(torch.tensor([True, False], device=device), column_width=3, height=2, rgb=(1, 2, 3))
-    _is_picture(flags, (2, 6))
-    assert (flags[:, :3] == torch.tensor([1, 2, 3], dtype=torch.uint8)).all() and (flags[:, 3:] == 255).all()
+def test_a_heat_map_names_its_axes_and_hatches_padding_instead_of_drawing_zero(device):
+    weights = torch.tensor([[0.0, 0.7, 0.3, 0.0], [0.5, 0.5, 0.0, 0.0]], device=device)
+    fig = heatmap(weights, rows="query position", columns="key position", valid_columns=torch.tensor([1, 1, 1, 0]),
+                  row_labels=["a", "b"], column_labels=["w", "x", "y", "z"], caption_text="example 1, layer 0")
+    image = readable(fig)
+    assert min(image.shape[:2]) >= MIN_SIDE
+    ax, (bar,) = fig.axes[0], colour_bars(fig)
+    assert (ax.get_xlabel(), ax.get_ylabel(), bar.ax.get_ylabel()) == ("key position", "query position", "attention weight")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["w", "x", "y", "z"] and fig._suptitle.get_text() == "example 1, layer 0"
+    drawn = ax.images[0].get_array()
+    assert drawn.mask[:, 3].all() and not drawn.mask[:, :3].any(), "the padded key is masked, the others are not"
+    assert (bar.norm.vmin, bar.norm.vmax) == (0.0, pytest.approx(0.7))
+    zero, padded = pixel(fig, ax, image, 0, 0), pixel(fig, ax, image, 3, 0)
+    assert np.abs(zero - VIRIDIS_LOW).max() <= 2, "a real weight of 0 takes the colour map's 0"
+    assert np.abs(padded - VIRIDIS_LOW).max() > 60 and padded.max() - padded.min() <= 2, "padding is grey, not 0"
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts == ["no query weighs it (padding, masked)"]
+    assert not heatmap(weights, rows="q", columns="k", caption_text="no padding").legends
 
 
-def test_masks_images_and_overlays(device):
-    colours = torch.tensor([[0, 0, 0], [10, 20, 30]], dtype=torch.uint8, device=device)
-    mask = colour_mask(torch.tensor([[0, 1], [255, 1]], device=device), colours, ignore_index=255)
-    _is_picture(mask, (2, 2))
-    assert mask[0, 1].tolist() == [10, 20, 30] and mask[1, 0].tolist() == [128, 128, 128]
-    rgb = as_rgb(torch.tensor([[[0.0, 1.0], [2.0, 4.0]]], device=device))
-    _is_picture(rgb, (2, 2))
-    assert rgb[..., 0].tolist() == [[0, 64], [128, 255]] and (rgb[..., 0] == rgb[..., 2]).all()
-    weights = torch.zeros(2, 2, device=device)
-    weights[1, 1] = 1.0
-    drawn = overlay(torch.zeros(8, 8, 3, dtype=torch.uint8, device=device), weights, (2, 2))
-    _is_picture(drawn, (8, 18))
-    assert drawn[2, 2].tolist() == [255, 255, 255] and drawn[2, 12].tolist() == [255, 255, 255], "the query is marked"
-    assert drawn[7, 17].tolist() == PALETTE[-1].tolist() and drawn[7, 10].tolist() == PALETTE[0].tolist()
+def test_long_axes_get_numbered_ticks_and_the_figure_grows_with_the_map():
+    small = heatmap(torch.rand(3, 3), rows="q", columns="k", caption_text="small")
+    large = heatmap(torch.rand(64, 64), rows="q", columns="k", caption_text="large")
+    assert [t.get_text() for t in small.axes[0].get_yticklabels()] == ["0", "1", "2"]
+    assert len(large.axes[0].get_xticks()) < 20, "64 positions are not 64 labels"
+    assert large.get_size_inches().min() > small.get_size_inches().min() and readable(large).shape[0] >= 640
+
+
+def test_an_overlay_stretches_the_weights_over_the_image_and_marks_the_query(device):
+    image = torch.zeros(3, 16, 24, device=device)
+    weights = torch.zeros(2, 3, device=device)
+    weights[1, 2] = 1.0
+    fig = overlay(image, weights, (4, 10), caption_text="where pixel (4, 10) looks")
+    readable(fig)
+    left, right = fig.axes[:2]
+    assert right.images[0].get_extent() == [-0.5, 23.5, 15.5, -0.5], "key cells cover the image's pixels"
+    for ax in (left, right):
+        (marker,) = ax.lines
+        assert (marker.get_xdata()[0], marker.get_ydata()[0]) == (10, 4)
+    assert "2 key rows" in right.get_ylabel() and "3 key columns" in right.get_xlabel()
+
+
+def test_panels_side_by_side_have_a_colour_bar_each():
+    fig = heatmaps([("attention", torch.rand(2, 5), "attention weight"), ("gold", torch.eye(2, 5), "gold weight")],
+                   rows="query", columns="key", valid=torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]]).bool(),
+                   caption_text="a view")
+    readable(fig, bars=2)
+    assert [bar.ax.get_ylabel() for bar in colour_bars(fig)] == ["attention weight", "gold weight"]
+    assert fig.axes[0].images[0].get_array().mask.sum() == 3
+
+
+def test_as_image_gives_the_loggers_uint8_arrays(device):
+    fig = heatmap(torch.rand(4, 4, device=device), rows="q", columns="k", caption_text="c")
+    image = as_image(fig)
+    assert image.dtype == np.uint8 and image.shape == (*(fig.get_size_inches()[::-1] * fig.dpi).round().astype(int), 3)
+    tensor = torch.zeros(5, 6, 3, dtype=torch.uint8, device=device)
+    assert isinstance(as_image(tensor), np.ndarray) and as_image(tensor).shape == (5, 6, 3)
+
+
+def test_a_block_draws_its_record_with_named_axes_and_its_padding_hatched():
+    torch.manual_seed(0)
+    block = create("mhsa", 8, num_heads=2).eval()
+    mask = torch.tensor([[True, True, True, False, False]])
+    with torch.no_grad(), capture(block) as maps:
+        block(torch.randn(1, 5, 8), mask)
+    fig = block.weights_picture(maps["mhsa"][0], "example 1, layer 0")
+    readable(fig)
+    ax = fig.axes[0]
+    assert (ax.get_ylabel(), ax.get_xlabel()) == ("query position", "key position")
+    assert "mean of 2 heads" in fig._suptitle.get_text() and "example 1, layer 0" in fig._suptitle.get_text()
+    masked = ax.images[0].get_array().mask
+    assert masked[:, 3:].all() and masked[3:].all() and not masked[:3, :3].any(), "padded keys and their query rows"
+    unpadded = create("mhsa", 8, num_heads=2).eval()
+    with torch.no_grad(), capture(unpadded) as maps:
+        unpadded(torch.randn(1, 5, 8))
+    assert not np.ma.is_masked(unpadded.weights_picture(maps["mhsa"][0]).axes[0].images[0].get_array())
+
+
+def test_a_pixel_block_draws_where_its_middle_query_looks_and_gates_draw_rows_and_columns():
+    torch.manual_seed(0)
+    block = create("criss_cross", 8).eval()
+    with torch.no_grad(), capture(block) as maps:
+        block(torch.randn(1, 8, 5, 6))
+    fig = block.weights_picture(maps["criss_cross"][0], "example 1")
+    readable(fig)
+    ax = fig.axes[0]
+    assert (ax.get_ylabel(), ax.get_xlabel()) == ("key row", "key column") and ax.images[0].get_array().shape == (5, 6)
+    assert "query pixel (2, 3) of 5 x 6" in fig._suptitle.get_text()
+    cbam = create("cbam", 8).eval()
+    with torch.no_grad(), capture(cbam) as maps:
+        cbam(torch.randn(1, 8, 5, 6))
+    gate = cbam.weights_picture(maps["cbam"][0], "example 1")
+    readable(gate)
+    assert (gate.axes[0].get_ylabel(), gate.axes[0].get_xlabel()) == ("row", "column")
+
+
+def test_the_rollout_picture_hatches_the_padding_of_both_maps():
+    last = torch.tensor([[[0.5, 0.5, 0.0], [0.2, 0.8, 0.0], [0.6, 0.4, 0.0]]])
+    fig = rollout_picture(last, last, "encoder.layers.*.attention")
+    readable(fig, bars=2)
+    for ax in fig.axes[:2]:
+        masked = ax.images[0].get_array().mask
+        assert masked[2].all() and masked[:, 2].all() and not masked[:2, :2].any()
+    assert "encoder.layers.*.attention" in fig._suptitle.get_text()
+
+
+def test_one_epoch_of_learning_curves_is_drawn_as_dots():
+    cell = grid.cells([])[0]
+    fit = {"status": "finished", "monitor": "val/acc", "mode": "max", "best_score": 0.5,
+           "history": [{"epoch": 0, "val/acc": 0.5, "val/loss": 1.0}], "train_history": [{"epoch": 0, "train/loss": 2.0}]}
+    record = results.Record(cell, 0, Path("."), fit, {"status": "finished", "metrics": {"test/acc": 0.5}})
+    summary = results.summarize("one_epoch", grid.cells([]), {cell.name: [record]}, [], [0], [])
+    fig = plots.curves_figure(summary)
+    image = as_image(fig)
+    for ax, value in zip(fig.axes, (0.5, 1.0, 2.0)):
+        (line,) = ax.lines
+        assert line.get_marker() == "o" and list(line.get_xdata()) == [1]
+        assert np.abs(pixel(fig, ax, image, 1, value) - np.array([31, 119, 180])).max() <= 3, "a tab:blue dot"
+    assert min(image.shape[:2]) >= MIN_SIDE and fig.axes[0].get_xlabel() == "epoch"
+
+
+@pytest.mark.parametrize("name", available())
+def test_every_block_draws_its_records_as_readable_pictures_or_none(name):
+    """What the attention_maps callback logs for each block of the catalogue, on its typical inputs."""
+    torch.manual_seed(0)
+    block, args, kwargs = case(name)
+    with torch.no_grad(), capture(block.eval()) as maps:
+        block(*args, **kwargs)
+    pictures = [block.weights_picture(record, f"{name}, example 1") for records in maps.values() for record in records]
+    for fig in pictures:
+        if fig is not None:
+            readable(fig)
+            assert name in fig._suptitle.get_text()
+    assert any(pictures) == (info(name).kind != "graph"), "every block but the graph ones draws a map"

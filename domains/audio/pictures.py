@@ -1,42 +1,61 @@
-"""Pictures of clips: the log-mel spectrogram with the model's attention over time frames below it."""
+"""Pictures of clips (matplotlib figures of :mod:`framework.pictures`): the log-mel spectrogram
+with the model's attention over its time frames, or with a recogniser's alignment, under it."""
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Sequence
+from typing import Any, Optional
 
 from torch import Tensor
 
-from framework.pictures import bars, colour, heatmap, stacked
+from framework.pictures import array, caption, colour_bar, figure, weight_map
 
-STRIP_HEIGHT = 48  # pixels of the attention bars under the spectrogram
-GAP = 2  # pixels between spectrogram and bars
-BAR_COLOUR = colour((255, 140, 0))
+FEATURES = "magma"  # the colour map of the spectrogram
 
 
-def spectrogram_with_attention(features: Tensor, weights: Optional[Tensor] = None) -> Tensor:
-    """(F, N) features (and (N,) weights over the frames) -> (H, W, 3) uint8 image.
+def _spectrogram(ax: Any, features: Tensor) -> None:
+    """(F, N) features on ``ax``: frames across, low frequencies at the bottom, a colour bar."""
+    image = ax.imshow(array(features), origin="lower", aspect="auto", cmap=FEATURES, interpolation="nearest")
+    ax.set_ylabel("mel bin")
+    ax.set_xlabel("frame")
+    colour_bar(ax, image, "feature (standardised)")
 
-    The spectrogram is drawn with low frequencies at the bottom; under it, one bar per
-    frame whose height is the frame's weight relative to the largest weight.
-    """
-    picture = heatmap(features.flip(0))
+
+def spectrogram_with_attention(features: Tensor, weights: Optional[Tensor] = None, title: str = "") -> Any:
+    """(F, N) features, and under them the (N,) weights of the model's pooling over the frames
+    as one bar per frame (the spectrogram alone without weights)."""
+    frames = features.shape[-1]
+    fig = figure(min(14.0, 3.0 + 0.08 * frames), 6.0 if weights is not None else 4.0)
     if weights is None:
-        return picture
-    scale = picture.shape[1] // features.shape[1]
-    return stacked(picture, bars(weights, scale, STRIP_HEIGHT, BAR_COLOUR), gap=GAP)
+        _spectrogram(fig.add_subplot(), features)
+    else:
+        top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+        _spectrogram(top, features)
+        top.set_xlabel("")
+        bottom.bar(range(frames), array(weights), width=1.0, color="tab:orange")
+        bottom.set_xlim(-0.5, frames - 0.5)
+        bottom.set_xlabel("frame")
+        bottom.set_ylabel("attention weight")
+        bottom.grid(axis="y", alpha=0.3)
+    caption(fig, title)
+    return fig
 
 
-ROW_HEIGHT = 12  # pixels of one output step in the alignment picture
-
-
-def spectrogram_with_alignment(features: Tensor, alignment: Tensor) -> Tensor:
-    """(F, N) features and the (M, N') alignment of M output steps over N' encoder frames ->
-    (H, W, 3) uint8: the spectrogram, and under it one row per output step whose colour over
-    time is its weight (each encoder frame stretched over the N / N' spectrogram frames it
-    covers), so that each token is seen above the sound it was read from."""
-    picture = heatmap(features.flip(0))
-    scale = picture.shape[1] // features.shape[1]
-    reduction = max(1, -(-features.shape[1] // alignment.shape[1]))
-    rows = heatmap(alignment, min_side=1).repeat_interleave(ROW_HEIGHT, 0)
-    rows = rows.repeat_interleave(reduction * scale, 1)[:, : picture.shape[1]]
-    return stacked(picture, rows, gap=GAP)
+def spectrogram_with_alignment(features: Tensor, alignment: Tensor, tokens: Optional[Sequence[str]] = None,
+                               title: str = "") -> Any:
+    """(F, N) features and, under them, the (M, N') alignment of M output steps over N' encoder
+    frames, each encoder frame stretched over the N / N' spectrogram frames it covers, so
+    that each token is seen under the sound it was read from; ``tokens`` name the steps."""
+    frames, steps = features.shape[-1], alignment.shape[0]
+    reduction = max(1, -(-frames // alignment.shape[-1]))
+    fig = figure(min(14.0, 3.0 + 0.08 * frames), 4.0 + 0.25 * steps)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, max(1.0, 0.25 * steps)))
+    _spectrogram(top, features)
+    top.set_xlabel("")
+    weight_map(bottom, alignment, rows="output token", columns="frame", row_labels=tokens,
+               extent=(-0.5, alignment.shape[-1] * reduction - 0.5, steps - 0.5, -0.5))
+    if tokens is not None and steps <= 40:
+        bottom.set_yticks(range(steps), tokens, fontsize=8)
+    bottom.set_xlim(-0.5, frames - 0.5)
+    caption(fig, title)
+    return fig

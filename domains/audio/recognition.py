@@ -114,4 +114,6 @@ class SequenceRecognition(Task):
         features, mask = model.frontend(first["waveform"], first["lengths"])
         frames = int(mask[0].sum()) if mask is not None else features.shape[-1]
         keep = -(-frames * alignment.shape[-1] // features.shape[-1])  # the encoder frames of the real audio
-        return {"alignment": [spectrogram_with_alignment(features[0, :, :frames], alignment[0, :, :keep])]}
+        tokens = [transcript([t]) or {SPECIALS.eos: "</s>", PAD: "<pad>"}.get(t, "?") for t in output[0].tolist()]
+        return {"alignment": [spectrogram_with_alignment(features[0, :, :frames], alignment[0, :, :keep], tokens,
+                                                         "first validation utterance: attention of each decoded token")]}

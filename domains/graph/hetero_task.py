@@ -10,13 +10,10 @@ from torch_geometric.data import HeteroData
 
 from framework.attention import capture
 from framework.errors import ConfigError
-from framework.pictures import bars, side_by_side
 from framework.tasks import Classification
 
-from .pictures import draw_neighbourhood, node_coefficients
+from .pictures import metapath_attention, node_coefficients
 from .task import NodeClassification
-
-SEMANTIC_COLOUR = (70, 160, 230)
 
 
 def target_inputs(batch: HeteroData) -> tuple[str, Tensor, dict[str, Tensor]]:
@@ -85,11 +82,10 @@ class HeteroNodeClassification(Classification):
         for name, records in maps.items():
             node_level = [r.weights for r in records if isinstance(r.weights, tuple)]
             semantic = [r.weights for r in records if not isinstance(r.weights, tuple)]
-            parts = [bars(semantic[0], column_width=24, height=96, rgb=SEMANTIC_COLOUR)] if semantic else []
-            for relation, (edge_index, alpha) in zip(edges, node_level):
-                sources, coefficients = node_coefficients(edge_index, alpha, self.image_node)
-                parts.append(draw_neighbourhood(self.image_node, sources, coefficients, title=f"{name}, {relation}",
-                                                size=240, max_neighbours=self.max_drawn_neighbours))
-            if parts:
-                pictures.append(side_by_side(*parts))
+            views = [(relation, *node_coefficients(edge_index, alpha, self.image_node))
+                     for relation, (edge_index, alpha) in zip(edges, node_level)]
+            if views:
+                pictures.append(metapath_attention(self.image_node, semantic[0] if semantic else None, views,
+                                                   f"{name}: {node} node {self.image_node}, heads averaged",
+                                                   self.max_drawn_neighbours))
         return {"metapath_attention": pictures} if pictures else {}

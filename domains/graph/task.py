@@ -150,7 +150,7 @@ class NodeClassification(Classification):
             sources, coefficients = node_coefficients(edge_index, alpha, local)
             pictures.append(draw_neighbourhood(
                 self.image_node, sources if ids is None else ids[sources].cpu(), coefficients,
-                title=f"{name}, node {self.image_node}", max_neighbours=self.max_drawn_neighbours,
+                title=f"{name}: node {self.image_node} attending its neighbours", max_neighbours=self.max_drawn_neighbours,
             ))
         return {"neighbourhood_attention": pictures} if pictures else {}
 

@@ -184,7 +184,8 @@ class QuestionAnswering(Task):
         if weights is None:  # the no-attention baseline
             return {}
         sentences = int(batch["story"][0].ne(0).any(-1).sum())
-        return {"memory_hops": [hop_image(weights[0, :, :sentences], batch["support"][0, :sentences])]}
+        return {"memory_hops": [hop_image(weights[0, :, :sentences], batch["support"][0, :sentences],
+                                          "first validation story: attention of each hop over its sentences")]}
 
 
 class BitSequences(Task):
@@ -218,4 +219,5 @@ class BitSequences(Task):
         _, weights = model(batch["inputs"][:1], batch["mask"][:1], need_weights=True)
         if weights is None:  # no memory
             return {}
-        return {"memory_weights": [weights_image(head) for head in weights[0]]}
+        return {"memory_weights": [weights_image(head, f"first validation sequence, read head {k + 1} of {len(weights[0])}")
+                                   for k, head in enumerate(weights[0])]}

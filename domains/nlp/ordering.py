@@ -89,4 +89,5 @@ class Ordering(Task):
         values, target = batch["values"][:1, :length], batch["target"][:1, :length]
         weights = model(values, batch["mask"][:1, :length], target, need_weights=True).weights[0]
         inputs = [f"{v:.2f}" for v in values[0].tolist()]
-        return {"alignment": [alignment_image(weights, inputs, [inputs[j] for j in target[0].tolist()])]}
+        return {"alignment": [alignment_image(weights, inputs, [inputs[j] for j in target[0].tolist()],
+                                              "first validation list: where each output step points")]}

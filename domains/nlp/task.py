@@ -167,7 +167,8 @@ class TextClassification(TokenizerState, Classification):
         tokens, weights = first["tokens"][0], output.token_weights[0]
         rows = [(tokens, weights)] if tokens.dim() == 1 else list(zip(tokens, weights))
         lines = [list(zip(tokens_of(self.tokenizer, ids.tolist()), w.tolist())) for ids, w in rows]
-        title = f"true: {self._name(int(target[0]))}   predicted: {self._name(int(output.logits[0].argmax()))}"
+        title = (f"first validation text, the read-out's weight of each word: true {self._name(int(target[0]))}, "
+                 f"predicted {self._name(int(output.logits[0].argmax()))}")
         return {"word_attention": [highlight_image([line for line in lines if line], title)]}
 
 
@@ -366,7 +367,8 @@ class Translation(TokenizerState, Task):
         if alignment is None:
             return {}
         source, target = token_names(self.tokenizer, tokens[0][mask[0]].tolist()), token_names(self.tokenizer, output)
-        return {"alignment": [alignment_image(alignment[0, :, : len(source)], source, target)]}
+        return {"alignment": [alignment_image(alignment[0, :, : len(source)], source, target,
+                                              "first validation example: attention of each decoded token")]}
 
 
 class _nothing:

@@ -1,14 +1,19 @@
-"""What the recommender domain draws for the loggers: the attention of a user's history over itself."""
+"""What the recommender domain draws for the loggers (a matplotlib figure of
+:mod:`framework.pictures`): the attention of a user's history over itself."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from torch import Tensor
 
 from framework.pictures import heatmap
 
 
-def history_attention(weights: Tensor, real: Tensor) -> Tensor:
-    """A heat map of the attention (N, N) of a history's positions over its positions (query
-    x key, heads averaged), cropped to the rows and columns of its items (``real``: (N,) bool,
-    False at padding)."""
-    return heatmap(weights[real][:, real])
+def history_attention(weights: Tensor, real: Tensor, items: Tensor, title: str = "") -> Any:
+    """The attention (N, N) of a history's positions over its positions (query x key, heads
+    averaged), cut to the positions of its items (``real``: (N,) bool, False at padding),
+    each row and column named by its item id (``items``: (N,))."""
+    ids = [str(i) for i in items[real].tolist()]
+    return heatmap(weights[real][:, real], rows="query: item in the history (id)", columns="key: item in the history (id)",
+                   row_labels=ids, column_labels=ids, caption_text=title)

@@ -325,7 +325,8 @@ class SequentialRanking(Task):
         for name, records in maps.items():
             weights = blocks[name].weights_image(records[0])
             if weights is not None and weights.shape == (len(real), len(real)):
-                pictures[f"history_attention/{name}"] = [history_attention(weights, real)]
+                pictures[f"history_attention/{name}"] = [history_attention(
+                    weights, real, one[0], f"the longest history of the batch attending itself: {name}, heads averaged")]
         return pictures
 
 

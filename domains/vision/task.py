@@ -148,7 +148,8 @@ class Segmentation(Task):
         inputs, target = inputs[: self.num_images], target[: self.num_images]
         with capture(model) as maps:
             prediction = _logits(call_model(model, inputs))[0].argmax(1)
-        pictures = {"masks": [masks(x, t, p, self.colours, self.ignore_index) for x, t, p in zip(inputs, target, prediction)]}
+        pictures = {"masks": [masks(x, t, p, self.colours, self.ignore_index, f"validation example {k + 1}")
+                              for k, (x, t, p) in enumerate(zip(inputs, target, prediction))]}
         return {**pictures, **looked_at(model, maps, inputs, self.pixel)}
 
     # ------------------------------------------------------------------ evaluation hooks

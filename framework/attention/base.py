@@ -163,6 +163,41 @@ class AttentionBlock(nn.Module):
             image = image.mean(0)
         return image if image.dim() == 2 else image.unsqueeze(0)
 
+    def weights_picture(self, record: Record, caption: str = "") -> Any:
+        """:meth:`weights_image` as a picture of :mod:`framework.pictures` (a matplotlib
+        Figure), its axes named from the record's grids, ``caption`` (which example, which
+        layer) above it with the block's name and what was averaged; None without a map.
+
+        A map of key positions (queries x keys, or learned queries x keys) draws the keys
+        that no query of the example weighs, in any head, hatched as padding (keys masked
+        before the normalisation get exactly 0, and the weights are not negative), not as
+        weight 0; where queries and keys are the same positions, their query rows too.
+        """
+        image = self.weights_image(record)
+        if image is None:
+            return None
+        from ..pictures import heatmap
+
+        weights, queries, keys = record.weights, record.queries, record.keys
+        layout = (math.prod(queries), math.prod(keys)) if queries and keys else None
+        heads = weights.shape[1] if isinstance(weights, Tensor) and weights.dim() == 4 and weights.shape[2:] == layout else 1
+        said = f"{caption}\n{self.block_name}" + (f", mean of {heads} heads" if heads > 1 else "")  # (B, h, Q, K)
+        if keys is not None and len(keys) == 2 and tuple(image.shape) == tuple(keys):
+            middle = tuple(size // 2 for size in queries) if queries else ()
+            query = f"query pixel {middle} of {queries[0]} x {queries[1]}" if queries else "its query"
+            return heatmap(image, rows="key row", columns="key column", aspect="equal",
+                           caption_text=f"{said}: where {query} looks")
+        if keys is None or len(keys) != 1 or image.shape[-1] != keys[0]:  # no grid: say what the axes are
+            drawn = [w for w in weights if isinstance(w, Tensor) and w.dim() >= 2][-1] if isinstance(
+                weights, (tuple, list)) else weights  # the tensor weights_image draws
+            shape = tuple(drawn.shape[1:])
+            return heatmap(image, rows="row", columns="column",
+                           caption_text=f"{said}: captured weights {shape} per example, leading axes averaged")
+        attended = image.ne(0).any(0)
+        same = queries is not None and tuple(queries) == tuple(keys) and image.shape[0] == keys[0]
+        return heatmap(image, rows="query position" if queries else "query", columns="key position",
+                       valid_columns=attended, valid_rows=attended if same else None, caption_text=said)
+
 
 def _strides(grid: tuple[int, ...]) -> list[int]:
     """Row-major strides of a grid: (h, w) -> [w, 1]."""

@@ -7,15 +7,9 @@ from typing import Optional
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
-from torch import Tensor
 
 from ..attention import capture
-from ..pictures import heatmap
-
-
-def _as_array(image: object) -> object:
-    """A tensor image as a numpy array for the loggers; anything else as is."""
-    return image.detach().cpu().numpy() if isinstance(image, Tensor) else image
+from ..pictures import as_image
 
 
 class AttentionMaps(Callback):
@@ -24,9 +18,11 @@ class AttentionMaps(Callback):
 
     Every ``every_n_epochs`` validation epochs, the first validation batch runs once more
     through the task under :class:`~framework.attention.capture`; each block's record is
-    drawn by the block's ``weights_image`` (one 2-D map of the first example) and logged
-    under ``attention/<block>``. The task's :meth:`~framework.tasks.Task.images` of the same
-    batch (predicted masks, alignments ...) are logged under ``images/<name>``.
+    drawn by the block's ``weights_picture`` (the first example's map with named axes, a
+    colour bar and padding hatched; one picture per call of the block) and logged under
+    ``attention/<block>``. The task's :meth:`~framework.tasks.Task.images` of the same batch
+    (predicted masks, alignments ...) are logged under ``images/<name>``. Pictures reach
+    the loggers as (H, W, 3) uint8 arrays (:func:`framework.pictures.as_image`).
 
     Args:
         every_n_epochs: how often; 0 turns the callback off.
@@ -54,12 +50,15 @@ class AttentionMaps(Callback):
         if not trainer.is_global_zero:
             return
         for name, images in pictures.items():
+            images = [as_image(i) for i in images]
             for logger in loggers:
-                logger.log_image(key=f"images/{name}", images=[_as_array(i) for i in images], step=trainer.global_step)
+                logger.log_image(key=f"images/{name}", images=images, step=trainer.global_step)
         modules = dict(pl_module.model.named_modules())
         for name, records in maps.items():
             block = modules.get(name, pl_module.model)
-            images = [heatmap(m).numpy() for r in records if (m := block.weights_image(r)) is not None]
+            captions = [f"{name}, first validation example, epoch {trainer.current_epoch + 1}"
+                        + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "") for k in range(len(records))]
+            images = [as_image(p) for r, c in zip(records, captions) if (p := block.weights_picture(r, c)) is not None]
             if images:
                 for logger in loggers:
                     logger.log_image(key=f"attention/{name}", images=images, step=trainer.global_step)

@@ -1,35 +1,28 @@
-"""Pictures of a comparison (matplotlib, Agg backend, PNG in the comparison folder), and their
-logging to W&B: one run named ``<name>/comparison`` in the comparison's group, offline without
+"""Pictures of a comparison (figures of :mod:`framework.pictures`, PNG in the comparison folder),
+and their logging to W&B: one run named ``<name>/comparison`` in the comparison's group, offline without
 an API key as every run of the framework's WandbLogger."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
+from ..pictures import caption, figure
 from .results import Summary
 
 MAX_PANELS = 4
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def metric_plot(summary: Summary, path: Path) -> Optional[Path]:
-    """The shown test metrics against the cell: each seed a dot, the mean with a +- std bar."""
+def metric_figure(summary: Summary) -> Any:
+    """The shown test metrics against the cell: each seed a dot, the mean with a +- std bar;
+    None without test metrics."""
     metrics = summary.shown[:MAX_PANELS]
     if not metrics:
         return None
-    plt = _pyplot()
     width = max(4.0, 0.9 * len(summary.cells) + 1.5)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(width * len(metrics), 3.6), squeeze=False)
+    fig = figure(width * len(metrics), 3.6)
+    axes = fig.subplots(1, len(metrics), squeeze=False)
     labels = [c.label for c in summary.cells]
     for ax, metric in zip(axes[0], metrics):
         for x, cell in enumerate(summary.cells):
@@ -41,13 +34,18 @@ def metric_plot(summary: Summary, path: Path) -> Optional[Path]:
             std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
             ax.errorbar([x + 0.15], [mean], yerr=[std], fmt="o", color="tab:red", capsize=4, zorder=3)
         ax.set_xticks(range(len(labels)), labels, rotation=30 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
+        ax.set_xlim(-0.5, len(labels) - 0.5)
+        ax.set_xlabel("cell")
+        ax.set_ylabel(metric)
         ax.set_title(metric)
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"{summary.name}: seeds (dots), mean ± std (red)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    caption(fig, f"{summary.name}: seeds (dots), mean ± std (red)")
+    return fig
+
+
+def metric_plot(summary: Summary, path: Path) -> Optional[Path]:
+    """:func:`metric_figure` written to ``path``; None (nothing written) without test metrics."""
+    return _write(metric_figure(summary), path)
 
 
 def _curve(records, key: str, history: str) -> tuple[list[int], list[float], list[float]]:
@@ -63,9 +61,10 @@ def _curve(records, key: str, history: str) -> tuple[list[int], list[float], lis
     return epochs, means, stds
 
 
-def curves_plot(summary: Summary, path: Path) -> Optional[Path]:
+def curves_figure(summary: Summary) -> Any:
     """Learning curves per cell: the validation metric the checkpoints follow, validation and
-    training loss, against the epoch; mean over seeds, shaded +- std."""
+    training loss, against the epoch; mean over seeds (a dot per epoch, so that one epoch
+    shows), shaded +- std. None without histories."""
     panels = [(k, h) for k, h in ((summary.monitor, "history"), ("val/loss", "history"), ("train/loss", "train_history"))
               if k]
     panels = list(dict.fromkeys(panels))
@@ -73,26 +72,43 @@ def curves_plot(summary: Summary, path: Path) -> Optional[Path]:
     panels = [(k, h) for k, h in panels if any(k in e for r in records for e in r.fit.get(h) or [])]
     if not panels:
         return None
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.6), squeeze=False)
-    colors = plt.get_cmap("tab10")
+    import matplotlib
+    from matplotlib.ticker import MaxNLocator
+
+    fig = figure(5.0 * len(panels), 3.6)
+    axes = fig.subplots(1, len(panels), squeeze=False)
+    colors = matplotlib.colormaps["tab10"]
     for ax, (key, history) in zip(axes[0], panels):
+        last = 1
         for i, cell in enumerate(summary.cells):
             epochs, means, stds = _curve(summary.records[cell.name], key, history)
             if not epochs:
                 continue
             xs = [e + 1 for e in epochs]
-            ax.plot(xs, means, label=cell.label, color=colors(i % 10))
+            last = max(last, xs[-1])
+            ax.plot(xs, means, label=cell.label, color=colors(i % 10), marker="o", markersize=4)  # one epoch: a dot
             ax.fill_between(xs, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
                             color=colors(i % 10), alpha=0.15)
         ax.set_xlabel("epoch")
+        ax.set_xlim(0.5, last + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+        ax.set_ylabel(key)
         ax.set_title(key)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"{summary.name}: learning curves (mean over seeds ± std)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    caption(fig, f"{summary.name}: learning curves (mean over seeds ± std)")
+    return fig
+
+
+def curves_plot(summary: Summary, path: Path) -> Optional[Path]:
+    """:func:`curves_figure` written to ``path``; None (nothing written) without histories."""
+    return _write(curves_figure(summary), path)
+
+
+def _write(fig: Any, path: Path) -> Optional[Path]:
+    if fig is None:
+        return None
+    fig.savefig(path)
     return path
 
 

@@ -9,6 +9,7 @@ import torch
 from torch.utils.data import Dataset
 from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 
+from .sampling import EpochShuffle, loader_generator
 from .tensors import TensorExamples, collate
 
 SPLITS = ("train", "val", "test")
@@ -21,9 +22,10 @@ class SplitDataModule(pl.LightningDataModule):
     "test": ...}`` datasets (a missing split is an error only when a loop asks for it), and
     may set ``collate_fn`` (padding, graph batching ...). ``predict`` reads ``predict_split``.
 
-    Loaders are torchdata's ``StatefulDataLoader``: a checkpoint taken in the middle of an
-    epoch holds the loader's position and its sampler's random state, so a resumed run
-    continues with the very batches an uninterrupted one would have seen.
+    Loaders are torchdata's ``StatefulDataLoader``, and the training order of an epoch is a
+    function of the run's seed and the epoch (:class:`~framework.data.sampling.EpochShuffle`):
+    a checkpoint taken in the middle of an epoch holds the loader's position, so a run resumed
+    from any checkpoint continues with the very batches an uninterrupted one would have seen.
 
     Splits held as tensors (:class:`~framework.data.tensors.TensorExamples`) are batched by
     indexing, and when the trainer runs on a GPU and the loaders have no workers they move
@@ -76,14 +78,19 @@ class SplitDataModule(pl.LightningDataModule):
             raise KeyError(f"{type(self).__name__} has no {name!r} split; it has {sorted(self.splits)}")
         return self.splits[name]
 
-    def loader(self, name: str, shuffle: bool = False) -> DataLoader:
-        """A DataLoader over one split, with this module's batch size, workers and collate."""
+    def loader(self, name: str, shuffle: bool = False, sampler: Optional[EpochShuffle] = None) -> DataLoader:
+        """A DataLoader over one split, with this module's batch size, workers and collate;
+        ``shuffle`` (training) draws the order with :class:`EpochShuffle`, or with ``sampler``
+        (an order of its own, such as a :class:`~framework.data.sampling.LengthGroupedShuffle`)."""
         dataset = self.split(name)
         on_host = not isinstance(dataset, TensorExamples) or dataset.device.type == "cpu"
+        if shuffle and sampler is None:
+            sampler = EpochShuffle(len(dataset))
         return DataLoader(
             dataset,
-            batch_size=self.batch_size if shuffle else self.eval_batch_size,
-            shuffle=shuffle,
+            batch_size=self.batch_size if shuffle or sampler is not None else self.eval_batch_size,
+            sampler=sampler,
+            generator=loader_generator(),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             pin_memory=on_host and self.device.type == "cuda",

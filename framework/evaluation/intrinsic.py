@@ -72,12 +72,12 @@ def _add(sums: _Sums, view: GoldView, rows: Tensor, generator: torch.Generator) 
 
 
 def intrinsic_rows(model: nn.Module, task: Task, batches: Iterable[Any], seed: int = 0,
-                   say: Callable[[str], None] = print) -> tuple[list[Row], dict[str, Tensor]]:
+                   say: Callable[[str], None] = print) -> tuple[list[Row], dict[str, Any]]:
     """The rows of the intrinsic measures over ``batches`` (on the model's device), and a picture
     per view of the first batch's first example (its weights beside its gold)."""
     generator = torch.Generator().manual_seed(seed)
     sums: dict[tuple[str, str], _Sums] = {}
-    drawn: dict[str, Tensor] = {}
+    drawn: dict[str, Any] = {}
     for batch in batches:
         with torch.no_grad():
             views = task.gold_views(model, batch)
@@ -107,14 +107,15 @@ def intrinsic_rows(model: nn.Module, task: Task, batches: Iterable[Any], seed: i
     return rows, drawn
 
 
-def gold_picture(view: GoldView) -> Optional[Tensor]:
-    """The first example's weights (queries with gold x valid keys) beside its gold, as an image."""
+def gold_picture(view: GoldView) -> Optional[Any]:
+    """The first example's weights beside its gold (queries with gold x keys; keys the query may
+    not attend hatched), as a figure of :mod:`framework.pictures`."""
     queries = view.queries.expand(view.weights.shape[:-1])[0].bool().cpu()
     if not queries.any():
         return None
-    keys = view.keys.expand_as(view.weights)[0].bool().cpu()
-    used = keys.any(0).nonzero().flatten()
-    n = int(used.max()) + 1 if len(used) else keys.shape[-1]
-    weights = view.weights[0].float().cpu()[queries][:, :n]
-    gold = view.gold[0].float().cpu().expand_as(view.weights[0])[queries][:, :n]
-    return pictures.side_by_side(pictures.heatmap(weights), pictures.heatmap(gold), gap=6)
+    keys = view.keys.expand_as(view.weights)[0].bool().cpu()[queries]
+    weights = view.weights[0].float().cpu()[queries]
+    gold = view.gold[0].float().cpu().expand_as(view.weights[0])[queries]
+    return pictures.heatmaps([("attention", weights, "attention weight"), ("gold", gold, "gold weight")],
+                             rows="query (with gold)", columns="key", valid=keys,
+                             caption_text=f"{view.name}: the first test example's attention and its gold")

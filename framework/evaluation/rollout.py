@@ -86,10 +86,12 @@ def rollouts(model: nn.Module, run: Any) -> dict[str, tuple[Tensor, Tensor]]:
     return found
 
 
-def rollout_picture(last: Tensor, rolled: Tensor) -> Tensor:
+def rollout_picture(last: Tensor, rolled: Tensor, stack: str = "") -> Any:
     """The first example's last-layer attention beside its rollout (queries down, keys across),
-    cut to the keys that receive any weight: an (H, W, 3) uint8 image."""
+    positions that no query attends (padding) hatched: a figure of :mod:`framework.pictures`."""
     last, rolled = last[0].detach().float().cpu(), rolled[0].detach().float().cpu()
-    used = (last.sum(0) > 0).nonzero().flatten()
-    n = int(used.max()) + 1 if len(used) else last.shape[-1]
-    return pictures.side_by_side(pictures.heatmap(last[:n, :n]), pictures.heatmap(rolled[:n, :n]), gap=6)
+    attended = last.ne(0).any(0)
+    return pictures.heatmaps([("last layer (heads averaged)", last, "attention weight"),
+                              ("rollout: input token j in output token i", rolled, "rolled-out weight")],
+                             rows="query position i", columns="key position j", valid_rows=attended,
+                             valid_columns=attended, caption_text=f"attention rollout of {stack}, first test example")

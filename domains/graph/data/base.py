@@ -12,6 +12,7 @@ from torch_geometric.loader import NeighborLoader
 from torch_geometric.transforms import NormalizeFeatures
 
 from framework.data import SPLITS, SplitDataModule
+from framework.data.sampling import EpochShuffle, loader_generator
 
 from .sampling import neighbor_sampler
 
@@ -87,13 +88,14 @@ class NodeClassificationData(SplitDataModule):
     def loader(self, name: str, shuffle: bool = False) -> DataLoader:
         (graph,) = self.split(name)
         if self.sampling == "full":
-            return DataLoader([graph], batch_size=None, num_workers=self.num_workers)
+            return DataLoader([graph], batch_size=None, num_workers=self.num_workers, generator=loader_generator())
         return NeighborLoader(
             graph,
             num_neighbors=self.num_neighbors,
             input_nodes=graph.target_mask,
             batch_size=self.batch_size if shuffle else self.eval_batch_size,
-            shuffle=shuffle,
+            sampler=EpochShuffle(int(graph.target_mask.sum())) if shuffle else None,
+            generator=loader_generator(),
             transform=mark_seeds,
             neighbor_sampler=neighbor_sampler(graph, self.num_neighbors),
             num_workers=self.num_workers,

@@ -20,6 +20,7 @@ from torch_geometric.data import HeteroData
 from torch_geometric.transforms import AddMetaPaths
 
 from framework.data import SPLITS, SplitDataModule
+from framework.data.sampling import loader_generator
 from framework.errors import ConfigError
 
 EdgeType = tuple[str, str, str]
@@ -116,4 +117,4 @@ class HeteroNodeClassificationData(SplitDataModule):
         return views
 
     def loader(self, name: str, shuffle: bool = False) -> DataLoader:
-        return DataLoader(self.split(name), batch_size=None, num_workers=self.num_workers)
+        return DataLoader(self.split(name), batch_size=None, num_workers=self.num_workers, generator=loader_generator())

@@ -12,16 +12,15 @@ A batch is a mapping::
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Optional
 
 import torch
-from torch import Tensor
-from torch.utils.data import Sampler
 from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 
 from framework.data import SplitDataModule
-from framework.data.tensors import Batch, TensorExamples, collate
+from framework.data.sampling import LengthGroupedShuffle
+from framework.data.tensors import Batch, TensorExamples
 
 from ..models.encoding import PAD
 
@@ -111,32 +110,6 @@ class StoryDataset(TensorExamples):
 
 
 
-class SimilarLengthSampler(Sampler[int]):
-    """A random order of the examples in which each run of ``batch_size`` has stories of
-    similar length, so that batches carry little padding (``StoryDataset`` cuts it).
-
-    Each epoch the examples are shuffled, cut into pools of ``pool_batches`` batches, sorted
-    by story length within a pool and cut into batches, and the batches are shuffled. The
-    randomness comes from torch's global generator, like ``RandomSampler``.
-    """
-
-    def __init__(self, lengths: Tensor, batch_size: int, pool_batches: int) -> None:
-        self.lengths, self.batch_size, self.pool = lengths, batch_size, batch_size * pool_batches
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __iter__(self) -> Iterator[int]:
-        # Indices on the CPU, where the lengths are, whatever device a run makes the default.
-        generator = torch.Generator("cpu").manual_seed(int(torch.empty((), dtype=torch.int64, device="cpu").random_()))
-        order = torch.randperm(len(self.lengths), generator=generator, device="cpu")
-        lengths = self.lengths.cpu()
-        pools = [pool[lengths[pool].argsort(stable=True)] for pool in order.split(self.pool)]
-        batches = torch.cat(pools).split(self.batch_size)
-        shuffled = torch.randperm(len(batches), generator=generator, device="cpu").tolist()
-        yield from torch.cat([batches[i] for i in shuffled]).tolist()
-
-
 class StoryDataModule(SplitDataModule):
     """Base of the story data modules: examples by split -> padded tensors, batches cut to size.
 
@@ -147,7 +120,7 @@ class StoryDataModule(SplitDataModule):
         memory_size: the most recent sentences kept of each story (50 in the paper).
         similar_lengths: 0 shuffles the training questions plainly; n > 0 makes training
             batches of stories of similar length, sorted within random pools of n batches
-            (:class:`SimilarLengthSampler`): a joint bAbI epoch pads batches to 9 sentences on
+            (:class:`~framework.data.LengthGroupedShuffle`): a joint bAbI epoch pads batches to 9 sentences on
             average instead of 41, about 4x faster. Under DDP, Lightning's distributed
             sampler replaces it (plain shuffling).
         batch_size, eval_batch_size, num_workers: as in ``SplitDataModule``.
@@ -165,13 +138,8 @@ class StoryDataModule(SplitDataModule):
     def train_dataloader(self) -> DataLoader:
         if not self.similar_lengths:
             return super().train_dataloader()
-        train = self.split("train")
-        lengths = train.story.ne(PAD).any(-1).sum(1)
-        return DataLoader(train, batch_size=self.batch_size, num_workers=self.num_workers,
-                          sampler=SimilarLengthSampler(lengths, self.batch_size, self.similar_lengths),
-                          persistent_workers=self.num_workers > 0,
-                          pin_memory=self.device.type == "cuda" and train.device.type == "cpu",
-                          collate_fn=collate)
+        lengths = self.split("train").story.ne(PAD).any(-1).sum(1)
+        return self.loader("train", sampler=LengthGroupedShuffle(lengths, self.batch_size, self.similar_lengths))
 
     def examples(self) -> dict[str, list[Example]]:
         raise TypeError(f"{type(self).__name__} must define examples(), returning the examples by split")

@@ -26,13 +26,17 @@ from torch.utils.data import Dataset
 
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-from framework.data import SplitDataModule, TensorExamples, collate, dataset_dir
+from framework.data import SplitDataModule, dataset_dir
 
-from .datasets import LengthGroupedBatches, RankingQueries, TrainSequences, flatten
+from framework.data.sampling import LengthGroupedShuffle
+
+from .datasets import RankingQueries, TrainSequences, flatten
 from .generated import taste_histories
 from .interactions import Histories, filter_min_counts, index_items, read_movielens, read_user_item_lines
 from .negatives import cached_negatives, sample_negatives
 
+#: Batches per pool sorted by length when training batches are grouped by length.
+LENGTH_POOL = 50
 
 def counts(histories: Histories) -> dict[str, int]:
     """Users, distinct items and interactions of some histories."""
@@ -55,7 +59,8 @@ class SequenceData(SplitDataModule):
             SASRec paper).
         seed: the seed of the negatives (and of generated data).
         group_by_length: training batches of users with rows of about the same length, in
-            random order (:class:`~.datasets.LengthGroupedBatches`; not under DDP), so that
+            random order (:class:`~framework.data.sampling.LengthGroupedShuffle`, sorted within
+            random pools of ``LENGTH_POOL`` batches; not under DDP), so that
             short histories are not padded to ``max_len``; false: plain shuffled batches.
         batch_size, eval_batch_size, num_workers, predict_split: as in
             :class:`~framework.data.SplitDataModule`.
@@ -141,16 +146,8 @@ class SequenceData(SplitDataModule):
         trainer = getattr(self, "trainer", None)
         if not self.group_by_length or (trainer is not None and trainer.world_size > 1):
             return super().train_dataloader()
-        dataset = self.split("train")
-        on_host = not isinstance(dataset, TensorExamples) or dataset.device.type == "cpu"
-        return StatefulDataLoader(
-            dataset,
-            batch_sampler=LengthGroupedBatches((dataset.sequence > 0).sum(1), self.batch_size),
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
-            pin_memory=on_host and self.device.type == "cuda",
-            collate_fn=collate,
-        )
+        lengths = (self.split("train").sequence > 0).sum(1)
+        return self.loader("train", sampler=LengthGroupedShuffle(lengths, self.batch_size, pool_batches=LENGTH_POOL))
 
     def val_dataloader(self):
         self.draw_negatives()  # here, after the task's checks and before any loader worker starts

@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
 from framework.data import SPLITS, SplitDataModule
+from framework.data.sampling import loader_generator
 
 from .datasets import ImageTensors
 from .digits import DIGIT_NAMES, digit_split_indices, load_digit_images
@@ -291,4 +292,4 @@ class DigitScenes(SplitDataModule):
         """Batches ``(image, target, gold)`` of a split, gold (B, 2, S, S) bool from :func:`gold_masks`:
         what ``python -m framework evaluate`` reads for the intrinsic measures."""
         dataset = GoldScenes(self.scenes(split), v2.Compose(normalised(self.mean, self.std)))
-        return DataLoader(dataset, batch_size=self.eval_batch_size, num_workers=self.num_workers)
+        return DataLoader(dataset, batch_size=self.eval_batch_size, num_workers=self.num_workers, generator=loader_generator())

@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from domains.audio import CRNN, AudioClassification, Frontend, SpectrogramCNN, SpectrogramTransformer
-from domains.audio.pictures import BAR_COLOUR, STRIP_HEIGHT, spectrogram_with_attention
+from domains.audio.pictures import spectrogram_with_attention
 from framework.attention import MeanPooling, build, capture, create
 from tests.conftest import on
+from tests.image_logger import readable
 
 FRONT = dict(sample_rate=8000, n_fft=128, hop_length=64, n_mels=16)
 
@@ -73,15 +74,17 @@ def test_pooling_weights_are_zero_on_padded_frames_and_none_pools_the_mean():
 
 
 def test_spectrogram_picture_draws_one_bar_per_frame():
-    features = torch.randn(4, 3)
-    image = spectrogram_with_attention(features, torch.tensor([0.0, 0.5, 1.0]))
-    scale = -(-128 // 3)  # heatmap enlarges the short side to >= 128 pixels
-    assert image.dtype == torch.uint8 and image.shape == (4 * scale + 2 + STRIP_HEIGHT, 3 * scale, 3)
-    strip = image[-STRIP_HEIGHT:].float().sum(-1) > 0  # lit pixels of the bars
-    assert strip[:, :scale].sum() == 0
-    assert strip[:, scale:2 * scale].sum() == scale * STRIP_HEIGHT // 2
-    assert strip[:, 2 * scale:].all()
-    assert spectrogram_with_attention(features).shape == (4 * scale, 3 * scale, 3)
+    features, weights = torch.randn(4, 3), torch.tensor([0.0, 0.25, 0.75])
+    fig = spectrogram_with_attention(features, weights, "a clip")
+    readable(fig)
+    spectrogram, bars = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert spectrogram.get_ylabel() == "mel bin" and bars.get_xlabel() == "frame"
+    assert (spectrogram.images[0].get_array() == features.numpy()).all() and spectrogram.images[0].origin == "lower"
+    assert [bar.get_height() for bar in bars.patches] == weights.tolist()
+    assert [bar.get_x() + bar.get_width() / 2 for bar in bars.patches] == [0, 1, 2], "one bar under each frame"
+    alone = spectrogram_with_attention(features, title="a clip")
+    readable(alone)
+    assert len(alone.axes) == 2  # the spectrogram and its colour bar
 
 
 @pytest.mark.parametrize("name", ["cnn_se", "transformer", "crnn"])
@@ -90,13 +93,14 @@ def test_task_images_show_the_first_clip_cut_to_its_real_frames(name, device):
     batch = {"waveform": torch.randn(2, 2000), "lengths": torch.tensor([1000, 2000]), "target": torch.tensor([0, 1])}
     model, batch = on(device, model, batch)
     with torch.no_grad():
-        (image,) = AudioClassification(4).images(model, batch)["time_attention"]
-    frames = -(-1000 // FRONT["hop_length"])  # 16 real frames of 16 mel bins: heatmap scale 8
-    bars = 0 if name == "cnn_se" else 2 + STRIP_HEIGHT
-    assert image.dtype == torch.uint8 and image.shape == (16 * 8 + bars, frames * 8, 3)
-    if bars:  # the pooling weights are drawn: the largest frame's bar fills the strip's height
-        lit = (image[-STRIP_HEIGHT:] == BAR_COLOUR).all(-1)
-        assert lit[0].any() and lit.all(0).any()
+        (fig,) = AudioClassification(4).images(model, batch)["time_attention"]
+    readable(fig)
+    frames = -(-1000 // FRONT["hop_length"])  # 16 real frames of 16 mel bins
+    spectrogram, *bars = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert spectrogram.images[0].get_array().shape == (16, frames) and len(bars) == (name != "cnn_se")
+    if bars:  # the pooling weights of the real frames, each encoder frame under the spectrogram frames it covers
+        heights = torch.tensor([bar.get_height() for bar in bars[0].patches])
+        assert len(heights) == frames and heights.min() > 0 and heights.sum() > 1
 
 
 def test_models_reject_a_frequency_axis_too_small_for_their_stages():

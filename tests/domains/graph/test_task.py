@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from domains.graph import KarateClubData, NodeClassification, NodeClassifier
 from domains.graph.pictures import draw_neighbourhood, node_coefficients
-from framework.pictures import heatmap
 from tests.conftest import on
+from tests.image_logger import colour_bars, readable
 
 
 @pytest.fixture
@@ -40,7 +40,11 @@ def test_predict_names_the_nodes(karate):
 def test_one_neighbourhood_picture_per_attention_layer(karate, device):
     model, batch = on(device, NodeClassifier(34, 4).eval(), karate.split("val")[0])
     pictures = NodeClassification(4, image_node=33).images(model, batch)["neighbourhood_attention"]
-    assert len(pictures) == 2 and all(p.dtype == torch.uint8 and p.shape == (320, 320, 3) for p in pictures)
+    assert len(pictures) == 2
+    for fig in pictures:
+        readable(fig)
+        neighbours = int(((batch.edge_index[1] == 33) & (batch.edge_index[0] != 33)).sum())
+        assert sum(1 for text in fig.axes[0].texts if "\n" in text.get_text()) == neighbours  # one label each
     assert NodeClassification(4).images(on(device, NodeClassifier(34, 4, attention="none").eval()), batch) == {}
     with pytest.raises(ValueError, match="task.image_node=34, but the graph has 34 nodes"):
         NodeClassification(4, image_node=34).images(model, batch)
@@ -54,24 +58,20 @@ def test_coefficients_of_a_node_are_its_incoming_edges_averaged_over_heads():
     torch.testing.assert_close(coefficients, torch.tensor([0.3, 0.3, 0.4]))
 
 
-def colour_of(value: float, scale: float) -> torch.Tensor:
-    """The colour map's colour of ``value`` on the scale 0 -> ``scale`` (independent of the drawing)."""
-    return heatmap(torch.tensor([[0.0, scale, value]]), min_side=1)[0, 2]
-
-
-def colours_near(image: torch.Tensor, x: float, y: float) -> set[tuple[int, ...]]:
-    return {tuple(image[round(y) + dy, round(x) + dx].tolist()) for dy in (-1, 0, 1) for dx in (-1, 0, 1)}
-
-
 def test_edges_are_coloured_by_coefficient_strongest_at_the_top():
     """Neighbours in decreasing order clockwise from the top: 5 (0.6) above the centre, 9 (0.2) at
     30 degrees below the right, 3 (0.1) at 150 degrees; each edge in its coefficient's colour on
-    the scale 0 -> 0.6, and the ring of the centre in the colour of its self coefficient."""
-    image = draw_neighbourhood(7, torch.tensor([3, 5, 7, 9]), torch.tensor([0.1, 0.6, 0.15, 0.2]), size=320)
-    centre, along = 160, 60  # a point on each edge, 60 pixels from the centre
-    assert tuple(colour_of(0.6, 0.6).tolist()) in colours_near(image, centre, centre - along)
-    for angle, value in ((30, 0.2), (150, 0.1)):
-        x, y = centre + along * math.cos(math.radians(angle)), centre + along * math.sin(math.radians(angle))
-        near = colours_near(image, x, y)
-        assert tuple(colour_of(value, 0.6).tolist()) in near and tuple(colour_of(0.6, 0.6).tolist()) not in near
-    assert tuple(image[centre, centre + 12].tolist()) == tuple(colour_of(0.15, 0.6).tolist())
+    the colour bar's scale 0 -> 0.6, wider the larger it is, and the centre in the colour of its
+    self coefficient."""
+    fig = draw_neighbourhood(7, torch.tensor([3, 5, 7, 9]), torch.tensor([0.1, 0.6, 0.15, 0.2]), "node 7")
+    readable(fig)
+    ax, (bar,) = fig.axes[0], colour_bars(fig)
+    assert (bar.norm.vmin, bar.norm.vmax) == (0.0, pytest.approx(0.6))
+    edges = {(round(line.get_xdata()[1], 3), round(line.get_ydata()[1], 3)): line for line in ax.lines}
+    for angle, value in ((90, 0.6), (-30, 0.2), (-150, 0.1)):
+        line = edges[(round(math.cos(math.radians(angle)), 3), round(math.sin(math.radians(angle)), 3))]
+        assert line.get_color() == bar.cmap(bar.norm(value)), angle
+        assert line.get_linewidth() == pytest.approx(1 + 6 * value / 0.6)
+    centre = ax.collections[-1]
+    assert tuple(centre.get_offsets()[0]) == (0, 0)
+    assert centre.get_facecolor()[0] == pytest.approx(bar.cmap(bar.norm(0.15)), abs=0.01)  # 256 colours: a step apart

@@ -8,7 +8,7 @@ import torch
 
 from domains.memory import BabiStories, GeneratedStories, generate_stories, parse_babi
 from domains.memory.data.generated import lexicon
-from domains.memory.data.stories import SimilarLengthSampler, StoryDataset, Vocabulary
+from domains.memory.data.stories import StoryDataset, Vocabulary
 from framework.data import DataNotFoundError
 
 FILE = """1 Mary moved to the bathroom.
@@ -60,16 +60,6 @@ def test_a_batch_is_cut_to_the_padding_its_examples_use():
     both = data.__getitems__([2, 1])
     assert both["story"].shape == (2, 4, 6) and torch.equal(both["story"][0, :1, :5], batch["story"][0])
     assert torch.equal(both["story"][1], data[1]["story"][:4, :6]) and torch.equal(both["target"], data.target[[2, 1]])
-
-
-def test_similar_length_batches_cover_every_example_with_little_padding():
-    torch.manual_seed(0)
-    lengths = torch.randint(1, 51, (640,))
-    sampler = SimilarLengthSampler(lengths, batch_size=32, pool_batches=10)
-    first, second = list(sampler), list(sampler)
-    assert sorted(first) == list(range(640)) and first != second
-    spread = lambda order: float((lambda b: (b.max(1).values - b.min(1).values).float().mean())(lengths[order].view(-1, 32)))
-    assert spread(first) < 0.25 * spread(torch.randperm(640))
 
 
 def replay(example):

@@ -11,6 +11,7 @@ import torch
 from domains.memory import AnswerMetric, GeneratedStories, LinearStart, MemN2N, QuestionAnswering
 from domains.memory.pictures import SUPPORT_COLOUR, hop_image
 from tests.conftest import on
+from tests.image_logger import readable
 
 
 def logits_for(answers):
@@ -48,14 +49,13 @@ def test_task_logs_overall_and_per_task_figures():
 
 def test_hop_image_marks_the_supporting_facts():
     weights = torch.tensor([[0.1, 0.7, 0.2], [0.0, 0.1, 0.9]])
-    image = hop_image(weights, torch.tensor([False, True, True]))
-    assert image.dtype == torch.uint8 and image.shape[1] % 3 == 0
-    column = image.shape[1] // 3
-    strip = image[-1]  # the bottom row of the marker strip
-    assert torch.equal(strip[column + column // 2], SUPPORT_COLOUR) and torch.equal(strip[-1], SUPPORT_COLOUR)
-    assert strip[column // 2].tolist() == [255, 255, 255]
-    top_row = image[0]  # hop 1: its largest weight is the brightest (yellow: most red + green)
-    assert top_row[column + 1].int().sum() > top_row[1].int().sum()
+    fig = hop_image(weights, torch.tensor([False, True, True]), "a story")
+    readable(fig)
+    ax = fig.axes[0]
+    assert (ax.images[0].get_array() == weights.numpy()).all() and ax.get_ylabel() == "hop"
+    labels = ax.get_xticklabels()
+    assert [label.get_text() for label in labels] == ["1", "2*", "3*"]
+    assert [label.get_color() for label in labels] == ["black", SUPPORT_COLOUR, SUPPORT_COLOUR]
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +68,10 @@ def generated_batch():
 def test_images_draw_the_first_validation_question(generated_batch, device):
     batch = on(device, generated_batch)
     pictures = QuestionAnswering().images(on(device, MemN2N(34).eval()), batch)
-    (image,) = pictures["memory_hops"]
+    (fig,) = pictures["memory_hops"]
+    readable(fig)
     sentences = int(generated_batch["story"][0].ne(0).any(-1).sum())
-    assert image.shape[1] % sentences == 0 and image.shape[-1] == 3 and image.device.type == "cpu"
+    assert fig.axes[0].images[0].get_array().shape == (3, sentences)  # MemN2N's three hops over the real sentences
     assert QuestionAnswering().images(on(device, MemN2N(34, attention="none")), batch) == {}
 
 

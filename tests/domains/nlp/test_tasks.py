@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from domains.nlp.data import TREC, DateNormalization, GeneratedReviews
-from domains.nlp.data.tokenization import PAD
+from domains.nlp.data.tokenization import PAD, token_names
 from domains.nlp.models import (
     HierarchicalAttentionNetwork,
     RecurrentSeq2Seq,
@@ -15,8 +15,10 @@ from domains.nlp.models import (
     TransformerClassifier,
     TransformerSeq2Seq,
 )
+from domains.nlp.pictures import shown
 from domains.nlp.task import TextClassification, Translation
 from tests.conftest import on
+from tests.image_logger import readable
 
 
 def date_batch(size: int = 8):
@@ -94,8 +96,6 @@ def test_frobenius_penalty_joins_the_loss_and_is_logged():
         TextClassification(num_classes=3, penalty=0.5).step(han, review_batch(sentences=True)[2], "train")
 
 
-def is_picture(image: torch.Tensor) -> bool:
-    return image.dtype == torch.uint8 and image.dim() == 3 and image.shape[-1] == 3 and image.shape[0] > 10
 
 
 @pytest.mark.parametrize("model", [
@@ -110,7 +110,13 @@ def test_alignment_picture_of_the_first_example(model, device):
     task.attach(tokenizer)
     with torch.no_grad():
         images = task.images(model, batch)
-    assert list(images) == ["alignment"] and is_picture(images["alignment"][0])
+    assert list(images) == ["alignment"]
+    readable(fig := images["alignment"][0])
+    ax = fig.axes[0]
+    tokens, mask = batch["tokens"][0].cpu(), batch["mask"][0].cpu()
+    source = [shown(token) for token in token_names(tokenizer, tokens[mask].tolist())]
+    assert [label.get_text() for label in ax.get_xticklabels()] == source, "the source tokens name the columns"
+    assert ax.images[0].get_array().shape == (len(ax.get_yticklabels()), len(source))
     assert task.images(on(device, RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="none").eval()), batch) == {}
 
 
@@ -125,7 +131,12 @@ def test_word_highlights_of_the_first_example(sentences, model, device):
     task.attach(tokenizer, labels)
     with torch.no_grad():
         images = task.images(*on(device, model.eval(), batch))
-    assert list(images) == ["word_attention"] and is_picture(images["word_attention"][0])
+    assert list(images) == ["word_attention"]
+    readable(fig := images["word_attention"][0])
+    ax = fig.axes[0]
+    words = [text.get_text() for text in ax.texts]
+    weights = ax.images[0].get_array()
+    assert len(words) == weights.count() > 0, "one coloured cell per word"
 
 
 def train(model, task, loader, steps: int, lr: float) -> tuple[float, float]:

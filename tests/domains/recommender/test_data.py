@@ -12,7 +12,6 @@ import torch
 
 from domains.recommender.data import (
     GeneratedSequences,
-    LengthGroupedBatches,
     MovieLens100K,
     TasteChain,
     UserItemSequences,
@@ -23,6 +22,7 @@ from domains.recommender.data import (
     taste_histories,
 )
 from framework.data import DataNotFoundError
+from framework.data.sampling import LengthGroupedShuffle
 
 
 def naive_k_core(histories, min_user, min_item):
@@ -164,35 +164,15 @@ def test_bad_data_settings_name_the_key(tmp_path):
         UserItemSequences(path=str(tmp_path / "bad.txt")).setup("fit")
 
 
-def test_length_grouped_batches_cover_every_user_once_and_resume_where_they_stopped():
-    torch.manual_seed(0)
-    lengths = torch.randint(1, 52, (1000,))
-    sampler = LengthGroupedBatches(lengths, batch_size=16, group=5)
-    first = list(sampler)
-    assert len(first) == len(sampler) == 63
-    assert sorted(i for batch in first for i in batch) == list(range(1000))
-    spread = np.mean([int(lengths[b].max() - lengths[b].min()) for b in first])
-    assert spread < 12  # lengths 1 .. 51, a run of 5 batches sorted: about 51 / 5 (random batches: about 45)
-    assert first != list(sampler)  # another epoch, another order
-    # a checkpoint in the middle of an epoch: a new sampler given its state gives the rest
-    iterator = iter(sampler)
-    taken = [next(iterator) for _ in range(10)]
-    state = sampler.state_dict()
-    rest = list(iterator)
-    resumed = LengthGroupedBatches(lengths, batch_size=16, group=5)
-    resumed.load_state_dict(state)
-    assert list(resumed) == rest and len(taken) + len(rest) == 63
-
-
 def test_the_training_loader_groups_by_length_unless_told_not_to():
     data = GeneratedSequences(num_users=400, num_items=200, min_length=3, max_length=60, median_length=6,
                               max_len=50, batch_size=32)
     data.setup("fit")
     lengths = (data.split("train").sequence > 0).sum(1)
     assert int(lengths.median()) <= 5 and int(lengths.max()) > 30  # median 6 items, 2 held out: a long tail
-    assert isinstance(data.train_dataloader().batch_sampler, LengthGroupedBatches)
+    assert isinstance(data.train_dataloader().sampler, LengthGroupedShuffle)
     widths = [int((b["sequence"] > 0).sum(1).max()) for b in data.train_dataloader()]
     assert np.median(widths) < 20  # most batches need few columns
     plain = GeneratedSequences(num_users=400, num_items=200, group_by_length=False, batch_size=32)
     plain.setup("fit")
-    assert not isinstance(plain.train_dataloader().batch_sampler, LengthGroupedBatches)
+    assert not isinstance(plain.train_dataloader().sampler, LengthGroupedShuffle)

@@ -10,6 +10,7 @@ from torch import nn
 from domains.recommender import BERT4Rec, DIN, GRU4Rec, MostPopular, NextItemRanking, SASRec
 from framework.attention import capture
 from tests.conftest import on
+from tests.image_logger import readable
 
 NUM_ITEMS = 30
 
@@ -144,5 +145,9 @@ def test_the_task_draws_the_longest_history_attending_itself(device):
         with torch.no_grad():
             pictures = NextItemRanking().images(on(device, model.eval()), batch)
         assert len(pictures) == expected and all(name.startswith("history_attention/") for name in pictures)
-        for (image,) in pictures.values():
-            assert image.dtype == torch.uint8 and image.shape[2] == 3 and image.shape[0] % longest == 0
+        for (fig,) in pictures.values():
+            readable(fig)
+            ax = fig.axes[0]
+            items = [str(i) for i in history[int((history > 0).sum(1).argmax())][-longest:].tolist()]
+            assert ax.images[0].get_array().shape == (longest, longest), "cut to the history's items"
+            assert [label.get_text() for label in ax.get_xticklabels()] == items

@@ -11,6 +11,7 @@ from domains.vision.models import SegmentationNet, SegmentationOutput
 from domains.vision.task import Segmentation
 from framework.attention import capture, create
 from tests.conftest import on
+from tests.image_logger import colour_bars, readable
 
 K, IGNORE = 4, 255
 
@@ -71,17 +72,23 @@ def test_pictures_show_masks_and_where_the_chosen_pixel_looks(device):
     with torch.no_grad():
         pictures = Segmentation(K, num_images=1, pixel=(0.25, 0.5)).images(*on(device, model.eval(), (image, target)))
     (masks,) = pictures["masks"]
-    assert masks.dtype == torch.uint8 and masks.shape == (32, 3 * 40 + 2 * 2, 3)
-    assert torch.equal(masks[:, 42:82], voc_palette(K)[target[0]])  # image | truth | prediction
+    readable(masks)
+    image, truth, prediction = masks.axes[:3]
+    assert [ax.get_title() for ax in (image, truth, prediction)] == ["image", "true classes", "predicted classes"]
+    assert (truth.images[0].get_array() == target[0].numpy()).all()
+    (bar,) = colour_bars(masks)
+    assert list(bar.get_ticks()) == list(range(K)) and bar.ax.get_ylabel() == "class"
+    palette = voc_palette(K).numpy() / 255
+    assert all((truth.images[0].cmap(k)[:3] == palette[k]).all() for k in range(K)), "each class in its colour"
     (attention,) = pictures["pixel_attention/head.attention"]
-    assert attention.shape == (32, 2 * 40 + 2, 3)
-    heat = attention[:, 42:].float()
-    # Query: feature pixel (1, 2) of the 4 x 5 map, 8 x 8 image pixels each. Criss-cross weights
-    # live on its row (image rows 8-15) and column (image columns 16-23); elsewhere all are 0.
-    outside = torch.cat([heat[24:, :16].reshape(-1, 3), heat[:8, 24:].reshape(-1, 3)])
-    assert (outside == outside[0]).all()
-    cross = torch.cat([heat[8:16, :16].reshape(-1, 3), heat[24:, 16:24].reshape(-1, 3)])
-    assert (cross != outside[0]).any(-1).float().mean() > 0.9
+    readable(attention)
+    left, right = attention.axes[:2]
+    assert right.images[0].get_extent() == [-0.5, 39.5, 31.5, -0.5] and right.lines[0].get_xdata()[0] == 20
+    heat = right.images[0].get_array()
+    # Query: feature pixel (1, 2) of the 4 x 5 map. Criss-cross weights live on its row and column;
+    # elsewhere all are 0.
+    assert heat.shape == (4, 5) and heat[1].min() > 0 and heat[:, 2].min() > 0
+    assert heat[[0, 2, 3]][:, [0, 1, 3, 4]].max() == 0
     with pytest.raises(ValueError, match="task.pixel"):
         Segmentation(K, pixel=(1.5, 0.5))
     with pytest.raises(ValueError, match="task.palette must give 4 colours"):

@@ -13,6 +13,7 @@ from domains.vision.data import Digits
 from domains.vision.models import AttentionResNet, attention_rollout
 from framework.layers import EncoderLayer
 from tests.attention.reference import randomize_
+from tests.image_logger import readable
 
 timm_vit = pytest.importorskip("timm.models.vision_transformer")
 
@@ -106,7 +107,9 @@ def test_image_classification_draws_rollout_and_where_pixels_look():
     vit = ViTClassifier(10, image_size=8, patch_size=2, dim=DIM, depth=1, num_heads=HEADS).eval()
     pictures = task.images(vit, batch)
     assert list(pictures) == ["rollout"] and len(pictures["rollout"]) == 2
-    assert pictures["rollout"][0].shape == (8, 8 * 2 + 2, 3) and pictures["rollout"][0].dtype == torch.uint8
+    readable(fig := pictures["rollout"][0])
+    torch.testing.assert_close(torch.from_numpy(fig.axes[1].images[0].get_array().data).float(), vit.rollout(batch[0])[0])
+    assert not fig.axes[0].lines, "the query is [CLS], no pixel to mark"
     resnet = AttentionResNet(10, attention="axial", attention_args={"num_heads": 2}, in_chans=1, channels=(8, 8, 8, 8),
                              stem_width=8, small_input=True).eval()
     with torch.no_grad():
