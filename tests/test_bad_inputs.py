@@ -65,7 +65,7 @@ def fitted(*extra: str) -> Path:
 # --- the config: parse-time errors name the key (exit status 2) ---------------------------------
 
 @pytest.mark.parametrize("flag, expected", [
-    ("--model.attention=mhsaa", "model.attention: unknown sequence block 'mhsaa'; did you mean: mhsa, sab?"),
+    ("--model.attention=mhsaa", "model.attention: unknown sequence block 'mhsaa'; did you mean: mhsa?"),
     ("--model.attention=sparsemaxx", "model.attention: unknown sequence block 'sparsemaxx'"),
     ("--trainer.max_epochs=abc", "trainer.max_epochs: Expected a <class 'int'>; got abc"),
     ("--model.dim=x", "model.dim: Expected a <class 'int'>. Got value: x"),

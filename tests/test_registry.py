@@ -11,7 +11,7 @@ import torch
 from jsonargparse import ArgumentParser
 
 from framework import catalogue
-from framework.attention import KINDS, ShapeError, UnknownBlockError, available, build, create, info
+from framework.attention import KINDS, ShapeError, UnknownBlockError, aliases, available, build, create, info
 from framework.attention.spec import FeatureMapBlock, NoAttention
 from framework.__main__ import main
 from tests.conftest import ROOT
@@ -80,6 +80,32 @@ def test_a_block_name_is_checked_while_the_config_is_parsed():
         parser.parse_args(["--attention=ecaa"])
 
 
+def test_timms_names_are_aliases_of_the_same_blocks(capsys):
+    assert aliases() == {"gca": "gc", "nl": "non_local"}
+    assert type(create("nl", 16)).__name__ == "NonLocal" and create("nl", 16).block_name == "non_local"
+    assert type(build("gca", 16, kind="feature_map")).__name__ == "GlobalContext"
+    assert create("se", 64, rd_ratio=1 / 8).fc1.out_features == 8 and create("cbam", 64, rd_ratio=0.25).fc1.out_features == 16
+    assert create("gc", 64, rd_channels=12).fc1.out_features == 12 and create("nl", 16, rd_channels=4).theta.out_channels == 4
+    with pytest.raises(ValueError, match=r"se: rd_ratio must be 1 / a whole number .*got 0.3; give rd_channels"):
+        create("se", 64, rd_ratio=0.3)
+    with pytest.raises(TypeError, match="se: rd_divisor .* has no counterpart here; give rd_channels"):
+        create("se", 64, rd_divisor=8)
+    with pytest.raises(TypeError, match=r"cbam: give rd_ratio \(timm's name\) or reduction, not both"):
+        create("cbam", 64, rd_ratio=0.25, reduction=4)
+    with pytest.raises(UnknownBlockError, match=r"unknown attention block 'nll'; did you mean: nl \(= non_local\)\?"):
+        create("nll", 16)
+    with pytest.raises(ValueError, match=r"unknown feature_map block 'non_locl'; did you mean: non_local\?"):
+        build("non_locl", 16, kind="feature_map")
+    with pytest.raises(ValueError, match="'nl' is a feature_map block; this slot takes sequence blocks"):
+        build("nl", 16, kind="sequence")
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_argument("--attention", type=FeatureMapBlock)
+    assert parser.parse_args(["--attention=nl"]).attention == "non_local"  # the config keeps the block's own name
+    main(["blocks", "nl"])
+    assert "\nnon_local (nl) " in capsys.readouterr().out
+    assert listed(capsys, "n?") == ["non_local"] and listed(capsys, "gca", "--markdown") == ["gc"]
+
+
 def test_created_blocks_know_their_catalogue_name():
     assert create("additive", 8).block_name == "additive"
     assert create("cbam", 16).block_name == "cbam"
@@ -117,7 +143,7 @@ def listed(capsys, *args: str) -> list[str]:
     out = capsys.readouterr().out.splitlines()
     if "--markdown" in args:
         return [line.split("`")[1] for line in out if line.startswith("| `")]
-    return [line.split()[0] for line in out[2:] if line.strip() and not line.startswith(("score ", "distribution "))]
+    return [line.split()[0] for line in out[1:] if line[:1].isalpha() and not line.startswith(("score ", "distribution "))]
 
 
 def test_blocks_lists_one_kind_in_any_spelling(capsys):
@@ -139,6 +165,25 @@ def test_blocks_filters_names_by_a_glob_alone_or_within_a_kind(capsys):
     assert listed(capsys, "cbam") == ["cbam"]  # a block's own name is a pattern too
     everything = listed(capsys)
     assert everything == [name for name, *_ in catalogue.rows()] and sorted(everything) == available()
+
+
+def test_blocks_fits_the_terminal_width(capsys, monkeypatch):
+    for columns in (80, 250):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        assert sorted(listed(capsys)) == available(), columns
+        main(["blocks"])
+        lines = capsys.readouterr().out.splitlines()
+        assert max(map(len, lines)) <= columns, columns
+        entry = info("adaptive_span")
+        block = "\n".join(lines[lines.index(next(l for l in lines if l.startswith("adaptive_span "))):][:8])
+        for cell in (entry.category, entry.source, entry.paper):  # every word of a wrapped cell is there
+            assert all(word in block for word in cell.replace("/", "/ ").split()), (columns, cell)
+    assert len(lines) > len(available()) + 6, "at 250 columns each block's paper goes below it"
+    monkeypatch.setenv("COLUMNS", "400")
+    main(["blocks", "graph"])
+    wide = capsys.readouterr().out.splitlines()
+    assert len(wide) == 2 + 3 and info("han").paper in wide[-1], "one line per block where the table fits"
+    assert max(map(len, catalogue.text(width=None).splitlines())) > 250, "no width: not wrapped (a pipe)"
 
 
 def test_blocks_says_when_nothing_matches(capsys):

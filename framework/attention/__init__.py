@@ -23,7 +23,7 @@ from .ablation import ABLATIONS, ablation
 from .base import AttentionBlock, AttentionOutput, Record, ShapeError, expect_shape
 from .capture import capture
 from .cross import Attention
-from .registry import KINDS, BlockInfo, UnknownBlockError, available, create, info
+from .registry import KINDS, BlockInfo, UnknownBlockError, aliases, available, create, info
 
 if TYPE_CHECKING:
     from .spec import (
@@ -69,6 +69,7 @@ __all__ = [
     "ShapeError",
     "UnknownBlockError",
     "ablation",
+    "aliases",
     "available",
     "build",
     "capture",

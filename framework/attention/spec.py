@@ -25,23 +25,25 @@ from jsonargparse.typing import register_type
 from torch import Tensor, nn
 
 from .base import AttentionOutput, ShapeError
-from .registry import available, create, info, unknown_name_message
+from .registry import aliases, available, create, info, unknown_name_message
 
 NONE = "none"
 DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 
 class BlockName(str):
-    """A registry name (or a dotted class path), checked when it is made."""
+    """A registry name (or a dotted class path), checked when it is made; an alias (timm's
+    ``nl``) becomes the name it stands for."""
 
     kind: ClassVar[Optional[str]] = None
 
     def __new__(cls, value: str) -> BlockName:
         value = str(value)
-        names = available(cls.kind)
+        names, known = available(cls.kind), aliases(cls.kind)
+        value = known.get(value, value)
         if value != NONE and value not in names and not DOTTED_PATH.fullmatch(value):
             what = f"{cls.kind} block" if cls.kind else "attention block"
-            raise ValueError(unknown_name_message(value, names, what))
+            raise ValueError(unknown_name_message(value, names, what, known))
         return super().__new__(cls, value)
 
 
@@ -127,7 +129,7 @@ def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] 
         return MeanPooling() if kind == "pooling" else NoAttention()
     if callable(spec):
         return _call(spec, spec, kind, *args, **kwargs)
-    if spec in available():
+    if spec in available() or spec in aliases():
         entry = info(spec)
         if kind is not None and entry.kind != kind:
             raise ValueError(
@@ -142,7 +144,8 @@ def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] 
         except (ImportError, AttributeError) as err:
             raise ValueError(f"attention block {spec!r}: cannot import it ({err})") from None
         return _call(factory, spec, kind, *args, **kwargs)
-    raise ValueError(unknown_name_message(spec, available(kind), f"{kind} block" if kind else "attention block"))
+    raise ValueError(unknown_name_message(spec, available(kind), f"{kind} block" if kind else "attention block",
+                                          aliases(kind)))
 
 
 def _call(factory: BlockFactory, spec: object, kind: Optional[str], *args: Any, **kwargs: Any) -> nn.Module:

@@ -333,11 +333,12 @@ def test_cbam_matches_timm_with_its_batch_norm_folded():
 
 @pytest.mark.parametrize("name", ["se", "cbam", "gc"])
 def test_gates_share_one_bottleneck_rule(name):
-    """hidden = max(C // reduction, min_hidden): the papers' C / 16 with a floor of 8."""
+    """hidden = max(C // reduction, min_hidden): the papers' C / 16 with a floor of 8; or ``hidden`` itself."""
     for channels, reduction, min_hidden, hidden in ((512, 16, 8, 32), (64, 16, 8, 8), (64, 16, 2, 4), (40, 4, 8, 10)):
         block = create(name, channels, reduction=reduction, min_hidden=min_hidden)
         assert block.fc1.out_features == hidden == bottleneck_width(channels, reduction, min_hidden)
-    with pytest.raises(ValueError, match="reduction and min_hidden must be at least 1"):
+    assert create(name, 64, hidden=5).fc1.out_features == 5 == bottleneck_width(64, hidden=5)
+    with pytest.raises(ValueError, match="reduction, min_hidden and hidden must be at least 1, got 0, 8 and None"):
         create(name, 16, reduction=0)
 
 

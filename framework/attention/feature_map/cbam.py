@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 
@@ -26,8 +28,8 @@ class CBAM(AttentionBlock):
 
     Args:
         channels: input channels C.
-        reduction, min_hidden: the shared MLP has ``bottleneck_width(C, reduction, min_hidden)``
-            hidden features (the rule SE, CBAM and GC share).
+        reduction, min_hidden, hidden: the shared MLP has ``bottleneck_width(C, reduction,
+            min_hidden, hidden)`` hidden features (the rule SE, CBAM and GC share).
         kernel_size: k of the spatial module's k x k convolution.
 
     Shapes:
@@ -40,10 +42,11 @@ class CBAM(AttentionBlock):
     Paper: Woo, Park, Lee & Kweon, "CBAM: Convolutional Block Attention Module", ECCV 2018.
     """
 
-    def __init__(self, channels: int, reduction: int = 16, kernel_size: int = 7, min_hidden: int = 8) -> None:
+    def __init__(self, channels: int, reduction: int = 16, kernel_size: int = 7, min_hidden: int = 8,
+                 hidden: Optional[int] = None) -> None:
         super().__init__()
         self.channels = channels
-        hidden = bottleneck_width(channels, reduction, min_hidden)
+        hidden = bottleneck_width(channels, reduction, min_hidden, hidden)
         self.fc1 = nn.Linear(channels, hidden)
         self.fc2 = nn.Linear(hidden, channels)
         self.spatial = SpatialAttention(channels, kernel_size)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 
@@ -10,7 +12,8 @@ from ..registry import register
 from .se import bottleneck_width
 
 
-@register("gc", kind="feature_map", placement="block", category="vision / global context", paper="Cao, Xu, Lin, Wei & Hu, ICCVW 2019")
+@register("gc", kind="feature_map", placement="block", category="vision / global context", paper="Cao, Xu, Lin, Wei & Hu, ICCVW 2019",
+          aliases=("gca",))
 class GlobalContext(AttentionBlock):
     """Global context block: softmax attention pooling over positions, a bottleneck, a broadcast add.
 
@@ -22,12 +25,13 @@ class GlobalContext(AttentionBlock):
         out       = x + transform                                   broadcast over H and W
 
     The query-independent context makes it a non-local block at SE cost; the zero W2
-    makes the block the identity at init.
+    makes the block the identity at init. This is timm's ``gca`` (its alias here); timm's
+    ``gc`` fuses the context by a sigmoid scale instead of the paper's add.
 
     Args:
         channels: input channels C.
-        reduction, min_hidden: the bottleneck W1 has ``bottleneck_width(C, reduction, min_hidden)``
-            features (the rule SE, CBAM and GC share).
+        reduction, min_hidden, hidden: the bottleneck W1 has ``bottleneck_width(C, reduction,
+            min_hidden, hidden)`` features (the rule SE, CBAM and GC share).
 
     Shapes:
         x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
@@ -39,10 +43,10 @@ class GlobalContext(AttentionBlock):
     Networks and Beyond", ICCV Workshops 2019.
     """
 
-    def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8) -> None:
+    def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8, hidden: Optional[int] = None) -> None:
         super().__init__()
         self.channels = channels
-        hidden = bottleneck_width(channels, reduction, min_hidden)
+        hidden = bottleneck_width(channels, reduction, min_hidden, hidden)
         self.mask = nn.Conv2d(channels, 1, 1)
         self.fc1 = nn.Linear(channels, hidden)
         self.norm = nn.LayerNorm(hidden)

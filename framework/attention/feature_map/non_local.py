@@ -37,6 +37,7 @@ def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, block: AttentionBlock
     kind="feature_map", placement="stage",
     category="vision / non-local (self-attention over positions)",
     paper="Wang, Girshick, Gupta & He, CVPR 2018",
+    aliases=("nl",),
 )
 class NonLocal(AttentionBlock):
     """Non-local block (embedded Gaussian): self-attention over all positions, added to the input.
@@ -49,6 +50,8 @@ class NonLocal(AttentionBlock):
 
     The BatchNorm's weight starts at 0, so the block starts as the identity. With
     ``sub_sample`` phi(x) and g(x) are max-pooled by 2 (N' = floor(H/2) floor(W/2) keys).
+    timm's ``nl`` (its alias here) is this block with energies scaled by 1/sqrt(C) and
+    C' = C / 8 by default; ``rd_channels`` sets C' here too.
 
     Args:
         channels: input channels C.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 
@@ -9,16 +11,18 @@ from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 
 
-def bottleneck_width(channels: int, reduction: int = 16, min_hidden: int = 8) -> int:
-    """The hidden width of a gate's bottleneck MLP: C // reduction, but at least ``min_hidden``.
+def bottleneck_width(channels: int, reduction: int = 16, min_hidden: int = 8, hidden: Optional[int] = None) -> int:
+    """The hidden width of a gate's bottleneck MLP: ``hidden`` when given, else C // reduction,
+    but at least ``min_hidden``.
 
     One rule for SE, CBAM's channel gate and GC: the papers' C / r (r = 16), with a floor so
     that the narrow stages of small networks (C = 16 or 32) keep a usable bottleneck (timm
     rounds to multiples of 8 instead; CBAM's official code would give 1 or 2 features there).
+    timm's ``rd_ratio`` and ``rd_channels`` are ``1 / reduction`` and ``hidden``.
     """
-    if reduction < 1 or min_hidden < 1:
-        raise ValueError(f"reduction and min_hidden must be at least 1, got {reduction} and {min_hidden}")
-    return max(channels // reduction, min_hidden)
+    if reduction < 1 or min_hidden < 1 or (hidden is not None and hidden < 1):
+        raise ValueError(f"reduction, min_hidden and hidden must be at least 1, got {reduction}, {min_hidden} and {hidden}")
+    return hidden if hidden is not None else max(channels // reduction, min_hidden)
 
 
 @register("se", kind="feature_map", placement="block", category="vision / channel", paper="Hu, Shen & Sun, CVPR 2018")
@@ -33,8 +37,9 @@ class SqueezeExcite(AttentionBlock):
 
     Args:
         channels: input channels C.
-        reduction, min_hidden: the bottleneck W1 has ``bottleneck_width(C, reduction,
-            min_hidden)`` features (the rule SE, CBAM and GC share).
+        reduction, min_hidden, hidden: the bottleneck W1 has ``bottleneck_width(C, reduction,
+            min_hidden, hidden)`` features (the rule SE, CBAM and GC share; ``hidden``, when
+            given, is the width itself).
 
     Shapes:
         x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
@@ -45,10 +50,10 @@ class SqueezeExcite(AttentionBlock):
     Paper: Hu, Shen & Sun, "Squeeze-and-Excitation Networks", CVPR 2018.
     """
 
-    def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8) -> None:
+    def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8, hidden: Optional[int] = None) -> None:
         super().__init__()
         self.channels = channels
-        hidden = bottleneck_width(channels, reduction, min_hidden)
+        hidden = bottleneck_width(channels, reduction, min_hidden, hidden)
         self.fc1 = nn.Linear(channels, hidden)
         self.fc2 = nn.Linear(hidden, channels)
 
