@@ -9,12 +9,12 @@ folder is left behind, and earlier checkpoints and data are untouched.
 from __future__ import annotations
 
 import errno
-import gzip
 import os
 import pickle
 import shutil
 from pathlib import Path
 
+import lightning.pytorch  # noqa: F401  (its log handlers take sys.stderr when imported: before capsys swaps it)
 import pytest
 import torch
 import yaml
@@ -264,7 +264,7 @@ def test_a_test_of_a_checkpoint_runs_beside_its_fit_and_keeps_the_fits_files():
     assert all(path.read_bytes() == content for path, content in before.items())
 
 
-# --- data ----------------------------------------------------------------------------------------
+# --- data (damaged data files: tests/test_data_faults.py, every loader against every kind of damage) ----
 
 def test_a_missing_data_folder_says_where_to_put_it(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FRAMEWORK_DATA_DIR", str(tmp_path))
@@ -282,29 +282,6 @@ def copy_data(shared_data, tmp_path, monkeypatch, folder: str) -> Path:
     return target
 
 
-def test_a_cora_file_cut_in_half_is_named(capsys, shared_data, tmp_path, monkeypatch):
-    raw = copy_data(shared_data, tmp_path, monkeypatch, "Planetoid") / "Cora" / "raw" / "ind.cora.graph"
-    raw.write_bytes(raw.read_bytes()[: raw.stat().st_size // 2])
-    assert str(raw) in fails(capsys, ["fit", "--config", "domains/graph/gat_cora.yaml", *ONE_STEP])
-
-
-def test_a_babi_file_with_binary_bytes_is_named(capsys, shared_data, tmp_path, monkeypatch):
-    folder = copy_data(shared_data, tmp_path, monkeypatch, "babi")
-    damaged = folder / "tasks_1-20_v1-2" / "en" / "qa1_single-supporting-fact_train.txt"
-    damaged.write_bytes(damaged.read_bytes()[:500] + b"\x00\xff\xfe\x9c binary" + damaged.read_bytes()[500:])
-    assert str(damaged) in fails(capsys, ["fit", "--config", "domains/memory/memn2n_babi.yaml", *ONE_STEP])
-
-
-def test_camvid_images_and_masks_of_different_sizes_are_named(capsys, shared_data, tmp_path, monkeypatch):
-    from PIL import Image
-
-    folder = copy_data(shared_data, tmp_path, monkeypatch, "CamVid")
-    mask = sorted((folder / "trainannot").iterdir())[0]
-    Image.open(mask).resize((100, 80)).save(mask)
-    message = fails(capsys, ["fit", "--config", "domains/vision/ccnet_camvid.yaml", *ONE_STEP, "--data.max_images=4"])
-    assert mask.name in message
-
-
 def test_a_multi30k_file_that_is_no_gzip_is_named(capsys, shared_data, tmp_path, monkeypatch):
     folder = copy_data(shared_data, tmp_path, monkeypatch, "multi30k")
     (folder / "train.de.gz").write_bytes(b"plain text, not gzip\n")
@@ -312,21 +289,33 @@ def test_a_multi30k_file_that_is_no_gzip_is_named(capsys, shared_data, tmp_path,
     assert str(folder / "train.de.gz") in message
 
 
-def test_multi30k_files_of_different_lengths_are_named(capsys, shared_data, tmp_path, monkeypatch):
-    folder = copy_data(shared_data, tmp_path, monkeypatch, "multi30k")
-    with gzip.open(folder / "val.en.gz", "rt") as f:
-        lines = f.readlines()
-    with gzip.open(folder / "val.en.gz", "wt") as f:
-        f.writelines(lines[:-5])
-    message = fails(capsys, ["fit", "--config", "domains/nlp/seq2seq_luong_multi30k.yaml", *ONE_STEP])
-    assert "val.en.gz" in message
-
-
 def test_a_trec_folder_without_its_files_says_which(capsys, tmp_path, monkeypatch):
     (tmp_path / "TREC").mkdir()
     monkeypatch.setenv("FRAMEWORK_DATA_DIR", str(tmp_path))
     message = fails(capsys, ["fit", "--config", "domains/nlp/selfattentive_trec.yaml", *ONE_STEP])
     assert "train_5500.label" in message
+
+
+@pytest.mark.parametrize("subcommand, flag", [
+    ("fit", "--trainer.limit_train_batches=0"), ("fit", "--trainer.max_epochs=0"), ("fit", "--trainer.max_steps=0"),
+    ("fit", "--trainer.limit_train_batches=0.0"), ("test", "--trainer.limit_test_batches=0"),
+    ("predict", "--trainer.limit_predict_batches=0"),
+])
+def test_a_limit_that_leaves_nothing_to_run_is_named(capsys, subcommand, flag):
+    untrained = [] if subcommand == "fit" else ["--untrained=true"]
+    message = fails(capsys, [subcommand, *DEMO, *untrained, flag])
+    assert f"{flag[2:]} leaves {subcommand} nothing to run" in message
+    nothing_left()
+
+
+def test_an_empty_predict_file_is_named(capsys, tmp_path):
+    blank = tmp_path / "texts.txt"
+    blank.write_text("\n  \n")
+    message = fails(capsys, ["predict", "--config", "domains/nlp/selfattentive.yaml", *ONE_STEP, "--untrained=true",
+                             "--data.train_size=64", "--data.val_size=16", "--data.test_size=16",
+                             f"--data.predict_file={blank}"])
+    assert f"{blank} (data.predict_file, a text per line) is empty" in message
+    nothing_left()
 
 
 def test_audio_with_nan_samples_stops_at_the_first_step_and_saves_nothing(capsys, shared_data, tmp_path, monkeypatch):

@@ -1,11 +1,15 @@
 """Data conventions shared by the domains."""
 
 from .cache import content_key, load_or_rebuild
+from .lines import TextFile
+from .media import check_audio, check_label_values, image_header, read_audio, read_image
 from .module import SPLITS, SplitDataModule
-from .paths import CACHE_DIR_ENV, DATA_DIR_ENV, DataError, DataNotFoundError, cache_dir, data_root, dataset_dir, reading
+from .paths import (CACHE_DIR_ENV, DATA_DIR_ENV, DataError, DataNotFoundError, cache_dir, data_root, dataset_dir,
+                    not_empty, reading, unpickle)
 from .tensors import Batch, TensorExamples, collate
 
 __all__ = [
     "CACHE_DIR_ENV", "DATA_DIR_ENV", "SPLITS", "Batch", "DataError", "DataNotFoundError", "SplitDataModule",
-    "TensorExamples", "cache_dir", "collate", "content_key", "data_root", "dataset_dir", "load_or_rebuild", "reading",
+    "TensorExamples", "TextFile", "cache_dir", "check_audio", "check_label_values", "collate", "content_key", "data_root",
+    "dataset_dir", "image_header", "load_or_rebuild", "not_empty", "read_audio", "read_image", "reading", "unpickle",
 ]

@@ -9,10 +9,17 @@ import torch
 from torch.utils.data import Dataset
 from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 
+from .limits import check_limits
+from .paths import DataError
 from .sampling import EpochShuffle, loader_generator
 from .tensors import TensorExamples, collate
 
 SPLITS = ("train", "val", "test")
+
+
+def is_empty(dataset: Dataset) -> bool:
+    """Whether a dataset with a length has none (an iterable one is never called empty)."""
+    return hasattr(dataset, "__len__") and len(dataset) == 0
 
 
 class SplitDataModule(pl.LightningDataModule):
@@ -21,6 +28,12 @@ class SplitDataModule(pl.LightningDataModule):
     A subclass implements :meth:`make_splits`, returning ``{"train": ..., "val": ...,
     "test": ...}`` datasets (a missing split is an error only when a loop asks for it), and
     may set ``collate_fn`` (padding, graph batching ...). ``predict`` reads ``predict_split``.
+
+    A split that holds no examples is an error naming where it came from: a reader records the
+    files (or folder) of each split in ``sources`` (split -> text), and a split read from files
+    that holds nothing is an error as soon as the splits are made; a generated split asked to be
+    empty is one when a loader is asked for it. So is a trainer that would run a stage on no
+    batch at all (``limit_train_batches=0``, ``max_epochs=0`` ...: :func:`~framework.data.limits.check_limits`).
 
     Loaders are torchdata's ``StatefulDataLoader``, and the training order of an epoch is a
     function of the run's seed and the epoch (:class:`~framework.data.sampling.EpochShuffle`):
@@ -51,19 +64,33 @@ class SplitDataModule(pl.LightningDataModule):
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
         self.num_workers, self.predict_split = num_workers, predict_split
         self.splits: dict[str, Dataset] = {}
+        self.sources: dict[str, str] = {}
 
     def make_splits(self) -> dict[str, Dataset]:
         """The datasets of the splits, by name (``train``, ``val``, ``test``)."""
         raise TypeError(f"{type(self).__name__} must define make_splits(), returning the datasets by split")
 
     def setup(self, stage: str) -> None:
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None:
+            check_limits(stage, trainer)
         if not self.splits:
-            self.splits = dict(self.make_splits())
+            splits = dict(self.make_splits())
+            empty = next((name for name, dataset in splits.items() if name in self.sources and is_empty(dataset)), None)
+            if empty is not None:
+                raise self.empty_split(empty)
+            self.splits = splits
         device = self.device
         if device.type == "cuda" and self.num_workers == 0:
             for dataset in self.splits.values():
                 if isinstance(dataset, TensorExamples):
                     dataset.to(device)
+
+    def empty_split(self, name: str) -> DataError:
+        """The error of a split ``name`` without examples, naming what it was read from (``sources``)."""
+        source = self.sources.get(name)
+        where = f"read from {source}" if source else f"made by {type(self).__name__}"
+        return DataError(f"the {name} split is empty ({where}): a run needs examples in every split")
 
     @property
     def device(self) -> torch.device:
@@ -83,6 +110,8 @@ class SplitDataModule(pl.LightningDataModule):
         ``shuffle`` (training) draws the order with :class:`EpochShuffle`, or with ``sampler``
         (an order of its own, such as a :class:`~framework.data.sampling.LengthGroupedShuffle`)."""
         dataset = self.split(name)
+        if is_empty(dataset):
+            raise self.empty_split(name)
         on_host = not isinstance(dataset, TensorExamples) or dataset.device.type == "cpu"
         if shuffle and sampler is None:
             sampler = EpochShuffle(len(dataset))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import gzip
 import os
 import pickle
+import warnings
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Any, Sequence, Union
 
 from ..errors import FrameworkError
 
@@ -71,25 +72,48 @@ class DataError(FrameworkError, ValueError):
     not gzip ...); the message names the file."""
 
 
+#: The errors of reading a file that :func:`reading` names it in.
+READ_ERRORS = (UnicodeDecodeError, EOFError, pickle.UnpicklingError, gzip.BadGzipFile, zlib.error, ValueError, OSError)
+
+
 @contextmanager
-def reading(path: Union[str, Path], what: str = "") -> Iterator[None]:
+def reading(path: Union[str, Path], what: str = "", errors: tuple[type[BaseException], ...] = READ_ERRORS
+            ) -> Iterator[None]:
     """Turn the errors of reading one data file into a :class:`DataError` that names it::
 
         with reading(path, "a bAbI task file"):
             lines = path.read_text(encoding="utf-8")
 
     Decoding, decompression and unpickling errors, a file cut short and a format error raised
-    by the reader (``ValueError``) all become "could not read <path> (<what>): <reason>".
+    by the reader (``ValueError``) all become "could not read <path> (<what>): <reason>";
+    ``errors`` widens or narrows that list (a library reading a damaged file may raise anything).
     """
     try:
         yield
     except DataError:
         raise
-    except (UnicodeDecodeError, EOFError, pickle.UnpicklingError, gzip.BadGzipFile, zlib.error, ValueError,
-            OSError) as err:
+    except errors as err:
         if isinstance(err, FileNotFoundError):
             raise
         kind = f" ({what})" if what else ""
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        reason = str(err).splitlines()[0].replace(f" '{path}'", "") if str(err) else type(err).__name__
         raise DataError(f"could not read {path}{kind}: {reason}; the file is damaged or not in the expected "
                         "format (get a fresh copy of the data set)") from err
+
+
+def not_empty(path: Union[str, Path], what: str) -> Path:
+    """``path``, checked to hold at least one byte (a :class:`DataError` naming it otherwise)."""
+    path = Path(path)
+    if path.stat().st_size == 0:
+        raise DataError(f"{path} ({what}) is empty: 0 bytes")
+    return path
+
+
+def unpickle(path: Union[str, Path], what: str) -> Any:
+    """The object pickled in ``path`` (Python 2 pickles too: ``latin1``). A damaged pickle can make
+    the unpickler raise anything; every error becomes a :class:`DataError` naming the file. Old
+    pickles' module paths (``scipy.sparse.csr`` ...) do not warn."""
+    with reading(not_empty(path, what), what, errors=(Exception,)), open(path, "rb") as file:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return pickle.load(file, encoding="latin1")

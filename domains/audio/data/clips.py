@@ -13,12 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-import soundfile
 import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from framework.data import SplitDataModule, reading
+from framework.data import DataError, SplitDataModule, check_audio, read_audio
 
 
 def fit_length(waveform: Tensor, num_samples: int) -> tuple[Tensor, int]:
@@ -31,14 +30,16 @@ def fit_length(waveform: Tensor, num_samples: int) -> tuple[Tensor, int]:
     return torch.nn.functional.pad(waveform, (0, num_samples - length)), length
 
 
-def read_wav(path: Path, sample_rate: int) -> Tensor:
+def read_wav(path: Path, sample_rate: int, channels: Optional[int] = None) -> Tensor:
     """A mono float32 waveform in [-1, 1] read with soundfile (channels averaged); the file's
-    rate must be ``sample_rate`` (no resampling)."""
-    with reading(path, "a WAV file"):
-        samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    rate must be ``sample_rate`` (no resampling) and, unless None, its channels ``channels``.
+    A file that breaks a rule or cannot be read is a ``DataError`` naming it."""
+    samples, rate = read_audio(path)
     if rate != sample_rate:
-        raise ValueError(f"{path}: sampled at {rate} Hz but data.sample_rate={sample_rate}; set data.sample_rate "
-                         f"(and model.frontend.sample_rate) to {rate}")
+        raise DataError(f"{path} is sampled at {rate} Hz but data.sample_rate={sample_rate}: resample the file, or set "
+                        f"data.sample_rate (and model.frontend.sample_rate) to {rate} if all files are")
+    if channels is not None and samples.shape[1] != channels:
+        raise DataError(f"{path} has {samples.shape[1]} channels; the data set's files have {channels}")
     return torch.from_numpy(samples).mean(1)
 
 
@@ -50,25 +51,30 @@ def example(waveform: Tensor, num_samples: int, label: int) -> dict[str, Tensor]
 
 class ClipFiles(Dataset):
     """WAV files read on access (nothing is held in memory), each fitted to ``num_samples``.
+    Every file's header is checked when the dataset is made (:func:`framework.data.check_audio`),
+    so that a file that is empty, no audio or of another rate stops a run before training.
 
     Args:
         paths: the files.
         labels: the class index of each file.
         sample_rate: Hz every file must have.
         num_samples: T.
+        channels: the channels every file must have (None: any, averaged).
     """
 
-    def __init__(self, paths: Sequence[Path], labels: Sequence[int], sample_rate: int, num_samples: int) -> None:
+    def __init__(self, paths: Sequence[Path], labels: Sequence[int], sample_rate: int, num_samples: int,
+                 channels: Optional[int] = None) -> None:
         if len(paths) != len(labels):
             raise ValueError(f"ClipFiles: {len(paths)} paths but {len(labels)} labels")
+        check_audio(paths, sample_rate, channels)
         self.paths, self.labels = list(paths), list(labels)
-        self.sample_rate, self.num_samples = sample_rate, num_samples
+        self.sample_rate, self.num_samples, self.channels = sample_rate, num_samples, channels
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, i: int) -> dict[str, Tensor]:
-        return example(read_wav(self.paths[i], self.sample_rate), self.num_samples, self.labels[i])
+        return example(read_wav(self.paths[i], self.sample_rate, self.channels), self.num_samples, self.labels[i])
 
 
 class AudioDataModule(SplitDataModule):

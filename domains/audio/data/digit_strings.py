@@ -28,7 +28,7 @@ from framework.decoding import Specials
 
 from .clips import read_wav
 from .events import synthesize
-from .fsdd import FSDD
+from .fsdd import CHANNELS, FSDD
 
 PAD, BOS, EOS, FIRST_DIGIT = 0, 1, 2, 3
 SPECIALS = Specials(pad=PAD, bos=BOS, eos=EOS)
@@ -169,7 +169,7 @@ class DigitStrings(SplitDataModule):
     def pools(self) -> dict[str, list[Clip]]:
         """The single-digit clips of each split."""
         if self.fsdd is not None:
-            return {name: [Clip(read_wav(r.path, self.sample_rate), r.digit, r.speaker) for r in part]
+            return {name: [Clip(read_wav(r.path, self.sample_rate, CHANNELS), r.digit, r.speaker) for r in part]
                     for name, part in self.fsdd.recordings().items()}
         pools = {}
         for offset, name in enumerate(self.sizes):  # generated events of 0.4 s, -5 to 20 dB SNR

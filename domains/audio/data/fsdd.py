@@ -21,7 +21,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from framework.data import dataset_dir
+from framework.data import DataError, dataset_dir
 
 from .clips import AudioDataModule, ClipFiles
 
@@ -29,6 +29,7 @@ SOURCE = "https://github.com/Jakobovski/free-spoken-digit-dataset (the recording
 FILE_NAME = re.compile(r"(?P<digit>\d)_(?P<speaker>[^_]+)_(?P<index>\d+)\.wav")
 SPLITS = ("official", "speakers")
 OFFICIAL_TEST_INDICES = range(5)
+CHANNELS = 1  # every recording is mono
 
 
 class Recording(NamedTuple):
@@ -46,7 +47,8 @@ def list_recordings(folder: Path) -> list[Recording]:
     for path in sorted(folder.glob("*.wav")):
         match = FILE_NAME.fullmatch(path.name)
         if match is None:
-            raise ValueError(f"FSDD: {path} is not named {{digit}}_{{speaker}}_{{index}}.wav")
+            raise DataError(f"{path} is not named {{digit}}_{{speaker}}_{{index}}.wav (digit 0-9, index a number): "
+                            "its name is its label")
         recordings.append(Recording(path, int(match["digit"]), match["speaker"], int(match["index"])))
     return recordings
 
@@ -85,15 +87,16 @@ class FSDD(AudioDataModule):
         self.val_fraction, self.seed = val_fraction, seed
 
     def make_splits(self) -> dict[str, ClipFiles]:
-        return {name: ClipFiles([r.path for r in part], [r.digit for r in part], self.sample_rate, self.num_samples)
-                for name, part in self.recordings().items()}
+        return {name: ClipFiles([r.path for r in part], [r.digit for r in part], self.sample_rate, self.num_samples,
+                                CHANNELS) for name, part in self.recordings().items()}
 
     def recordings(self) -> dict[str, list[Recording]]:
         """The recordings of each split (``train``, ``val``, ``test``) under the configured protocol."""
         folder = dataset_dir("fsdd/recordings", root=self.root, source=SOURCE)
         recordings = list_recordings(folder)
         if not recordings:
-            raise ValueError(f"FSDD: no {{digit}}_{{speaker}}_{{index}}.wav files in {folder} (data.root)")
+            raise DataError(f"FSDD: no {{digit}}_{{speaker}}_{{index}}.wav files in {folder} (data.root)")
+        self.sources = dict.fromkeys(("train", "val", "test"), str(folder))
         test, train = self.partition(recordings)
         order = torch.randperm(len(train), generator=torch.Generator().manual_seed(self.seed)).tolist()
         num_val = round(self.val_fraction * len(train))

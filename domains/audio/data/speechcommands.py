@@ -52,6 +52,7 @@ class SpeechCommands(AudioDataModule):
         folder = dataset_dir("SpeechCommands", root=self.root, source=SOURCE,
                              expect=(f"{self.version}/validation_list.txt", f"{self.version}/testing_list.txt"))
         clips = {name: list_split(folder, self.version, subset) for name, subset in SUBSETS.items()}
+        self.sources = {name: f"{folder / self.version} ({subset} list)" for name, subset in SUBSETS.items()}
         found = sorted({word for _, word in clips["train"]})
         words = self.words if self.words is not None else found
         missing = [w for w in words if w not in found]

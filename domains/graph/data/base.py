@@ -83,6 +83,9 @@ class NodeClassificationData(SplitDataModule):
     def make_splits(self) -> dict[str, list[Data]]:
         graph = self.load_graph()
         self.graph = NormalizeFeatures()(graph) if self.normalize_features else graph
+        empty = next((split for split in SPLITS if not bool(self.graph[f"{split}_mask"].any())), None)
+        if empty is not None:
+            raise self.empty_split(empty)
         return {split: [scoring(self.graph, self.graph[f"{split}_mask"])] for split in SPLITS}
 
     def loader(self, name: str, shuffle: bool = False) -> DataLoader:

@@ -111,6 +111,8 @@ class HeteroNodeClassificationData(SplitDataModule):
         self.graph = self.metapath_graph(self.load_graph())
         views = {}
         for split in SPLITS:
+            if not bool(self.graph[self.target][f"{split}_mask"].any()):
+                raise self.empty_split(split)
             view = copy.copy(self.graph)
             view[self.target].target_mask = self.graph[self.target][f"{split}_mask"]
             views[split] = [view]

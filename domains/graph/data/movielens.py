@@ -10,7 +10,7 @@ from typing import Optional
 import torch
 from torch_geometric.data import HeteroData
 
-from framework.data import dataset_dir, reading
+from framework.data import TextFile, dataset_dir
 from framework.errors import ConfigError
 
 from .hetero import HeteroNodeClassificationData
@@ -20,14 +20,36 @@ SOURCE = "https://grouplens.org/datasets/movielens/100k/ (ml-100k.zip, unzipped 
 FILES = ("raw/u.data", "raw/u.user", "raw/u.item", "raw/u.occupation")
 
 
-def read_rows(path: Path, separator: str, columns: int, what: str) -> list[list[str]]:
-    """The non-empty lines of a MovieLens file split into at least ``columns`` fields (latin-1)."""
-    with reading(path, what):
-        rows = [line.split(separator) for line in path.read_text(encoding="latin-1").splitlines() if line.strip()]
-        short = next((i for i, row in enumerate(rows) if len(row) < columns), None)
-        if short is not None:
-            raise ValueError(f"line {short + 1} has {len(rows[short])} fields, expected {columns}")
+def numbered_rows(text: TextFile, columns: int, shape: str) -> list[tuple[int, list[str]]]:
+    """``(line number, fields)`` of the non-blank lines of a ``|``-separated MovieLens file, each
+    of exactly ``columns`` fields, the first an id counting up from 1."""
+    rows = list(text.fields("|", columns, shape))
+    for due, (number, fields) in enumerate(rows, 1):
+        if text.integer(number, fields[0], "id", 1) != due:
+            raise text.error(number, f"id {fields[0]} where {due} is due: the ids count up from 1")
     return rows
+
+
+def read_users(folder: Path) -> tuple[list[str], torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The occupations (``u.occupation``), and of every user of ``u.user`` the age, the
+    occupation's index and whether female: (users,) each."""
+    occupations = [line.strip() for _, line in TextFile(folder / "raw/u.occupation", "MovieLens occupations",
+                                                        encoding="latin-1").numbered()]
+    text = TextFile(folder / "raw/u.user", "MovieLens users", encoding="latin-1")
+    ages, occupation, female = [], [], []
+    for number, (_, age, gender, job, _) in numbered_rows(text, 5, "'id|age|gender|occupation|zip code'"):
+        ages.append(text.integer(number, age, "age", 1, 120))
+        female.append(text.known(number, gender, ("M", "F"), "gender") == "F")
+        occupation.append(occupations.index(text.known(number, job, occupations, "occupation", " in u.occupation")))
+    return occupations, torch.tensor(ages), torch.tensor(occupation), torch.tensor(female)
+
+
+def read_genres(folder: Path) -> torch.Tensor:
+    """The 19 genre flags (0 or 1) of every film of ``u.item``: (films, 19) long."""
+    text = TextFile(folder / "raw/u.item", "MovieLens films", encoding="latin-1")
+    shape = "'id|title|release date|video release date|IMDb URL' and 19 genre flags"
+    return torch.tensor([[text.integer(number, flag, "genre flag", 0, 1) for flag in fields[5:]]
+                         for number, fields in numbered_rows(text, 24, shape)])
 
 
 class MovieLensUsers(HeteroNodeClassificationData):
@@ -76,21 +98,17 @@ class MovieLensUsers(HeteroNodeClassificationData):
 
     def load_graph(self) -> HeteroData:
         folder = dataset_dir("MovieLens100K", root=self.root, source=SOURCE, expect=FILES)
-        users = read_rows(folder / "raw/u.user", "|", 5, "MovieLens users")
-        ratings = read_rows(folder / "raw/u.data", "\t", 3, "MovieLens ratings")
-        movies = read_rows(folder / "raw/u.item", "|", 24, "MovieLens movies")
-        occupations = [row[0] for row in read_rows(folder / "raw/u.occupation", "|", 1, "MovieLens occupations")]
-        with reading(folder / "raw/u.user", "MovieLens users"):
-            ages = torch.tensor([int(row[1]) for row in users])
-            occupation = torch.tensor([occupations.index(row[3]) for row in users])
-            female = torch.tensor([row[2] == "F" for row in users])
-        with reading(folder / "raw/u.data", "MovieLens ratings"):
-            rates = torch.tensor([[int(row[0]) - 1, int(row[1]) - 1] for row in ratings]).T.contiguous()  # ids start at 1
-        with reading(folder / "raw/u.item", "MovieLens movies"):
-            genres = torch.tensor([[int(flag) for flag in row[5:24]] for row in movies])  # (movies, 19)
+        self.sources = dict.fromkeys(("train", "val", "test"), str(folder / "raw"))
+        occupations, ages, occupation, female = read_users(folder)
+        genres = read_genres(folder)  # (movies, 19)
+        ratings = TextFile(folder / "raw/u.data", "MovieLens ratings").integers(
+            "\t", {"user id": (1, len(ages)), "item id": (1, len(genres)), "rating": (1, 5), "timestamp": (0, None)},
+            "'user<TAB>item<TAB>rating<TAB>timestamp'")
+        rates = torch.from_numpy(ratings[:, :2].T - 1).contiguous()  # ids start at 1
+        num_users, num_movies = len(ages), len(genres)
         labels = torch.bucketize(ages, torch.tensor(self.age_brackets), right=True)
 
-        per_user = torch.zeros(len(users), genres.shape[1]).index_add_(0, rates[0], genres[rates[1]].float())
+        per_user = torch.zeros(num_users, genres.shape[1]).index_add_(0, rates[0], genres[rates[1]].float())
         profile = per_user / per_user.sum(1, keepdim=True).clamp(min=1)
         features = torch.cat([torch.nn.functional.one_hot(female.long(), 2),
                               torch.nn.functional.one_hot(occupation, len(occupations)), profile], 1).float()
@@ -98,9 +116,9 @@ class MovieLensUsers(HeteroNodeClassificationData):
         graph["user"].x, graph["user"].y = features, labels
         graph["user"].train_mask, graph["user"].val_mask, graph["user"].test_mask = stratified_masks(
             labels, self.train_per_class, self.seed)
-        for node_type, count in (("movie", len(movies)), ("genre", genres.shape[1]), ("occupation", len(occupations))):
+        for node_type, count in (("movie", num_movies), ("genre", genres.shape[1]), ("occupation", len(occupations))):
             graph[node_type].x = torch.ones(count, 1)
-        works = torch.stack([torch.arange(len(users)), occupation])
+        works = torch.stack([torch.arange(num_users), occupation])
         belongs = genres.nonzero().T.contiguous()  # (movie, genre)
         for (source, relation, target), edges in ((("user", "rates", "movie"), rates),
                                                  (("user", "works_as", "occupation"), works),

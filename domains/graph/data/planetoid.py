@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -10,7 +9,8 @@ import numpy as np
 from torch_geometric.data import Data, download_url
 from torch_geometric.datasets import Planetoid
 
-from framework.data import DataNotFoundError, cache_dir, content_key, dataset_dir, load_or_rebuild, reading
+from framework.data import (DataError, DataNotFoundError, TextFile, cache_dir, content_key, dataset_dir, load_or_rebuild,
+                            unpickle)
 
 from .base import NodeClassificationData
 
@@ -37,15 +37,52 @@ class CachedPlanetoid(Planetoid):
 
 
 def check_raw_files(paths: list[Path]) -> None:
-    """Read every raw file as PyG will (pickles, and the text list of test nodes), so that a
-    damaged one is named (PyG's own errors do not say which file)."""
-    for path in paths:
-        with reading(path, "a Planetoid raw file"):
-            if path.name.endswith("test.index"):
-                np.loadtxt(path, dtype=np.int64, ndmin=1)
-            else:
-                with open(path, "rb") as f:
-                    pickle.load(f, encoding="latin1")
+    """Read every raw file (``RAW_FILES`` order) and check it against the Planetoid format
+    before PyG processes them (PyG's own errors do not say which file):
+
+    * ``x``, ``tx``, ``allx``: scipy sparse matrices of node features, one column count, finite;
+    * ``y``, ``ty``, ``ally``: arrays of 0/1 with at most one 1 a row, one column per class, a row
+      per row of the matching features;
+    * ``graph``: a dict node -> neighbour nodes, every node an integer below the node count (its length);
+    * ``test.index``: one node per line, after the ``allx`` nodes.
+    """
+    import scipy.sparse
+
+    files = dict(zip(RAW_FILES, paths))
+    raw = {part: unpickle(path, "a Planetoid raw file") for part, path in files.items() if part != "test.index"}
+    for part in ("x", "tx", "allx"):
+        matrix = raw[part]
+        if not scipy.sparse.issparse(matrix) or matrix.ndim != 2:
+            raise DataError(f"{files[part]}: expected a scipy sparse matrix of node features, got {type(matrix).__name__}")
+        if matrix.shape[1] != raw["x"].shape[1] or not np.isfinite(matrix.data).all():
+            raise DataError(f"{files[part]}: {matrix.shape[1]} feature columns (ind.*.x has {raw['x'].shape[1]}) "
+                            f"or values that are not finite")
+    for part in ("y", "ty", "ally"):
+        labels, features = raw[part], raw[part.replace("y", "x")]
+        if not isinstance(labels, np.ndarray) or labels.ndim != 2 or labels.shape[1] != raw["y"].shape[1]:
+            raise DataError(f"{files[part]}: expected a 2-D array of one-hot labels with {raw['y'].shape[1]} columns, "
+                            f"got {type(labels).__name__} {getattr(labels, 'shape', '')}")
+        if labels.shape[0] != features.shape[0]:
+            raise DataError(f"{files[part]}: {labels.shape[0]} rows of labels, but {files[part.replace('y', 'x')].name} "
+                            f"has {features.shape[0]} rows of features")
+        if not (np.isin(labels, (0, 1)).all() and (labels.sum(1) <= 1).all()):
+            row = int(np.flatnonzero(~np.isin(labels, (0, 1)).all(1) | (labels.sum(1) > 1))[0])
+            raise DataError(f"{files[part]}: row {row} is {labels[row].tolist()}: expected one-hot labels (0 or 1, "
+                            "one 1 at most)")
+    graph, nodes = raw["graph"], len(raw["graph"]) if hasattr(raw["graph"], "__len__") else 0
+    if not isinstance(graph, dict) or nodes < raw["allx"].shape[0] + raw["tx"].shape[0]:
+        raise DataError(f"{files['graph']}: expected a dict of at least {raw['allx'].shape[0] + raw['tx'].shape[0]} "
+                        f"nodes (the allx and tx rows), each to a list of neighbours, got {type(graph).__name__} of {nodes}")
+    for node, neighbours in graph.items():
+        if not isinstance(neighbours, (list, tuple)):
+            raise DataError(f"{files['graph']}: node {node!r} maps to {type(neighbours).__name__}: expected a list of "
+                            "neighbours")
+        for other in (node, *neighbours):
+            if not isinstance(other, (int, np.integer)) or not 0 <= other < nodes:
+                raise DataError(f"{files['graph']}: node {node!r} has the neighbour {other!r}, out of range: expected "
+                                f"node ids, integers from 0 to {nodes - 1}")
+    TextFile(files["test.index"], "a Planetoid test index").integers(
+        None, {"test node": (raw["allx"].shape[0], nodes - 1)}, "a node id per line")
 
 
 class PlanetoidData(NodeClassificationData):
@@ -101,6 +138,7 @@ class PlanetoidData(NodeClassificationData):
     def dataset(self) -> CachedPlanetoid:
         """PyG's dataset over the raw files, processed into a cache entry keyed by their content."""
         raw_files = self.raw_files()
+        self.sources = dict.fromkeys(("train", "val", "test"), str(raw_files[0].parent))
         processed_dir = cache_dir("Planetoid") / f"{self.name}-{content_key(raw_files)}" / "processed"
         if not processed_dir.is_dir():
             check_raw_files(raw_files)

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Optional, Union
 
-from framework.data import DataNotFoundError, dataset_dir, reading
+from framework.data import DataNotFoundError, TextFile, dataset_dir
 
 from .stories import Example, StoryDataModule, Vocabulary, words_of
 
@@ -28,6 +28,7 @@ NAMES = {
     14: "time-reasoning", 15: "basic-deduction", 16: "basic-induction", 17: "positional-reasoning",
     18: "size-reasoning", 19: "path-finding", 20: "agents-motivations",
 }
+LINE = re.compile(r"\s*(?P<id>[1-9]\d*) (?P<text>[^\t]*\S[^\t]*?)(?:\t(?P<answer>[^\t]*\S[^\t]*)\t(?P<support>[\d ]*))?\s*")
 ANSWER = re.compile(r"\t([^\t\n]+)\t")
 ANSWER_AND_SUPPORT = re.compile(r"\t[^\n]*")
 WORDS = re.compile(r"[^\W\d_]+")  # letters only: bAbI words have no digits, line numbers go
@@ -35,29 +36,36 @@ FILES = tuple(f"qa{task}_{name}_{split}.txt" for task, name in NAMES.items() for
 
 
 def parse_babi(lines: Iterable[str], task: int, source: str = "<lines>") -> list[Example]:
-    """The questions of a bAbI file, each with the sentences of its story before it."""
+    """The questions of a bAbI file, each with the sentences of its story before it.
+
+    Every line must be ``ID sentence`` or ``ID question<TAB>answer<TAB>supporting IDs``, the IDs
+    counting up from 1 in each story, the answer not empty and every supporting ID a sentence of
+    the story before the question; the first line that is not is an error naming ``source`` and
+    the line.
+    """
+    text = TextFile.from_lines(lines, source, "a bAbI task file")
     examples: list[Example] = []
     story: list[list[str]] = []
-    places: dict[int, int] = {}  # line ID -> index in story
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line:
-            continue
-        head, _, text = line.partition(" ")
-        if not head.isdigit() or not text:
-            raise ValueError(f"{source}, line {number}: expected 'ID text', got {line!r}")
-        if head == "1":
+    places: dict[int, int] = {}  # sentence ID -> index in story
+    last = 0
+    for number, match in text.matches(LINE, "'ID sentence' or 'ID question<TAB>answer<TAB>supporting IDs'"):
+        line_id = int(match["id"])
+        if line_id == 1:
             story, places = [], {}
-        if "\t" not in text:
-            places[int(head)] = len(story)
-            story.append(words_of(text))
+        elif line_id != last + 1:
+            raise text.error(number, f"line ID {line_id} follows {last}: the IDs count up from 1 in each story")
+        last = line_id
+        if match["answer"] is None:
+            places[line_id] = len(story)
+            story.append(words_of(match["text"]))
             continue
-        fields = text.split("\t")
-        if len(fields) != 3 or not all(s.isdigit() and int(s) in places for s in fields[2].split()):
-            raise ValueError(f"{source}, line {number}: expected 'ID question<TAB>answer<TAB>supporting "
-                             f"sentence IDs', got {line!r}")
-        support = [places[int(s)] for s in fields[2].split()]
-        examples.append(Example(list(story), words_of(fields[0]), fields[1].strip().lower(), support, task))
+        supports = match["support"].split()
+        for support in supports:
+            if int(support) not in places:
+                raise text.error(number, f"supporting ID {support} is out of range: expected the ID of a sentence "
+                                         f"of this story before the question ({', '.join(map(str, places)) or 'none'})")
+        examples.append(Example(list(story), words_of(match["text"]), match["answer"].strip().lower(),
+                                [places[int(s)] for s in supports], task))
     return examples
 
 
@@ -65,8 +73,7 @@ def parse_babi(lines: Iterable[str], task: int, source: str = "<lines>") -> list
 def read_babi(folder: Path, task: int, split: str) -> tuple[Example, ...]:
     """The examples of one task's ``train`` or ``test`` file (read once per process)."""
     path = folder / f"qa{task}_{NAMES[task]}_{split}.txt"
-    with reading(path, "a bAbI task file"), open(path, encoding="utf-8") as lines:
-        return tuple(parse_babi(lines, task, str(path)))
+    return tuple(parse_babi(TextFile(path, "a bAbI task file").lines, task, str(path)))
 
 
 @cache
@@ -75,8 +82,7 @@ def babi_vocabulary(folder: Path) -> Vocabulary:
     answer and supporting IDs are cut from the question lines, the rest is lower-cased words."""
     words: set[str] = set()
     for name in FILES:
-        with reading(folder / name, "a bAbI task file"):
-            text = (folder / name).read_text(encoding="utf-8").lower()
+        text = "\n".join(TextFile(folder / name, "a bAbI task file").lines).lower()
         words.update(answer.strip() for answer in ANSWER.findall(text))
         words.update(WORDS.findall(ANSWER_AND_SUPPORT.sub("", text)))
     return Vocabulary(words)
@@ -130,6 +136,9 @@ class BabiStories(StoryDataModule):
 
     def examples(self) -> dict[str, list[Example]]:
         folder = self.folder()
+        files = {split: ", ".join(f"qa{task}_{NAMES[task]}_{split}.txt" for task in self.tasks) for split in ("train", "test")}
+        self.sources = {"train": f"{folder}/{files['train']}", "val": f"{folder}/{files['train']}",
+                        "test": f"{folder}/{files['test']}"}
         splits: dict[str, list[Example]] = {"train": [], "val": [], "test": []}
         for task in self.tasks:
             train = read_babi(folder, task, "train")

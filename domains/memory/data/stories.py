@@ -154,4 +154,8 @@ class StoryDataModule(SplitDataModule):
 
     def make_splits(self) -> dict[str, StoryDataset]:
         vocab = self.vocabulary()
-        return {name: StoryDataset(examples, vocab, self.memory_size) for name, examples in self.examples().items()}
+        named = self.examples()
+        empty = next((name for name, examples in named.items() if not examples), None)
+        if empty is not None:
+            raise self.empty_split(empty)
+        return {name: StoryDataset(examples, vocab, self.memory_size) for name, examples in named.items()}

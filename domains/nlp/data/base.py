@@ -4,7 +4,6 @@ training split (or taken from a checkpoint), and padding."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 import torch
@@ -12,7 +11,7 @@ from tokenizers import Tokenizer
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from framework.data import SplitDataModule
+from framework.data import SplitDataModule, TextFile
 
 from ..task import TokenizerState
 from .tokenization import PAD, check_kind, train_tokenizer
@@ -47,8 +46,8 @@ class TextData(SplitDataModule):
         lowercase: lower-case every text before tokenising.
         min_frequency: rarer words (``word``) or merges (``bpe``) are left out.
         max_length: tokens kept per text (longer texts are cut).
-        predict_file: a UTF-8 file, one text per line, that ``predict`` reads instead of
-            ``predict_split``.
+        predict_file: a UTF-8 file, one text per line (blank lines skipped, none at all is an
+            error), that ``predict`` reads instead of ``predict_split``.
         batch_size, eval_batch_size, num_workers, predict_split: as in ``SplitDataModule``.
     """
 
@@ -100,7 +99,7 @@ class TextData(SplitDataModule):
     def predict_dataloader(self) -> DataLoader:
         if self.predict_file is None:
             return super().predict_dataloader()
-        lines = Path(self.predict_file).read_text(encoding="utf-8").splitlines()
+        text = TextFile(self.predict_file, "data.predict_file, a text per line")
         self.setup("predict")
-        self.splits["predict_file"] = [(line, None) for line in lines if line.strip()]
+        self.splits["predict_file"] = [(line, None) for _, line in text.numbered()]
         return self.loader("predict_file")

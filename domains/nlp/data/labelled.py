@@ -3,33 +3,39 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection, Optional
 
-from framework.data import dataset_dir
+from framework.data import DataError, TextFile, dataset_dir
 
 from .classification import TextClassificationData, holdout
 
 
-def read_labelled(files: list[Path], label_column: int = 0, encoding: str = "utf-8") -> list[tuple[str, str]]:
+def read_labelled(files: list[Path], label_column: int = 0, encoding: str = "utf-8",
+                  seen: Optional[Collection[str]] = None, seen_in: str = "") -> list[tuple[str, str]]:
     """``(text, label)`` pairs from ``[file.tsv]`` (two tab-separated columns, the label in
-    ``label_column``) or from ``[texts, labels]`` (two line-aligned files)."""
+    ``label_column``) or from ``[texts, labels]`` (two line-aligned files). A line of another
+    shape, an empty label, or a label not in ``seen`` (the training split's, read from
+    ``seen_in``) is an error naming the file and line."""
     if len(files) == 1:
-        pairs = []
-        for number, line in enumerate(files[0].read_text(encoding=encoding).splitlines(), 1):
-            if not line.strip():
-                continue
-            columns = line.split("\t", 1)
-            if len(columns) != 2:
-                raise ValueError(f"{files[0]}:{number}: expected 'label<TAB>text' (two columns), got {line[:60]!r}")
-            label = columns[label_column].strip()
-            pairs.append((columns[1 - label_column].strip(), label))
-        return pairs
-    if len(files) == 2:
-        texts, labels = (f.read_text(encoding=encoding).splitlines() for f in files)
-        if len(texts) != len(labels):
-            raise ValueError(f"{files[0]} has {len(texts)} lines but {files[1]} has {len(labels)}; they must be line-aligned")
-        return [(t.strip(), y.strip()) for t, y in zip(texts, labels) if t.strip()]
-    raise ValueError(f"data.splits: each split names one TSV file or a text file and a label file, got {len(files)} files")
+        text = TextFile(files[0], "a labelled TSV file", encoding)
+        rows = [(number, columns[1 - label_column].strip(), columns[label_column].strip(), text)
+                for number, columns in text.fields("\t", 2, "'label<TAB>text'")]
+    elif len(files) == 2:
+        texts, labels = (TextFile(f, what, encoding) for f, what in zip(files, ("texts", "labels")))
+        if len(texts.lines) != len(labels.lines):
+            raise DataError(f"{files[0]} has {len(texts.lines)} lines but {files[1]} has {len(labels.lines)}; they "
+                            "must be line-aligned")
+        rows = [(number, t.strip(), y.strip(), labels)
+                for number, (t, y) in enumerate(zip(texts.lines, labels.lines), 1) if t.strip()]
+    else:
+        raise ValueError(f"data.splits: each split names one TSV file or a text file and a label file, "
+                         f"got {len(files)} files")
+    for number, _, label, source in rows:
+        if not label:
+            raise source.error(number, "the label is empty")
+        if seen is not None:
+            source.known(number, label, seen, "label", f" in the training split ({seen_in})")
+    return [(text, label) for _, text, label, _ in rows]
 
 
 class LabelledText(TextClassificationData):
@@ -40,7 +46,8 @@ class LabelledText(TextClassificationData):
         splits: per split the files, relative to ``root``: ``[train.tsv]`` or
             ``[train.txt, train.labels]``. Without a ``val`` entry, ``val_size`` examples of
             ``train`` are held out (drawn with ``seed``).
-        label_column: the label's column (0 or 1) in TSV files.
+        label_column: the label's column (0 or 1) in TSV files. Every label of another split must
+            occur in ``train``.
         encoding: of every file (``latin-1`` for some older corpora).
         val_size, seed: the held-out validation split.
         **kwargs: tokeniser, sentence and loader options of ``TextClassificationData``.
@@ -65,8 +72,13 @@ class LabelledText(TextClassificationData):
     def read(self) -> dict[str, list[tuple[str, str]]]:
         expect = [name for files in self.split_files.values() for name in files]
         folder = dataset_dir(Path(self.root).name, root=self.root, source="your corpus", expect=expect)
-        named = {split: read_labelled([folder / f for f in files], self.label_column, self.encoding)
-                 for split, files in self.split_files.items()}
+        paths = {split: [folder / name for name in files] for split, files in self.split_files.items()}
+        self.sources = {split: ", ".join(map(str, files)) for split, files in paths.items()}
+        named = {"train": read_labelled(paths["train"], self.label_column, self.encoding)}
+        seen = {label for _, label in named["train"]}
+        for split in paths.keys() - {"train"}:
+            named[split] = read_labelled(paths[split], self.label_column, self.encoding, seen, self.sources["train"])
         if "val" not in named:
             named["train"], named["val"] = holdout(named["train"], self.val_size, self.seed)
+            self.sources["val"] = self.sources["train"]
         return named

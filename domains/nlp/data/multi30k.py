@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 from typing import Any, Optional
 
-from framework.data import dataset_dir, reading
+from framework.data import DataError, TextFile, dataset_dir
 
 from .translation import TranslationData
 
@@ -15,16 +14,18 @@ SOURCE = "https://github.com/multi30k/dataset (data/task1/raw: train, val and te
 
 
 def read_parallel(source: Path, target: Path, limit: Optional[int] = None) -> list[tuple[str, str]]:
-    """Line-aligned ``(source, target)`` sentence pairs of two gzip text files."""
-    sources, targets = (_lines(path) for path in (source, target))
-    if len(sources) != len(targets):
-        raise ValueError(f"{source} has {len(sources)} lines but {target} has {len(targets)}; they must be line-aligned")
-    return [(a.strip(), b.strip()) for a, b in zip(sources, targets)][:limit]
-
-
-def _lines(path: Path) -> list[str]:
-    with reading(path, "gzip-compressed UTF-8 text"), gzip.open(path, "rt", encoding="utf-8") as f:
-        return f.read().splitlines()
+    """Line-aligned ``(source, target)`` sentence pairs of two gzip-compressed UTF-8 files. Files
+    of different lengths, or an empty line (a sentence without its translation), are an error
+    naming the file (and line)."""
+    sources, targets = (TextFile(path, "gzip-compressed UTF-8 text, a sentence per line") for path in (source, target))
+    if len(sources.lines) != len(targets.lines):
+        raise DataError(f"{source} has {len(sources.lines)} lines but {target} has {len(targets.lines)}; they must "
+                        "be line-aligned")
+    for text in (sources, targets):
+        blank = next((number for number, line in enumerate(text.lines, 1) if not line.strip()), None)
+        if blank is not None:
+            raise text.error(blank, "an empty line: every line is a sentence, aligned with the other file's")
+    return [(a.strip(), b.strip()) for a, b in zip(sources.lines, targets.lines)][:limit]
 
 
 class Multi30k(TranslationData):
@@ -49,6 +50,7 @@ class Multi30k(TranslationData):
     def make_splits(self) -> dict[str, list[tuple[str, str]]]:
         names = [f"{f}.{lang}.gz" for f in SPLIT_FILES.values() for lang in ("de", "en")]
         folder = dataset_dir("multi30k", root=self.root, source=SOURCE, expect=names)
+        self.sources = {split: f"{folder / name}.{{de,en}}.gz" for split, name in SPLIT_FILES.items()}
         return {split: read_parallel(folder / f"{name}.{self.source_lang}.gz", folder / f"{name}.{self.target_lang}.gz",
                                      self.train_size if split == "train" else None)
                 for split, name in SPLIT_FILES.items()}

@@ -14,18 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from framework.data import TextFile
+
 Histories = list[np.ndarray]
-
-
-def _table(path: Path, columns: int, what: str, delimiter: str | None = None) -> np.ndarray:
-    """An integer table of at least ``columns`` columns; errors name the file and the layout."""
-    try:
-        table = np.loadtxt(path, dtype=np.int64, delimiter=delimiter, ndmin=2)
-    except ValueError as err:
-        raise ValueError(f"{path}: expected {what} per line ({err})") from None
-    if table.shape[0] == 0 or table.shape[1] < columns:
-        raise ValueError(f"{path}: expected {what} per line, got a table of shape {table.shape}")
-    return table
 
 
 def group_by_user(users: np.ndarray, items: np.ndarray) -> Histories:
@@ -37,19 +28,23 @@ def group_by_user(users: np.ndarray, items: np.ndarray) -> Histories:
 
 
 def read_movielens(path: Path) -> Histories:
-    """MovieLens ``u.data``: tab-separated ``user item rating timestamp`` lines.
+    """MovieLens ``u.data``: tab-separated ``user item rating timestamp`` lines of integers, ids
+    from 1, ratings 1 to 5 (another line is an error naming the file and line).
 
     Every rating counts as an interaction (implicit feedback, as in SASRec and BERT4Rec).
     A user's items are ordered by timestamp; equal timestamps keep the file's order.
     """
-    table = _table(path, 4, "4 tab-separated integers (user, item, rating, timestamp)", delimiter="\t")
+    text = TextFile(path, "MovieLens ratings")
+    table = text.integers("\t", {"user id": (1, None), "item id": (1, None), "rating": (1, 5), "timestamp": (0, None)},
+                          "'user<TAB>item<TAB>rating<TAB>timestamp'")
     by_time = np.argsort(table[:, 3], kind="stable")
     return group_by_user(table[by_time, 0], table[by_time, 1])
 
 
 def read_user_item_lines(path: Path) -> Histories:
-    """The SASRec data format: ``user item`` per line, each user's lines already in time order."""
-    table = _table(path, 2, "2 whitespace-separated integers (user, item)")
+    """The SASRec data format: ``user item`` per line (ids from 1), each user's lines already in time order."""
+    text = TextFile(path, "a 'user item' file")
+    table = text.integers(None, {"user id": (1, None), "item id": (1, None)}, "'user item'")
     return group_by_user(table[:, 0], table[:, 1])
 
 

@@ -26,7 +26,7 @@ from torch.utils.data import Dataset
 
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-from framework.data import SplitDataModule, dataset_dir
+from framework.data import DataError, SplitDataModule, dataset_dir
 
 from framework.data.sampling import LengthGroupedShuffle
 
@@ -193,7 +193,13 @@ class LoggedSequences(SequenceData):
     def load(self) -> tuple[Histories, int]:
         raw = self.read()
         self.read_counts = counts(raw)
-        return index_items(filter_min_counts(raw, self.min_user_interactions, self.min_item_interactions))
+        self.sources = dict.fromkeys(("train", "val", "test"), self.source)
+        kept = filter_min_counts(raw, self.min_user_interactions, self.min_item_interactions)
+        if not kept:
+            raise DataError(f"no user of {self.source} ({self.read_counts['users']} users) is left with the thresholds "
+                            f"users >= {self.min_user_interactions}, items >= {self.min_item_interactions} interactions: "
+                            "lower data.min_user_interactions or data.min_item_interactions")
+        return index_items(kept)
 
     def summary(self) -> str:
         read, kept = self.read_counts, super().summary()

@@ -8,47 +8,75 @@ from typing import Callable, Optional
 
 import numpy as np
 import torch
-from PIL import Image
 from torch import Tensor
 from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
-from framework.data import SPLITS, SplitDataModule, dataset_dir, reading
+from framework.data import SPLITS, DataError, SplitDataModule, check_label_values, dataset_dir, image_header, read_image
 
 from .layouts import LAYOUTS, Layout, Pairs
 from .transforms import IGNORE_INDEX, IMAGENET_MEAN, IMAGENET_STD, check_normalisation, check_scale_range, \
     segmentation_transform
 
 
-def read_label_map(path: Path, lookup: Tensor) -> Tensor:
-    """A label PNG (mode L, or P: palette indices) as class indices (H, W) uint8, through ``lookup`` (256,)."""
-    values = np.asarray(Image.open(path))
+def read_label_map(path: Path, lookup: Tensor, valid: Optional[np.ndarray] = None, meaning: str = "") -> Tensor:
+    """A label PNG (mode L, or P: palette indices) as class indices (H, W) uint8, through ``lookup``
+    (256,); a value not marked in ``valid`` (256,) bool, when given, is an error naming the file,
+    the pixel and ``meaning``."""
+    values = read_image(path, what="a label map")
     if values.ndim != 2 or values.dtype != np.uint8:
-        raise ValueError(f"{path}: a label map must be a single-channel 8-bit PNG, got shape {values.shape} {values.dtype}")
+        raise DataError(f"{path}: a label map must be a single-channel 8-bit PNG, got shape {values.shape} {values.dtype}")
+    if valid is not None:
+        check_label_values(values, valid, path, meaning)
     return lookup[torch.from_numpy(values.astype(np.int64))]
 
 
+def check_pairs(pairs: Pairs, one_size: bool, pad_to: Optional[Sequence[int]] = None) -> None:
+    """Every (image, label map) pair's headers (nothing is decoded): images Pillow can open, label
+    maps single-channel 8-bit (mode L or P) of their image's size; with ``one_size`` every image
+    the size of the first (an evaluation split without ``pad_to``, whose batches stack whole
+    images), and every image within ``pad_to`` (H, W) when given. The first offence is a
+    ``DataError`` naming the file."""
+    first = None
+    for image_path, label_path in pairs:
+        image, label = image_header(image_path), image_header(label_path, "a label map")
+        if label.mode not in ("L", "P"):
+            raise DataError(f"{label_path}: a label map must be a single-channel 8-bit PNG (mode L or P), got mode "
+                            f"{label.mode}")
+        if label[:2] != image[:2]:
+            raise DataError(f"{label_path}: label map {label.width} x {label.height} differs from its image "
+                            f"{image_path}, {image.width} x {image.height}")
+        first = first or (image_path, image)
+        if one_size and image[:2] != first[1][:2]:
+            raise DataError(f"{image_path} is {image.width} x {image.height}, but {first[0].name} is {first[1].width} x "
+                            f"{first[1].height}: the images of an evaluation split must have one size, unless data.pad_to "
+                            "is set")
+        if pad_to is not None and (image.height > pad_to[0] or image.width > pad_to[1]):
+            raise DataError(f"{image_path} is {image.width} x {image.height}, larger than data.pad_to {tuple(pad_to)} "
+                            "(H, W)")
+
+
 class SegmentationFiles(Dataset):
-    """(image, label map) file pairs read on demand and transformed jointly.
+    """(image, label map) file pairs read on demand and transformed jointly; a label value the
+    data set does not define (``valid``) is an error naming the file.
 
     Items: image float (3, H, W), target long (H, W) with ``IGNORE_INDEX`` for void pixels.
     """
 
-    def __init__(self, pairs: Pairs, lookup: Tensor, transform: Callable) -> None:
-        self.pairs, self.lookup, self.transform = pairs, lookup, transform
+    def __init__(self, pairs: Pairs, lookup: Tensor, transform: Callable, valid: Optional[np.ndarray] = None,
+                 meaning: str = "") -> None:
+        self.pairs, self.lookup, self.transform, self.valid, self.meaning = pairs, lookup, transform, valid, meaning
 
     def __len__(self) -> int:
         return len(self.pairs)
 
     def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
         image_path, label_path = self.pairs[i]
-        with reading(image_path, "an image"), Image.open(image_path) as image:
-            pixels = torch.from_numpy(np.array(image.convert("RGB"))).permute(2, 0, 1)
-        with reading(label_path, "a label map"):
-            labels = read_label_map(label_path, self.lookup)
+        pixels = torch.from_numpy(read_image(image_path, "RGB")).permute(2, 0, 1)
+        labels = read_label_map(label_path, self.lookup, self.valid, self.meaning)
         if labels.shape != pixels.shape[1:]:
-            raise ValueError(f"{label_path}: label map {tuple(labels.shape)} differs from its image "
-                             f"{tuple(pixels.shape[1:])}")
+            raise DataError(f"{label_path}: label map {tuple(labels.shape)} differs from its image "
+                            f"{tuple(pixels.shape[1:])}")
         image, target = self.transform(tv_tensors.Image(pixels), tv_tensors.Mask(labels))
         return image, target.long()
 
@@ -118,5 +146,8 @@ class SegmentationFolders(SplitDataModule):
             transform = segmentation_transform(split == "train", self.mean, self.std, h.crop_size, h.scale_range, h.flip,
                                                h.base_scale, pad_to=None if split == "train" else pad_to)
             pairs = self.layout.find_pairs(self.root, split)[:h.max_images]
-            splits[split] = SegmentationFiles(pairs, lookup, transform)
+            check_pairs(pairs, one_size=split != "train" and pad_to is None, pad_to=None if split == "train" else pad_to)
+            splits[split] = SegmentationFiles(pairs, lookup, transform, self.layout.valid_values(),
+                                              self.layout.label_meaning)
+            self.sources[split] = str(pairs[0][0].parent)
         return splits

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Optional
 
+from PIL import Image
 from torchvision.datasets import ImageFolder
 
-from framework.data import SplitDataModule, dataset_dir
+from framework.data import DataError, SplitDataModule, dataset_dir, image_header, read_image
 
 from .transforms import IMAGENET_MEAN, IMAGENET_STD, check_normalisation, check_scale_range, photo_transform
+
+
+def load_rgb(path: str) -> Image.Image:
+    """An image file as an RGB Pillow image; one that cannot be decoded is a ``DataError`` naming it."""
+    return Image.fromarray(read_image(Path(path), "RGB"))
 
 
 class ImageFolderClassification(SplitDataModule):
     """Images in ``<root>/<split>/<class>/<image>`` (jpg, png ...), split folders ``train`` and ``val``
     (and ``test``, else the test split reads ``val``); the classes are ``train``'s sub-folders, sorted.
+    Every image's header is read at set-up, so that a file that is no image stops the run before training.
 
     Training: RandomResizedCrop to ``image_size`` and horizontal flips; evaluation: resize to
     ``image_size * 8 / 7`` and centre crop (see :func:`transforms.photo_transform`).
@@ -53,9 +61,14 @@ class ImageFolderClassification(SplitDataModule):
         splits = {}
         for split in ("train", "val", "test"):
             folder = self.root / (split if (self.root / split).is_dir() else "val")
-            dataset = ImageFolder(str(folder), transform=photo_transform(split == "train", self.mean, self.std,
-                                                                         h.image_size, h.scale_range))
+            try:
+                dataset = ImageFolder(str(folder), photo_transform(split == "train", self.mean, self.std, h.image_size,
+                                                                   h.scale_range), loader=load_rgb)
+            except FileNotFoundError as error:  # a class folder without images
+                raise DataError(f"{folder}: {error}") from None
             if dataset.classes != self.class_names:
-                raise ValueError(f"{folder} has the classes {dataset.classes}, but train has {self.class_names}")
-            splits[split] = dataset
+                raise DataError(f"{folder} has the classes {dataset.classes}, but train has {self.class_names}")
+            for path, _ in dataset.samples:
+                image_header(Path(path))
+            splits[split], self.sources[split] = dataset, str(folder)
         return splits

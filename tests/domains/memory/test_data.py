@@ -3,13 +3,15 @@ replaying its stories, padding and truncation, and errors that name the config k
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
 from domains.memory import BabiStories, GeneratedStories, generate_stories, parse_babi
 from domains.memory.data.generated import lexicon
 from domains.memory.data.stories import StoryDataset, Vocabulary
-from framework.data import DataNotFoundError
+from framework.data import DataError, DataNotFoundError
 
 FILE = """1 Mary moved to the bathroom.
 2 Sandra journeyed to the bedroom.
@@ -31,10 +33,19 @@ def test_parse_babi_makes_one_example_per_question_with_the_story_before_it():
     assert third.story == [["john", "went", "to", "the", "office"]] and third.support == [0]
 
 
-@pytest.mark.parametrize("line", ["Mary went home.", "4 Where is Mary?\tbathroom\t9", "x Mary went home."])
-def test_parse_babi_names_the_bad_line(line):
-    with pytest.raises(ValueError, match="line 2"):
-        parse_babi(["1 Mary moved to the bathroom.", line], task=1)
+@pytest.mark.parametrize("line, problem", [
+    ("Mary went home.", "expected 'ID sentence' or"),
+    ("x Mary went home.", "expected 'ID sentence' or"),
+    ("2 Where is Mary?\tbathroom", "expected 'ID sentence' or"),
+    ("2 Where is Mary?\t\t1", "expected 'ID sentence' or"),
+    ("2 Where is Mary?\tbathroom\t1\t1", "expected 'ID sentence' or"),
+    ("2 Where is Mary?\tbathroom\t9", "supporting ID 9 is out of range: expected the ID of a sentence of this story "
+                                       "before the question (1)"),
+    ("3 Mary went home.", "line ID 3 follows 1: the IDs count up from 1 in each story"),
+])
+def test_parse_babi_names_the_bad_line(line, problem):
+    with pytest.raises(DataError, match=re.escape(f"story.txt:2: {problem}")):
+        parse_babi(["1 Mary moved to the bathroom.", line], task=1, source="story.txt")
 
 
 def vocabulary_of(examples):

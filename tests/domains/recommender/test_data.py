@@ -160,7 +160,7 @@ def test_bad_data_settings_name_the_key(tmp_path):
     with pytest.raises(DataNotFoundError, match="data.path"):
         UserItemSequences(path=str(tmp_path / "missing.txt")).setup("fit")
     (tmp_path / "bad.txt").write_text("1 2 3\n4 5\n")
-    with pytest.raises(ValueError, match="bad.txt: expected 2 whitespace-separated integers"):
+    with pytest.raises(ValueError, match="bad.txt:1: expected 'user item' \\(2 fields\\), got 3"):
         UserItemSequences(path=str(tmp_path / "bad.txt")).setup("fit")
 
 

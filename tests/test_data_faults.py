@@ -1,0 +1,494 @@
+"""Damaged data is named, never trained on: every real loader against every kind of damage.
+
+The cases are generated from a table. :data:`LOADERS` says, for each real loader, its config,
+how to make a tiny fixture (the first lines or files of the real data set in ``../shared/data``,
+written into ``tmp_path``) and, for every kind of damage in :data:`KINDS` that applies to its
+format, which file to damage and how. Each case damages a fresh fixture, runs the command line
+as a user would (``fit``, one batch) and expects exit status 1, one or two lines naming the file
+(and ``file:line`` where the format has lines), and no run folder left behind. One more case
+per loader runs the undamaged fixture, so that no case passes on a fixture that was broken anyway.
+"""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+import shutil
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+import pytest
+
+from framework.__main__ import main
+from tests.test_bad_inputs import fails, nothing_left
+
+#: The kinds of damage: what each does to a text file and to a binary one.
+KINDS = {
+    "truncated": "cut short (a text file in the middle of a line, a binary file halfway)",
+    "empty": "no bytes at all",
+    "encoding": "text in UTF-16; a binary file replaced by text",
+    "garbage": "a line of binary junk in a text file; junk over the middle of a binary file",
+    "label": "a label the data set does not know",
+    "range": "a value out of its range",
+    "size": "another sample rate or image size",
+    "columns": "a field, channel or line too many or too few",
+}
+ONE_STEP = ["--trainer.max_steps=1", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1",
+            "--trainer.limit_val_batches=1", "--trainer.num_sanity_val_steps=0", "--trainer.enable_progress_bar=false",
+            "--trainer.enable_model_summary=false", "--config", "configs/logger/csv.yaml"]
+JUNK = b"\x89\x00\xfe\xff junk \x01\x02\x9c"
+
+
+# --- damage, applied to a file; a text damage returns the line it damaged --------------------------------------
+
+def text_lines(path: Path) -> list[bytes]:
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return data.splitlines(keepends=True)
+
+
+def write_lines(path: Path, lines: list[bytes]) -> None:
+    data = b"".join(lines)
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+
+
+def cut_line(line: int, separator: bytes) -> Callable[[Path], int]:
+    """Cut the file just after the first ``separator`` of ``line``: the rest of the file is gone."""
+    def damage(path: Path) -> int:
+        lines = text_lines(path)
+        write_lines(path, lines[:line - 1] + [lines[line - 1].split(separator)[0] + separator])
+        return line
+    return damage
+
+
+def utf16(path: Path) -> None:
+    text = b"".join(text_lines(path)).decode("latin-1")
+    path.write_bytes(gzip.compress(text.encode("utf-16")) if path.suffix == ".gz" else text.encode("utf-16"))
+
+
+def junk_line(line: int) -> Callable[[Path], int]:
+    def damage(path: Path) -> int:
+        lines = text_lines(path)
+        write_lines(path, lines[:line - 1] + [JUNK + b"\n"] + lines[line - 1:])
+        return line
+    return damage
+
+
+def set_field(line: int, column: int, value: bytes, separator: bytes) -> Callable[[Path], int]:
+    """Replace field ``column`` of ``line`` (``value`` None: drop it; a column past the end: add one)."""
+    def damage(path: Path) -> int:
+        lines = text_lines(path)
+        end = b"\r\n" if lines[line - 1].endswith(b"\r\n") else b"\n"
+        fields = lines[line - 1].rstrip(b"\r\n").split(separator)
+        if value is None:
+            del fields[column]
+        elif column == len(fields):
+            fields.append(value)
+        else:
+            fields[column] = value
+        lines[line - 1] = separator.join(fields) + end
+        write_lines(path, lines)
+        return line
+    return damage
+
+
+def drop_last_line(path: Path) -> None:
+    write_lines(path, text_lines(path)[:-1])
+
+
+def empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def halve(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def keep_bytes(count: int) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        path.write_bytes(path.read_bytes()[:count])
+    return damage
+
+
+def garble(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 64] = (JUNK * 8)[:64]
+    path.write_bytes(bytes(data))
+
+
+def text_instead(path: Path) -> None:
+    path.write_text("this is a text file, not what the format says\n")
+
+
+def rename(name: str) -> Callable[[Path], Path]:
+    def damage(path: Path) -> Path:
+        return path.rename(path.with_name(name))
+    return damage
+
+
+def resample(rate: int) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        import soundfile
+
+        samples, _ = soundfile.read(path, dtype="int16")
+        soundfile.write(path, samples, rate, subtype="PCM_16")
+    return damage
+
+
+def stereo(path: Path) -> None:
+    import soundfile
+
+    samples, rate = soundfile.read(path, dtype="int16")
+    soundfile.write(path, np.stack([samples, samples], 1), rate, subtype="PCM_16")
+
+
+def resize_image(path: Path) -> None:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        image.resize((image.width // 2, image.height // 2)).save(path)
+
+
+def as_rgb(path: Path) -> None:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        image.convert("RGB").save(path)
+
+
+def paint(value: int) -> Callable[[Path], None]:
+    from PIL import Image
+
+    def damage(path: Path) -> None:
+        with Image.open(path) as image:
+            pixels = np.array(image)
+        pixels[5, 7] = value
+        Image.fromarray(pixels).save(path)
+    return damage
+
+
+def repickle(change: Callable[[object], object]) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        with open(path, "rb") as file:
+            value = pickle.load(file, encoding="latin1")
+        with open(path, "wb") as file:
+            pickle.dump(change(value), file)
+    return damage
+
+
+def far_neighbour(graph: dict) -> dict:
+    graph[0] = [*graph[0], 99999]
+    return graph
+
+
+def write_idx(path: Path, array: np.ndarray) -> None:
+    header = b"\x00\x00\x08" + bytes([array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    path.write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes()))
+
+
+def read_idx(path: Path) -> np.ndarray:
+    raw = gzip.decompress(path.read_bytes())
+    shape = struct.unpack(f">{raw[3]}I", raw[4:4 + 4 * raw[3]])
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * raw[3]).reshape(shape)
+
+
+def change_idx(change: Callable[[np.ndarray], np.ndarray]) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        write_idx(path, change(read_idx(path).copy()))
+    return damage
+
+
+def label_twelve(labels: np.ndarray) -> np.ndarray:
+    labels[3] = 12
+    return labels
+
+
+# --- the tiny fixtures: the first lines or files of the real data sets ---------------------------------
+
+def copy_lines(source: Path, target: Path, count: int, keep: Callable[[bytes], bool] = lambda line: True) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_lines(target, [line for line in text_lines(source) if keep(line)][:count])
+
+
+def trec(real: Path, root: Path) -> None:
+    copy_lines(real / "TREC/train_5500.label", root / "TREC/train_5500.label", 300)
+    coarse = {line.split(b":")[0] for line in text_lines(root / "TREC/train_5500.label")}
+    copy_lines(real / "TREC/TREC_10.label", root / "TREC/TREC_10.label", 40, lambda line: line.split(b":")[0] in coarse)
+
+
+def multi30k(real: Path, root: Path) -> None:
+    for source in (real / "multi30k").glob("*.gz"):
+        copy_lines(source, root / "multi30k" / source.name, 48)
+
+
+def babi(real: Path, root: Path) -> None:
+    for source in (real / "babi/tasks_1-20_v1-2/en").glob("qa*.txt"):
+        copy_lines(source, root / "babi/tasks_1-20_v1-2/en" / source.name, 45)
+
+
+def fsdd(real: Path, root: Path) -> None:
+    (root / "fsdd/recordings").mkdir(parents=True)
+    for digit in range(10):
+        for index in (0, 5, 6, 7):
+            name = f"{digit}_george_{index}.wav"
+            shutil.copy(real / "fsdd/recordings" / name, root / "fsdd/recordings" / name)
+
+
+def cora(real: Path, root: Path) -> None:
+    shutil.copytree(real / "Planetoid/Cora/raw", root / "Planetoid/Cora/raw")
+
+
+def movielens_ratings(real: Path, root: Path) -> None:
+    copy_lines(real / "MovieLens100K/raw/u.data", root / "MovieLens100K/raw/u.data", 10**6,
+               lambda line: int(line.split(b"\t")[0]) <= 20)
+
+
+def movielens_graph(real: Path, root: Path) -> None:
+    for name in ("u.user", "u.item", "u.occupation"):
+        copy_lines(real / "MovieLens100K/raw" / name, root / "MovieLens100K/raw" / name, 10**6)
+    copy_lines(real / "MovieLens100K/raw/u.data", root / "MovieLens100K/raw/u.data", 3000)
+
+
+def camvid(real: Path, root: Path) -> None:
+    for split in ("train", "val", "test"):
+        for folder in (split, f"{split}annot"):
+            (root / "CamVid" / folder).mkdir(parents=True)
+            for path in sorted((real / "CamVid" / folder).glob("*.png"))[:2]:
+                shutil.copy(path, root / "CamVid" / folder / path.name)
+
+
+def mnist(real: Path, root: Path) -> None:
+    (root / "MNIST/raw").mkdir(parents=True)
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        write_idx(root / "MNIST/raw" / name, read_idx(real / "MNIST/raw" / name)[:200])
+
+
+@dataclass
+class Loader:
+    """A real loader in the table: its command line, its fixture, and per kind of damage the
+    file (relative to the data root) and the damage, a function of the path that returns the
+    line it damaged (the message must name ``file:line``), the file it became (renamed) or None."""
+
+    config: list[str]
+    fixture: Callable[[Path, Path], None]
+    damages: dict[str, tuple[str, Callable[[Path], Union[int, Path, None]]]] = field(default_factory=dict)
+
+
+TAB, SPACE = b"\t", b" "
+LOADERS = {
+    "trec": Loader(["--config", "domains/nlp/selfattentive_trec.yaml", "--data.val_size=20"], trec, {
+        "truncated": ("TREC/train_5500.label", cut_line(120, SPACE)),
+        "empty": ("TREC/TREC_10.label", empty),
+        "encoding": ("TREC/train_5500.label", utf16),
+        "garbage": ("TREC/train_5500.label", junk_line(50)),
+        "label": ("TREC/TREC_10.label", set_field(7, 0, b"FOO:bar", SPACE)),
+        "columns": ("TREC/TREC_10.label", cut_line(9, SPACE)),
+    }),
+    "multi30k": Loader(["--config", "domains/nlp/seq2seq_luong_multi30k.yaml"], multi30k, {
+        "truncated": ("multi30k/train.de.gz", halve),
+        "empty": ("multi30k/val.en.gz", empty),
+        "encoding": ("multi30k/val.de.gz", utf16),
+        "garbage": ("multi30k/train.en.gz", junk_line(30)),
+        "columns": ("multi30k/test_2016_flickr.de.gz", drop_last_line),
+    }),
+    "babi": Loader(["--config", "domains/memory/memn2n_babi.yaml"], babi, {
+        "truncated": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", cut_line(20, SPACE)),
+        "empty": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_test.txt", empty),
+        "encoding": ("babi/tasks_1-20_v1-2/en/qa7_counting_train.txt", utf16),
+        "garbage": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", junk_line(10)),
+        "range": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", set_field(3, 2, b"99", TAB)),
+        "columns": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_test.txt", set_field(6, 2, None, TAB)),
+    }),
+    "fsdd": Loader(["--config", "domains/audio/cnn_fsdd.yaml"], fsdd, {
+        "truncated": ("fsdd/recordings/3_george_5.wav", keep_bytes(20)),
+        "empty": ("fsdd/recordings/4_george_6.wav", empty),
+        "encoding": ("fsdd/recordings/0_george_0.wav", text_instead),
+        "label": ("fsdd/recordings/1_george_7.wav", rename("x_george_7.wav")),
+        "size": ("fsdd/recordings/2_george_5.wav", resample(16000)),
+        "columns": ("fsdd/recordings/5_george_6.wav", stereo),
+    }),
+    "cora": Loader(["--config", "domains/graph/gat_cora.yaml"], cora, {
+        "truncated": ("Planetoid/Cora/raw/ind.cora.graph", halve),
+        "empty": ("Planetoid/Cora/raw/ind.cora.tx", empty),
+        "encoding": ("Planetoid/Cora/raw/ind.cora.allx", text_instead),
+        "garbage": ("Planetoid/Cora/raw/ind.cora.graph", garble),
+        "range": ("Planetoid/Cora/raw/ind.cora.graph", repickle(far_neighbour)),
+        "columns": ("Planetoid/Cora/raw/ind.cora.ty", repickle(lambda labels: labels[:, :-1])),
+    }),
+    "movielens": Loader(["--config", "domains/recommender/sasrec_ml100k.yaml", "--data.num_negatives=10"], movielens_ratings, {
+        "truncated": ("MovieLens100K/raw/u.data", cut_line(500, TAB)),
+        "empty": ("MovieLens100K/raw/u.data", empty),
+        "encoding": ("MovieLens100K/raw/u.data", utf16),
+        "garbage": ("MovieLens100K/raw/u.data", junk_line(700)),
+        "range": ("MovieLens100K/raw/u.data", set_field(40, 2, b"9", TAB)),
+        "columns": ("MovieLens100K/raw/u.data", set_field(90, 4, b"5", TAB)),
+    }),
+    "movielens_users": Loader(["--config", "domains/graph/han_movielens.yaml"], movielens_graph, {
+        "truncated": ("MovieLens100K/raw/u.user", cut_line(400, b"|")),
+        "empty": ("MovieLens100K/raw/u.occupation", empty),
+        "encoding": ("MovieLens100K/raw/u.item", utf16),
+        "garbage": ("MovieLens100K/raw/u.item", junk_line(77)),
+        "label": ("MovieLens100K/raw/u.user", set_field(12, 3, b"astronaut", b"|")),
+        "range": ("MovieLens100K/raw/u.data", set_field(30, 1, b"99999", TAB)),
+        "columns": ("MovieLens100K/raw/u.item", set_field(5, 23, None, b"|")),
+    }),
+    "camvid": Loader(["--config", "domains/vision/ccnet_camvid.yaml", "--data.batch_size=2"], camvid, {
+        "truncated": ("CamVid/trainannot/0001TP_006690.png", halve),
+        "empty": ("CamVid/val/0016E5_07959.png", empty),
+        "encoding": ("CamVid/testannot/0001TP_008550.png", text_instead),
+        "garbage": ("CamVid/train/0001TP_006750.png", garble),
+        "range": ("CamVid/trainannot/0001TP_006750.png", paint(200)),
+        "size": ("CamVid/train/0001TP_006690.png", resize_image),
+        "columns": ("CamVid/valannot/0016E5_07959.png", as_rgb),
+    }),
+    "mnist": Loader(["--config", "domains/vision/classify.yaml", "--data=domains.vision.TorchvisionClassification",
+                     "--data.name=mnist", "--data.test_split_only=true"], mnist, {
+        "truncated": ("MNIST/raw/t10k-images-idx3-ubyte.gz", halve),
+        "empty": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", empty),
+        "encoding": ("MNIST/raw/t10k-images-idx3-ubyte.gz", text_instead),
+        "range": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", change_idx(label_twelve)),
+        "size": ("MNIST/raw/t10k-images-idx3-ubyte.gz", change_idx(lambda images: images[:, 4:24, 4:24])),
+        "columns": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", change_idx(lambda labels: labels[:-1])),
+    }),
+}
+CASES = [(loader, kind) for loader, spec in LOADERS.items() for kind in KINDS if kind in spec.damages]
+
+
+@pytest.fixture(autouse=True)
+def as_a_user(monkeypatch):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)
+
+
+@pytest.fixture
+def fixture_of(shared_data, tmp_path, monkeypatch):
+    """The tiny fixture of a loader in ``tmp_path/data``, made the data root."""
+    def make(loader: Loader) -> Path:
+        real = shared_data(".")
+        root = tmp_path / "data"
+        loader.fixture(real, root)
+        monkeypatch.setenv("FRAMEWORK_DATA_DIR", str(root))
+        return root
+    return make
+
+
+def test_the_table_covers_every_kind_and_every_loader_several():
+    assert {kind for _, kind in CASES} == set(KINDS)
+    assert all(len(spec.damages) >= 5 for spec in LOADERS.values())
+
+
+@pytest.mark.parametrize("loader, kind", CASES, ids=[f"{loader}-{kind}" for loader, kind in CASES])
+def test_damaged_data_is_named_and_leaves_no_run_folder(capsys, fixture_of, loader, kind):
+    spec = LOADERS[loader]
+    root = fixture_of(spec)
+    relative, damage = spec.damages[kind]
+    path = root / relative
+    damaged = damage(path)
+    message = fails(capsys, ["fit", *spec.config, *ONE_STEP])
+    named = f"{path}:{damaged}:" if isinstance(damaged, int) else str(damaged or path)
+    assert named in message, f"{kind} of {relative}: {message}"
+    nothing_left()
+
+
+@pytest.mark.parametrize("loader", list(LOADERS))
+def test_the_undamaged_fixture_trains(capsys, fixture_of, loader):
+    spec = LOADERS[loader]
+    fixture_of(spec)
+    assert main(["fit", *spec.config, *ONE_STEP]).trainer.state.finished
+
+
+# --- the checks every reader goes through ---------------------------------------------------------------------
+
+def test_a_text_file_is_decoded_strictly_and_its_problems_name_the_line(tmp_path):
+    from framework.data import DataError, TextFile
+
+    path = tmp_path / "data.txt"
+    path.write_bytes(b"first\r\nna\x85ve\n\nthird\n")  # CRLF, a latin-1 byte that str.splitlines would split at
+    assert TextFile(path, "x", encoding="latin-1").lines == ["first", "na\x85ve", "", "third"]
+    assert list(TextFile(path, "x", encoding="latin-1").numbered()) == [(1, "first"), (2, "na\x85ve"), (4, "third")]
+    for data, problem in [(b"ok\nna\x85ve\n", "data.txt:2: byte 0x85 is not valid utf-8 text"),
+                          (b"ok\nok\n\x00\x01\n", "data.txt:3: byte 0x00 is a control character"),
+                          ("ok\n".encode("utf-16"), "data.txt is UTF-16 text"),
+                          (b" \n\n", r"data.txt \(x\) is empty: it holds no lines")]:
+        path.write_bytes(data)
+        with pytest.raises(DataError, match=problem):
+            TextFile(path, "x")
+    path.write_bytes(b"\xef\xbb\xbfwith a UTF-8 mark\n")
+    assert TextFile(path, "x").lines == ["with a UTF-8 mark"]
+
+
+def test_integer_tables_name_the_first_bad_line_and_field(tmp_path):
+    from framework.data import DataError, TextFile
+
+    path = tmp_path / "ratings.tsv"
+    columns = {"user": (1, None), "rating": (1, 5)}
+    path.write_text("1\t5\n\n2\t3\n")
+    assert TextFile(path, "x").integers("\t", columns, "'user<TAB>rating'").tolist() == [[1, 5], [2, 3]]
+    for text, problem in [("1\t5\n\n2\t6\n", "ratings.tsv:3: rating 6 is out of range: expected 1 to 5"),
+                          ("1\t5\n0\t3\n", "ratings.tsv:2: user 0 is out of range: expected at least 1"),
+                          ("1\t5\n2\tfive\n", "ratings.tsv:2: rating 'five' is not an integer"),
+                          ("1\t5\t7\n", r"ratings.tsv:1: expected 'user<TAB>rating' \(2 fields\), got 3")]:
+        path.write_text(text)
+        with pytest.raises(DataError, match=problem):
+            TextFile(path, "x").integers("\t", columns, "'user<TAB>rating'")
+    path.write_text("1 NUM:dist\n")
+    with pytest.raises(DataError, match="ratings.tsv:1: label 'NUM:dst' is unknown; did you mean NUM:dist"):
+        TextFile(path, "x").known(1, "NUM:dst", {"NUM:dist", "LOC:city"}, "label")
+
+
+def test_label_maps_and_empty_files_are_named(tmp_path):
+    from framework.data import DataError, check_label_values, not_empty
+
+    valid = np.zeros(256, bool)
+    valid[:12] = True
+    check_label_values(np.full((4, 5), 11, np.uint8), valid, tmp_path / "mask.png", "a class")
+    values = np.zeros((4, 5), np.uint8)
+    values[2, 3] = 200
+    with pytest.raises(DataError, match="mask.png: label value 200 at row 2, column 3 is out of range: expected a class"):
+        check_label_values(values, valid, tmp_path / "mask.png", "a class")
+    (tmp_path / "empty.wav").write_bytes(b"")
+    with pytest.raises(DataError, match=r"empty.wav \(an audio file\) is empty: 0 bytes"):
+        not_empty(tmp_path / "empty.wav", "an audio file")
+
+
+def test_an_empty_split_names_its_source_when_read_and_a_generated_one_when_loaded():
+    from framework.data import DataError, SplitDataModule
+
+    class Listed(SplitDataModule):
+        def __init__(self, sources):
+            super().__init__(batch_size=2)
+            self.sources = sources
+
+        def make_splits(self):
+            return {"train": [1, 2, 3], "val": [], "test": [4]}
+
+    with pytest.raises(DataError, match=r"the val split is empty \(read from x/val.txt\)"):
+        Listed({"val": "x/val.txt"}).setup("fit")
+    generated = Listed({})
+    assert len(generated.loader("train").dataset) == 3, "a generated split asked to be empty is no error until read"
+    with pytest.raises(DataError, match=r"the val split is empty \(made by Listed\)"):
+        generated.loader("val")
+
+
+@pytest.mark.parametrize("stage, settings, key", [
+    ("fit", {"limit_train_batches": 0}, "trainer.limit_train_batches=0 leaves fit nothing to run"),
+    ("fit", {"max_epochs": 0, "limit_train_batches": 1.0}, "trainer.max_epochs=0"),
+    ("validate", {"limit_val_batches": 0.0}, "trainer.limit_val_batches=0.0 leaves validate"),
+    ("fit", {"limit_val_batches": 0}, None),  # fit without validation is fine
+    ("fit", {"limit_train_batches": 0, "fast_dev_run": True}, None),
+])
+def test_limits_that_leave_a_stage_nothing_to_read(stage, settings, key):
+    from types import SimpleNamespace
+
+    from framework.data.limits import check_limits
+    from framework.errors import ConfigError
+
+    trainer = SimpleNamespace(**settings)
+    if key is None:
+        check_limits(stage, trainer)
+    else:
+        with pytest.raises(ConfigError, match=key):
+            check_limits(stage, trainer)
