@@ -28,7 +28,6 @@ import torch
 import yaml
 from jsonargparse import Namespace
 from lightning.pytorch import LightningDataModule, Trainer
-from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import WandbLogger
@@ -36,7 +35,8 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from torch import nn
 
 from . import runs
-from .callbacks import AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunSummary
+from .callbacks import (AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunCheckpoint,
+                        RunSummary)
 from .checkpoint import AtomicCheckpointIO, config_from_checkpoint
 from .config_files import check_config_files
 from .data.sizes import fill_sizes
@@ -131,7 +131,7 @@ class FrameworkCLI(LightningCLI):
         parser.add_argument("--compile", type=Union[bool, CompileMode], default=False,
                             help="Compile the model with torch.compile: true (its default mode) or a mode; "
                                  "reduce-overhead adds CUDA graphs, for models whose steps are launch-bound.")
-        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
         parser.set_defaults({
             "checkpoint.filename": "best",
             "checkpoint.save_last": True,
@@ -223,7 +223,7 @@ class FrameworkCLI(LightningCLI):
         self.model = TaskModule(built.model, task, compile=config.compile)
         self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
         if config.checkpoint.monitor is None:  # the task names the metric that picks the best checkpoint
-            built.checkpoint = ModelCheckpoint(**{**config.checkpoint.as_dict(), "monitor": task.monitor, "mode": task.mode})
+            built.checkpoint = RunCheckpoint(**{**config.checkpoint.as_dict(), "monitor": task.monitor, "mode": task.mode})
         with warnings.catch_warnings():  # replacing TaskModule's default optimizer is the intent
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
             self._add_configure_optimizers_method_to_model(self.subcommand)

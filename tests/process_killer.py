@@ -1,17 +1,67 @@
-"""A callback for the resume test: the process kills itself with SIGKILL (kill -9) at a given step."""
+"""A callback for the resume tests: the process kills itself with SIGKILL (kill -9) at a chosen point.
+
+``KillAt(step=13)`` dies after training step 13; ``KillAt(event=..., n=...)`` at the n-th (1-based)
+occurrence of an event: ``train_batch`` (after a training step), ``val_batch`` (inside a
+validation), ``epoch_end`` (after an epoch's end, its checkpoint written), ``checkpoint`` (while a
+checkpoint is being written: its bytes written, not yet renamed into place), ``seconds`` (n seconds after training starts,
+from a timer thread: anywhere).
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
+from typing import Optional
 
 from lightning.pytorch.callbacks import Callback
 
+EVENTS = ("train_batch", "val_batch", "epoch_end", "checkpoint", "seconds")
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
 
 class KillAt(Callback):
-    def __init__(self, step: int) -> None:
-        self.step = step
+    def __init__(self, step: Optional[int] = None, event: Optional[str] = None, n: float = 1) -> None:
+        if event is not None and event not in EVENTS:
+            raise ValueError(f"event must be one of {EVENTS}, got {event!r}")
+        self.step, self.event, self.n, self.count = step, event, n, 0
+
+    def _tick(self, event: str) -> None:
+        if event == self.event:
+            self.count += 1
+            if self.count == self.n:
+                die()
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        if self.event == "seconds":
+            timer = threading.Timer(self.n, die)
+            timer.daemon = True
+            timer.start()
+        if self.event == "checkpoint":  # die after the new file's bytes are written, before its rename
+            io, real_fsync = trainer.strategy.checkpoint_io, os.fsync
+            save = io.save_checkpoint
+
+            def saving(*args, **kwargs):
+                self.count += 1
+                os.fsync = (lambda fd: die()) if self.count == self.n else real_fsync
+                try:
+                    return save(*args, **kwargs)
+                finally:
+                    os.fsync = real_fsync
+
+            io.save_checkpoint = saving
 
     def on_train_batch_end(self, trainer, pl_module, *args) -> None:
-        if trainer.global_step == self.step:
-            os.kill(os.getpid(), signal.SIGKILL)
+        if self.step is not None and trainer.global_step == self.step:
+            die()
+        self._tick("train_batch")
+
+    def on_validation_batch_end(self, trainer, pl_module, *args) -> None:
+        if not trainer.sanity_checking:
+            self._tick("val_batch")
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._tick("epoch_end")

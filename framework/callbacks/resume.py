@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from lightning.fabric.utilities.seed import _collect_rng_states, _set_rng_states
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_info
 
 
 def rng_states() -> dict[str, Any]:
@@ -70,6 +71,12 @@ class ResumePoints(Callback):
         self._restore = state_dict.get("rng")
         self._restore_mid_epoch = bool(state_dict.get("mid_epoch"))
 
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._restore is not None and _finished(trainer):  # resumed, and the loop had nothing left to run
+            rank_zero_info(f"Nothing was trained: the checkpoint ends this run ({trainer.fit_loop.epoch_progress.current.processed}"
+                           f" epochs, {trainer.global_step} steps; --trainer.max_epochs={trainer.max_epochs}, "
+                           f"--trainer.max_steps={trainer.max_steps}). Raise them to train it further.")
+
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._restore is not None:  # resumed: what was logged after the checkpoint will be logged again
             for logger in trainer.loggers:
@@ -100,3 +107,11 @@ class ResumePoints(Callback):
             trainer.save_checkpoint(Path(checkpoint.dirpath) / "last.ckpt")
             self._mid_epoch = False
             self._saved_at = time.monotonic()
+
+
+def _finished(trainer: pl.Trainer) -> bool:
+    """Whether the fit loop, as restored, has nothing left to train (its epoch or step limit reached)."""
+    loop = trainer.fit_loop
+    by_steps = loop.max_steps not in (None, -1) and trainer.global_step >= loop.max_steps
+    by_epochs = loop.max_epochs not in (None, -1) and loop.epoch_progress.current.processed >= loop.max_epochs
+    return by_steps or by_epochs

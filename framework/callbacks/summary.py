@@ -218,8 +218,8 @@ class RunSummary(Callback):
             scores = [h.get(checkpoint.monitor) for h in self.history]
             target = float(checkpoint.best_model_score)
             matches = [i for i, s in enumerate(scores) if s is not None and abs(s - target) <= 1e-6 * max(1.0, abs(target))]
-            if matches:
-                return matches[-1], self.history[matches[-1]]
+            if matches:  # a tie keeps the earlier checkpoint, as the checkpoint callback does
+                return matches[0], self.history[matches[0]]
         return len(self.history) - 1, self.history[-1]
 
     @rank_zero_only

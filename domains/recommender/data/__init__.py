@@ -1,6 +1,6 @@
 """Recommender data: interaction readers, generated histories, negatives, leave-one-out data modules."""
 
-from .datasets import LengthGroupedBatches, RankingQueries, TrainSequences, flatten, left_pad, left_window
+from .datasets import RankingQueries, TrainSequences, flatten, left_pad, left_window
 from .generated import TasteChain, taste_histories
 from .interactions import filter_min_counts, index_items, leave_one_out, read_movielens, read_user_item_lines
 from .modules import GeneratedSequences, LoggedSequences, MovieLens100K, SequenceData, UserItemSequences
@@ -8,7 +8,6 @@ from .negatives import cached_negatives, negatives_key, sample_negatives
 
 __all__ = [
     "GeneratedSequences",
-    "LengthGroupedBatches",
     "LoggedSequences",
     "MovieLens100K",
     "RankingQueries",

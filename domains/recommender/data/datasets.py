@@ -10,14 +10,12 @@ in one vectorised step, with no Python loop over users.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
-from typing import Any, Callable, Optional, Union
+from collections.abc import Sequence
+from typing import Callable, Optional, Union
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch.utils.data import Sampler
 
 from framework.data.tensors import Batch, TensorExamples
 
@@ -141,64 +139,3 @@ class RankingQueries(TensorExamples):
         if self._negatives is not None:
             self._negatives = self._negatives.to(device)
         return self
-
-
-
-class LengthGroupedBatches(Sampler[list[int]]):
-    """Training batches of users whose rows have about the same length, in random order.
-
-    Every epoch shuffles the users, sorts each run of ``group`` batches' worth of them by row
-    length, cuts the runs into batches and shuffles the batches. With short histories (a
-    median of 6 items in a row of 51) most batches then hold short rows only, and the models
-    cut the columns that are padding in all of a batch's rows: an epoch costs what its items
-    cost, not users x ``max_len``. Which users share a batch is still random within a length.
-
-    Stateful, like the loaders' samplers: a checkpoint taken in the middle of an epoch holds
-    the epoch's generator state and the batches already given, and a resumed run continues
-    with the very batches an uninterrupted one would have seen. The generator is seeded from
-    torch's global one (``seed_everything``), as PyTorch's random sampler is.
-
-    Args:
-        lengths: (U,) items per row.
-        batch_size: users per batch (the last batch of a run may be smaller).
-        group: batches per sorted run.
-    """
-
-    def __init__(self, lengths: Tensor, batch_size: int, group: int = 50) -> None:
-        self.lengths, self.batch_size, self.group = lengths.cpu(), batch_size, group
-        self.generator = torch.Generator().manual_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
-        self.yielded = 0
-        self._epoch: Optional[Tensor] = None  # the generator state when the current epoch began
-        self._resume: Optional[tuple[Tensor, int]] = None
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.lengths) / self.batch_size)
-
-    def batches(self) -> list[list[int]]:
-        """One epoch's batches (draws from the generator)."""
-        order = torch.randperm(len(self.lengths), generator=self.generator)
-        run = self.group * self.batch_size
-        batches: list[Tensor] = []
-        for start in range(0, len(order), run):
-            users = order[start:start + run]
-            batches += users[torch.argsort(self.lengths[users], stable=True)].split(self.batch_size)
-        return [batches[i].tolist() for i in torch.randperm(len(batches), generator=self.generator)]
-
-    def __iter__(self) -> Iterator[list[int]]:
-        skip = 0
-        if self._resume is not None:
-            (state, skip), self._resume = self._resume, None
-            self.generator.set_state(state)
-        self._epoch = self.generator.get_state()
-        batches = self.batches()
-        self.yielded = skip
-        for batch in batches[skip:]:
-            self.yielded += 1
-            yield batch
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"generator": self._epoch if self._epoch is not None else self.generator.get_state(),
-                "yielded": self.yielded}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._resume = (state["generator"], int(state["yielded"]))

@@ -1,0 +1,44 @@
+"""``best.ckpt`` by the task's metric, ``last.ckpt`` current at every epoch end."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.trainer.states import TrainerFn
+
+
+class RunCheckpoint(ModelCheckpoint):
+    """Lightning's ``ModelCheckpoint``, with ``last.ckpt`` written at the end of every training
+    epoch and after every validation of a fit, whether the monitored metric improved or not.
+
+    Lightning 2.6 writes ``last.ckpt`` only in the step a top-k checkpoint is written, so a run
+    whose metric stops improving keeps an old ``last.ckpt`` (a kill loses every epoch since),
+    and an epoch without validation (``check_val_every_n_epoch``) writes none. Here the best
+    checkpoint is chosen as Lightning chooses it (``monitor``, ``mode``, ties keep the earlier
+    one) and ``last.ckpt`` always holds the newest state of the run.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._last_written_at: Optional[int] = None  # global step of the newest last.ckpt
+
+    def _save_last_checkpoint(self, trainer: pl.Trainer, monitor_candidates: dict) -> None:
+        super()._save_last_checkpoint(trainer, monitor_candidates)
+        if self.save_last:
+            self._last_written_at = trainer.global_step
+
+    def _save_last_if_stale(self, trainer: pl.Trainer) -> None:
+        fitting = trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking and not trainer.fast_dev_run
+        if fitting and self.save_last and self.dirpath is not None and self._last_written_at != trainer.global_step:
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        self._save_last_if_stale(trainer)
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        super().on_validation_end(trainer, pl_module)
+        if not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:  # a validation inside the epoch
+            self._save_last_if_stale(trainer)
