@@ -97,9 +97,9 @@ class AttentionBlock(nn.Module):
 
         ``recorded``: the block handed its weights to the captures itself, with :meth:`record`,
         as it computed them: one record per pass of a block that attends several times
-        (criss-cross's recurrence, a memory's hops) or per step of a block built on another
-        (``Attention``'s heads, before the block reshapes them); ``weights`` are then only
-        what the caller gets back.
+        (criss-cross's recurrence, a memory's hops, ``Attention``'s hops), each with its own
+        query and key grids; ``weights`` are then only what the caller gets back (stacked over
+        the passes, or without an axis the block drops, such as a single query's).
         """
         if weights is not None and not recorded:
             self.record(weights, queries=queries, keys=keys)
