@@ -267,9 +267,64 @@ def mnist(real: Path, root: Path) -> None:
         write_idx(root / "MNIST/raw" / name, read_idx(real / "MNIST/raw" / name)[:200])
 
 
+def labelled_tsv(real: Path, root: Path) -> None:
+    """TREC's questions as ``coarse label<TAB>question`` lines (``LabelledText``)."""
+    (root / "corpus").mkdir(parents=True)
+    train = [line.split(b" ", 1) for line in text_lines(real / "TREC/train_5500.label")[:300]]
+    labels = {label.split(b":")[0] for label, _ in train}
+    test = [line.split(b" ", 1) for line in text_lines(real / "TREC/TREC_10.label")[:60]]
+    for name, pairs in (("train.tsv", train), ("test.tsv", test)):
+        write_lines(root / "corpus" / name, [label.split(b":")[0] + b"\t" + question for label, question in pairs
+                                             if label.split(b":")[0] in labels])
+
+
+def user_item_lines(real: Path, root: Path) -> None:
+    """The ratings of MovieLens' first 20 users as a SASRec file (``user item``, each user's in time order)."""
+    rows = [line.split(b"\t") for line in text_lines(real / "MovieLens100K/raw/u.data") if int(line.split(b"\t")[0]) <= 20]
+    rows.sort(key=lambda row: (int(row[0]), int(row[3])))
+    (root / "sasrec").mkdir(parents=True)
+    write_lines(root / "sasrec/ml.txt", [row[0] + b" " + row[1] + b"\n" for row in rows])
+
+
+def image_folders(real: Path, root: Path) -> None:
+    """MNIST's first digits 0-2 as PNGs in ``digits/<train|val>/<digit>/`` (``ImageFolderClassification``)."""
+    from PIL import Image
+
+    images, labels = (read_idx(real / "MNIST/raw" / name) for name in ("t10k-images-idx3-ubyte.gz",
+                                                                      "t10k-labels-idx1-ubyte.gz"))
+    for digit in range(3):
+        for index, image in enumerate(images[labels == digit][:12]):
+            folder = root / "digits" / ("train" if index < 8 else "val") / str(digit)
+            folder.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(image).save(folder / f"{index}.png")
+
+
+def speech_commands(real: Path, root: Path) -> None:
+    """FSDD's recordings of zero, one and two in Speech Commands' layout, with its two lists."""
+    version = root / "SpeechCommands/speech_commands_v0.02"
+    words = ("zero", "one", "two")
+    for digit, word in enumerate(words):
+        (version / word).mkdir(parents=True)
+        for index in range(8):
+            shutil.copy(real / f"fsdd/recordings/{digit}_george_{index}.wav", version / word / f"george_nohash_{index}.wav")
+    (version / "validation_list.txt").write_text("".join(f"{word}/george_nohash_5.wav\n" for word in words))
+    (version / "testing_list.txt").write_text("".join(f"{word}/george_nohash_0.wav\n" for word in words))
+
+
+def new_class(name: str) -> Callable[[Path], Path]:
+    """A copy of the image in a class folder of its own (a class the training split lacks); the
+    split's folder is what the message names."""
+    def damage(path: Path) -> Path:
+        (path.parent.parent / name).mkdir()
+        shutil.copy(path, path.parent.parent / name / path.name)
+        return path.parent.parent
+    return damage
+
+
 @dataclass
 class Loader:
-    """A real loader in the table: its command line, its fixture, and per kind of damage the
+    """A real loader in the table: its command line (``{root}``: the fixture's data root), its
+    fixture, and per kind of damage the
     file (relative to the data root) and the damage, a function of the path that returns the
     line it damaged (the message must name ``file:line``), the file it became (renamed) or None."""
 
@@ -354,6 +409,43 @@ LOADERS = {
         "size": ("MNIST/raw/t10k-images-idx3-ubyte.gz", change_idx(lambda images: images[:, 4:24, 4:24])),
         "columns": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", change_idx(lambda labels: labels[:-1])),
     }),
+    "labelled_text": Loader(["--config", "domains/nlp/selfattentive_trec.yaml", "--data=domains.nlp.LabelledText",
+                             "--data.root={root}/corpus", "--data.splits={train: [train.tsv], test: [test.tsv]}",
+                             "--data.val_size=20", "--data.encoding=latin-1"], labelled_tsv, {
+        "truncated": ("corpus/train.tsv", cut_line(100, TAB)),
+        "empty": ("corpus/test.tsv", empty),
+        "encoding": ("corpus/train.tsv", utf16),
+        "garbage": ("corpus/test.tsv", junk_line(12)),
+        "label": ("corpus/test.tsv", set_field(4, 0, b"FOO", TAB)),
+        "columns": ("corpus/train.tsv", set_field(33, 2, b"extra", TAB)),
+    }),
+    "user_item_file": Loader(["--config", "domains/recommender/sasrec_ml100k.yaml",
+                              "--data=domains.recommender.UserItemSequences", "--data.path=sasrec/ml.txt",
+                              "--data.num_negatives=10"], user_item_lines, {
+        "truncated": ("sasrec/ml.txt", cut_line(300, SPACE)),
+        "empty": ("sasrec/ml.txt", empty),
+        "encoding": ("sasrec/ml.txt", utf16),
+        "garbage": ("sasrec/ml.txt", junk_line(1000)),
+        "range": ("sasrec/ml.txt", set_field(40, 1, b"0", SPACE)),
+        "columns": ("sasrec/ml.txt", set_field(41, 2, b"5", SPACE)),
+    }),
+    "image_folder": Loader(["--config", "domains/vision/classify.yaml", "--data=domains.vision.ImageFolderClassification",
+                            "--data.folder=digits", "--data.image_size=28", "--model.in_chans=3"], image_folders, {
+        "truncated": ("digits/train/1/3.png", halve),
+        "empty": ("digits/val/0/9.png", empty),
+        "encoding": ("digits/train/2/0.png", text_instead),
+        "garbage": ("digits/train/0/5.png", garble),
+        "label": ("digits/val/2/10.png", new_class("ten")),
+    }),
+    "speech_commands": Loader(["--config", "domains/audio/cnn_fsdd.yaml", "--data=domains.audio.SpeechCommands",
+                               "--data.sample_rate=8000"], speech_commands, {
+        "truncated": ("SpeechCommands/speech_commands_v0.02/one/george_nohash_3.wav", keep_bytes(30)),
+        "empty": ("SpeechCommands/speech_commands_v0.02/two/george_nohash_5.wav", empty),
+        "encoding": ("SpeechCommands/speech_commands_v0.02/zero/george_nohash_7.wav", text_instead),
+        "garbage": ("SpeechCommands/speech_commands_v0.02/validation_list.txt", junk_line(2)),
+        "label": ("SpeechCommands/speech_commands_v0.02/testing_list.txt", set_field(3, 0, b"three", b"/")),
+        "size": ("SpeechCommands/speech_commands_v0.02/one/george_nohash_6.wav", resample(16000)),
+    }),
 }
 CASES = [(loader, kind) for loader, spec in LOADERS.items() for kind in KINDS if kind in spec.damages]
 
@@ -387,7 +479,7 @@ def test_damaged_data_is_named_and_leaves_no_run_folder(capsys, fixture_of, load
     relative, damage = spec.damages[kind]
     path = root / relative
     damaged = damage(path)
-    message = fails(capsys, ["fit", *spec.config, *ONE_STEP])
+    message = fails(capsys, ["fit", *(arg.replace("{root}", str(root)) for arg in spec.config), *ONE_STEP])
     named = f"{path}:{damaged}:" if isinstance(damaged, int) else str(damaged or path)
     assert named in message, f"{kind} of {relative}: {message}"
     nothing_left()
@@ -396,8 +488,8 @@ def test_damaged_data_is_named_and_leaves_no_run_folder(capsys, fixture_of, load
 @pytest.mark.parametrize("loader", list(LOADERS))
 def test_the_undamaged_fixture_trains(capsys, fixture_of, loader):
     spec = LOADERS[loader]
-    fixture_of(spec)
-    assert main(["fit", *spec.config, *ONE_STEP]).trainer.state.finished
+    root = fixture_of(spec)
+    assert main(["fit", *(arg.replace("{root}", str(root)) for arg in spec.config), *ONE_STEP]).trainer.state.finished
 
 
 # --- the checks every reader goes through ---------------------------------------------------------------------

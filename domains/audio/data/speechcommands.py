@@ -14,12 +14,23 @@ from typing import Optional
 
 from torchaudio.datasets import SPEECHCOMMANDS
 
-from framework.data import dataset_dir
+from framework.data import TextFile, dataset_dir
 
 from .clips import AudioDataModule, ClipFiles
 
 SOURCE = "http://download.tensorflow.org/data/speech_commands_v0.02.tar.gz (unpacked into speech_commands_v0.02/)"
 SUBSETS = {"train": "training", "val": "validation", "test": "testing"}
+LISTS = ("validation_list.txt", "testing_list.txt")
+
+
+def check_lists(version: Path) -> None:
+    """Every line of ``validation_list.txt`` and ``testing_list.txt`` must name a clip of ``version``
+    (``<word>/<clip>.wav``), else an error naming the list and the line."""
+    for name in LISTS:
+        text = TextFile(version / name, "a Speech Commands list of clips")
+        for number, line in text.numbered():
+            if not (version / line.strip()).is_file():
+                raise text.error(number, f"{line.strip()!r} is no clip of {version} (expected <word>/<clip>.wav)")
 
 
 def list_split(folder: Path, version: str, subset: str) -> list[tuple[Path, str]]:
@@ -48,9 +59,17 @@ class SpeechCommands(AudioDataModule):
             raise ValueError(f"data.words must name at least two distinct words, got {words}")
         self.root, self.version, self.words = root, version, list(words) if words is not None else None
 
+    @property
+    def num_classes(self) -> Optional[int]:
+        """The words classified: known from ``words``, else once set up (the size the CLI gives
+        ``model.num_classes`` and ``task.num_classes`` when a config leaves them unset)."""
+        words = self.words if self.words is not None else getattr(self, "classes", None)
+        return None if words is None else len(words)
+
     def make_splits(self) -> dict[str, ClipFiles]:
         folder = dataset_dir("SpeechCommands", root=self.root, source=SOURCE,
-                             expect=(f"{self.version}/validation_list.txt", f"{self.version}/testing_list.txt"))
+                             expect=tuple(f"{self.version}/{name}" for name in LISTS))
+        check_lists(folder / self.version)
         clips = {name: list_split(folder, self.version, subset) for name, subset in SUBSETS.items()}
         self.sources = {name: f"{folder / self.version} ({subset} list)" for name, subset in SUBSETS.items()}
         found = sorted({word for _, word in clips["train"]})

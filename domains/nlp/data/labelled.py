@@ -14,12 +14,12 @@ def read_labelled(files: list[Path], label_column: int = 0, encoding: str = "utf
                   seen: Optional[Collection[str]] = None, seen_in: str = "") -> list[tuple[str, str]]:
     """``(text, label)`` pairs from ``[file.tsv]`` (two tab-separated columns, the label in
     ``label_column``) or from ``[texts, labels]`` (two line-aligned files). A line of another
-    shape, an empty label, or a label not in ``seen`` (the training split's, read from
+    shape, an empty label or text, or a label not in ``seen`` (the training split's, read from
     ``seen_in``) is an error naming the file and line."""
     if len(files) == 1:
         text = TextFile(files[0], "a labelled TSV file", encoding)
         rows = [(number, columns[1 - label_column].strip(), columns[label_column].strip(), text)
-                for number, columns in text.fields("\t", 2, "'label<TAB>text'")]
+                for number, columns in text.fields("\t", 2, ("'label<TAB>text'", "'text<TAB>label'")[label_column])]
     elif len(files) == 2:
         texts, labels = (TextFile(f, what, encoding) for f, what in zip(files, ("texts", "labels")))
         if len(texts.lines) != len(labels.lines):
@@ -30,9 +30,9 @@ def read_labelled(files: list[Path], label_column: int = 0, encoding: str = "utf
     else:
         raise ValueError(f"data.splits: each split names one TSV file or a text file and a label file, "
                          f"got {len(files)} files")
-    for number, _, label, source in rows:
-        if not label:
-            raise source.error(number, "the label is empty")
+    for number, content, label, source in rows:
+        if not label or not content:
+            raise source.error(number, f"the {'label' if not label else 'text'} is empty")
         if seen is not None:
             source.known(number, label, seen, "label", f" in the training split ({seen_in})")
     return [(text, label) for _, text, label, _ in rows]
