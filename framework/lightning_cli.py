@@ -34,11 +34,13 @@ from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.plugins.io import CheckpointIO
 from torch import nn
 
-from . import runs
+from . import config_sections, runs
 from .callbacks import (AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunCheckpoint,
                         RunSummary)
 from .checkpoint import AtomicCheckpointIO, config_from_checkpoint
 from .config_files import check_config_files
+from .config_values import check_values
+from .data.limits import check_limits
 from .data.sizes import fill_sizes
 from .errors import TRACEBACK_ENV, ConfigError, explained, parser_message, traceback_requested
 from .task_module import CompileMode, TaskModule
@@ -97,6 +99,7 @@ class FrameworkCLI(LightningCLI):
 
     def __init__(self, args: Any = None, run: bool = True) -> None:
         self.argv = [str(arg) for arg in (sys.argv[1:] if args is None else args)]
+        config_sections.install()  # a section naming another class starts from that class's defaults
         with warnings.catch_warnings():  # the dispatcher hands over the command line after its own word
             warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
             super().__init__(
@@ -203,6 +206,8 @@ class FrameworkCLI(LightningCLI):
             raise ConfigError(f"{self.subcommand} needs --ckpt_path: a checkpoint of a fit, for example "
                               "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to "
                               f"{self.subcommand} the model as configured, without training)")
+        check_values(config)
+        check_limits(self.subcommand, config.trainer)
         runs.place_run(config, self.subcommand or "run")
 
     def instantiate_classes(self) -> None:

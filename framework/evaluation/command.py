@@ -23,6 +23,7 @@ from lightning.pytorch.utilities import move_data_to_device
 from .. import runs
 from ..checkpoint import config_from_checkpoint
 from ..config_files import check_config_files
+from ..config_values import check_values
 from ..lightning_cli import FrameworkCLI
 from ..errors import ConfigError, explained
 from ..pictures import as_image
@@ -80,6 +81,7 @@ class EvaluateCLI(FrameworkCLI):
                               "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to evaluate the "
                               "model as configured, without training)")
         check_options(config)
+        check_values(config)
         runs.place_run(config, "evaluate")
 
 
