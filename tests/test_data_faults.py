@@ -584,3 +584,14 @@ def test_limits_that_leave_a_stage_nothing_to_read(stage, settings, key):
     else:
         with pytest.raises(ConfigError, match=key):
             check_limits(stage, trainer)
+
+
+def test_a_file_found_damaged_after_training_began_leaves_no_run_folder(capsys, fixture_of):
+    """A label map is decoded when read: one found damaged in the first validation, after a logged
+    training step (metrics written) but before the first checkpoint, leaves no folder behind."""
+    spec = LOADERS["camvid"]
+    mask = fixture_of(spec) / "CamVid/valannot/0016E5_07959.png"
+    paint(200)(mask)
+    message = fails(capsys, ["fit", *spec.config, *ONE_STEP, "--trainer.log_every_n_steps=1"])
+    assert f"{mask}: label value 200 at row 5, column 7 is out of range" in message
+    nothing_left()
