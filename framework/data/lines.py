@@ -65,7 +65,8 @@ def decode(data: bytes, path: Union[str, Path], encoding: str) -> str:
 
 
 def one_of(value: str, known: Collection[str], limit: int = 8) -> str:
-    """``"one of A, B, C ..."`` for a message, with the closest names first when ``value`` resembles some."""
+    """For a message: the known names closest to ``value`` when it resembles some, else the first
+    ``limit`` of them."""
     close = difflib.get_close_matches(value, list(known), n=3)
     if close:
         return f"did you mean {', '.join(close)}? (one of {len(known)} known)"
@@ -81,6 +82,7 @@ class TextFile:
         what: what it is, for messages (``"a TREC label file"``).
         encoding: the format's encoding.
         gzipped: gzip-compressed (default: the name ends in ``.gz``).
+        lines: the lines, when they are in memory already (``path`` then only names them).
 
     Attributes:
         lines: the lines without their ends (``\\n`` or ``\\r\\n``); ``lines[i]`` is line i + 1.
@@ -90,31 +92,22 @@ class TextFile:
             (no line with more than white space).
     """
 
-    def __init__(self, path: Union[str, Path], what: str, encoding: str = "utf-8",
-                 gzipped: Optional[bool] = None) -> None:
+    def __init__(self, path: Union[str, Path], what: str, encoding: str = "utf-8", gzipped: Optional[bool] = None,
+                 lines: Optional[Iterable[str]] = None) -> None:
         self.path, self.what = Path(path), what
-        with reading(self.path, what):
-            data = self.path.read_bytes()
-            if gzipped or (gzipped is None and self.path.suffix == ".gz"):
-                data = gzip.decompress(data)
-        text = decode(data, self.path, encoding)
-        self.lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-        if self.lines and not self.lines[-1]:
-            self.lines.pop()  # the end of the last line
-        self._check_not_empty()
-
-    @classmethod
-    def from_lines(cls, lines: Iterable[str], path: Union[str, Path], what: str) -> TextFile:
-        """Lines already in memory (a test's, a generator's), checked as a file's would be but for
-        their encoding; ``path`` names them in messages."""
-        text = cls.__new__(cls)
-        text.path, text.what, text.lines = Path(path), what, [line.rstrip("\r\n") for line in lines]
-        text._check_not_empty()
-        return text
-
-    def _check_not_empty(self) -> None:
+        if lines is not None:  # already in memory (a test's, a generator's): checked but for the encoding
+            self.lines = [line.rstrip("\r\n") for line in lines]
+        else:
+            with reading(self.path, what):
+                data = self.path.read_bytes()
+                if gzipped or (gzipped is None and self.path.suffix == ".gz"):
+                    data = gzip.decompress(data)
+            text = decode(data, self.path, encoding)
+            self.lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+            if self.lines and not self.lines[-1]:
+                self.lines.pop()  # the end of the last line
         if not any(line.strip() for line in self.lines):
-            raise DataError(f"{self.path} ({self.what}) is empty: it holds no lines")
+            raise DataError(f"{self.path} ({what}) is empty: it holds no lines")
 
     def error(self, number: int, problem: str) -> DataError:
         """A :class:`DataError` ``<file>:<number>: <problem>``."""

@@ -43,7 +43,7 @@ def parse_babi(lines: Iterable[str], task: int, source: str = "<lines>") -> list
     the story before the question; the first line that is not is an error naming ``source`` and
     the line.
     """
-    text = TextFile.from_lines(lines, source, "a bAbI task file")
+    text = TextFile(source, "a bAbI task file", lines=lines)
     examples: list[Example] = []
     story: list[list[str]] = []
     places: dict[int, int] = {}  # sentence ID -> index in story
