@@ -290,4 +290,7 @@ def main(argv: list[str]) -> FrameworkCLI:
         check_config_files(argv)
         return FrameworkCLI(args=argv)
 
-    return explained(argv, run, cleanup=runs.discard_unused)
+    try:
+        return explained(argv, run, cleanup=runs.discard_unused)
+    finally:
+        runs.release()

@@ -1,7 +1,12 @@
-"""One folder per run: ``runs/<experiment>/<date>_<time>_<subcommand>``.
+"""One folder per run: ``runs/<experiment>/<date>_<time>_<subcommand>``, the experiment being
+``<domain>/<config>`` for a config under ``domains/`` (``runs/vision/ccnet/...``).
 
-Checkpoints, the resolved config and every logger's files of a run go into its folder.
-The folder is created when its name is chosen, so two runs never share one. A ``fit``
+Checkpoints, the resolved config and every logger's files of a run go into its folder, and the
+folder belongs to that run: it is created when its name is chosen, so two runs never share
+one; a folder that already holds a run (``--run_dir``) is refused unless a ``fit`` resumes
+it from one of its checkpoints; and while a process writes there it holds a lock on the
+folder, so a second process started on it stops at once, saying so. Experiment names from the
+command line stay inside the runs folder. A ``fit``
 resumed from a checkpoint inside a run folder continues in that folder. Processes that
 Lightning launches for DDP inherit the folder through ``FRAMEWORK_RUN_DIR``. Launchers that
 start every rank themselves name the folder after their job, the same on every rank and
@@ -11,11 +16,14 @@ under torchrun with ``--rdzv-id``; otherwise pass the same ``--run_dir`` to ever
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
+
+from .errors import ConfigError
 
 #: The folder of the presets (configs/<group>/x.yaml): a preset never names an experiment.
 CONFIG_PRESETS = "configs"
@@ -23,11 +31,46 @@ RUN_DIR_ENV = "FRAMEWORK_RUN_DIR"
 RUNS_ROOT_ENV = "FRAMEWORK_RUNS_DIR"
 #: Run folders this process created (not inherited, resumed or named by --run_dir).
 created: list[Path] = []
+#: What a run writes into its folder: a folder holding one of these holds a run.
+RUN_FILES = ("config.yaml", "summary.json", "checkpoints", "metrics.csv", "wandb")
+#: Run folders this process holds a lock on: folder -> the open descriptor that holds it.
+_locks: dict[Path, int] = {}
+
+
+def holds_a_run(folder: Path) -> bool:
+    return any((folder / name).exists() for name in RUN_FILES)
+
+
+def lock(folder: Path) -> None:
+    """Take the lock on a run folder for this process (released by :func:`release`, or when the
+    process ends, however it ends); one line when another process holds it or the folder cannot
+    be written."""
+    folder = folder.resolve()
+    if folder in _locks:
+        return
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"the run folder {folder} cannot be written (permissions or a read-only file system): "
+                          "make it writable, or choose another with --run_dir")
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise ConfigError(f"the run folder {folder} is in use by another process: wait for it to end, or choose "
+                          "another folder with --run_dir") from None
+    _locks[folder] = descriptor
+
+
+def release() -> None:
+    """Give up the locks this process holds (a command's run has ended)."""
+    while _locks:
+        _, descriptor = _locks.popitem()
+        os.close(descriptor)
 
 
 def new_run_dir(experiment: str, subcommand: str, root: Optional[Path] = None) -> Path:
     """Create and return a fresh run folder under ``root`` (default ``$FRAMEWORK_RUNS_DIR`` or ``runs``)."""
-    root = Path(root or os.environ.get(RUNS_ROOT_ENV, "runs"))
+    root = Path(root or runs_root())
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     base = root / experiment / f"{stamp}_{subcommand}"
     candidate, n = base, 1
@@ -41,11 +84,12 @@ def new_run_dir(experiment: str, subcommand: str, root: Optional[Path] = None) -
 
 
 def discard_unused() -> None:
-    """Remove the run folders this process created that hold no checkpoint and no metrics: a run
-    that failed before training (a config error) leaves no empty folder behind."""
+    """Remove the run folders this process created that hold no checkpoint: a run that failed
+    before its first checkpoint (a config error, a damaged data file found mid-epoch) leaves no
+    folder behind, only its message."""
     while created:
         folder = created.pop()
-        if folder.is_dir() and not any(folder.rglob("*.ckpt")) and not any(folder.rglob("metrics.csv")):
+        if folder.is_dir() and not any(folder.rglob("*.ckpt")):
             shutil.rmtree(folder, ignore_errors=True)
             if folder.parent.is_dir() and not any(folder.parent.iterdir()):
                 folder.parent.rmdir()
@@ -82,29 +126,60 @@ def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ck
     ``runs/<experiment>``.
     """
     inherited = os.environ.get(RUN_DIR_ENV)
-    if inherited and os.environ.get("LOCAL_RANK", "0") != "0":
-        path = Path(inherited)
-    elif run_dir:
+    resumed = run_dir_of_checkpoint(ckpt_path) if subcommand == "fit" else None
+    job = launcher_job()
+    if inherited and os.environ.get("LOCAL_RANK", "0") != "0":  # a DDP child: its parent owns the folder
+        return Path(inherited)
+    if run_dir:
         path = Path(run_dir)
-    elif subcommand == "fit" and (resumed := run_dir_of_checkpoint(ckpt_path)) is not None:
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--run_dir {path} is a file, not a folder: name a new folder")
+        if path.is_dir():
+            lock(path)  # first: a folder another process writes in is said to be in use
+        if holds_a_run(path) and (resumed is None or resumed.resolve() != path.resolve()):
+            raise ConfigError(f"--run_dir {path} already holds a run: name a new folder, or resume that run with "
+                              f"`fit --ckpt_path {path / 'checkpoints' / 'last.ckpt'}`")
+    elif resumed is not None:
         path = resumed
-    elif (job := launcher_job()) is not None:
-        path = Path(os.environ.get(RUNS_ROOT_ENV, "runs")) / experiment / f"{job}_{subcommand}"
+    elif job is not None:  # every rank and a requeued job name the same folder
+        path = runs_root() / experiment / f"{job}_{subcommand}"
     elif (source := run_dir_of_checkpoint(ckpt_path)) is not None:
         path = new_run_dir(source.parent.name, subcommand, root=source.parent.parent)
     else:
         path = new_run_dir(experiment, subcommand)
     path.mkdir(parents=True, exist_ok=True)
+    if job is None or int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0"))) == 0:
+        lock(path)
     os.environ[RUN_DIR_ENV] = str(path)
     return path
 
 
+def runs_root() -> Path:
+    """``$FRAMEWORK_RUNS_DIR``, or ``runs``."""
+    return Path(os.environ.get(RUNS_ROOT_ENV, "runs"))
+
+
+def check_experiment(name: str) -> str:
+    """An experiment name from the command line: a relative path that stays inside the runs folder."""
+    parts = Path(name).parts
+    if not name.strip() or Path(name).is_absolute() or ".." in parts or any(part.startswith("~") for part in parts):
+        raise ConfigError(f"--experiment must name a folder inside the runs folder ({runs_root()}), such as "
+                          f"'ablations' or 'vision/heads', got {name!r}")
+    return name
+
+
 def _experiment_name(config_paths: Optional[list]) -> str:
-    """The first config file that is not a preset (configs/<group>/x.yaml) names the experiment."""
+    """The first config file that is not a preset (configs/<group>/x.yaml) names the experiment:
+    ``<domain>/<config>`` for a domain's config (``domains/vision/ccnet.yaml``: ``vision/ccnet``),
+    else the file's name."""
     for path in config_paths or []:
         path = Path(str(path))
-        if path.parent.parent.name != CONFIG_PRESETS:
-            return path.stem
+        if path.parent.parent.name == CONFIG_PRESETS:
+            continue
+        parts = path.resolve().parts
+        if len(parts) >= 3 and parts[-3] == "domains":
+            return f"{parts[-2]}/{path.stem}"
+        return path.stem
     return "run"
 
 
@@ -121,7 +196,8 @@ def place_run(config: Any, stage: str) -> None:
     """Give a run its folder (``runs/<experiment>/<time>_<stage>`` unless ``run_dir`` is set, the
     experiment named after the first config file): the trainer's root, the checkpoints' folder and
     every logger's ``save_dir`` that the config leaves unset."""
-    experiment = config.experiment = config.experiment or _experiment_name(config.get("config"))
+    experiment = config.experiment = check_experiment(config.experiment) if config.experiment else \
+        _experiment_name(config.get("config"))
     run_dir = resolve_run_dir(stage, experiment, config.run_dir, config.get("ckpt_path"))
     config.run_dir = str(run_dir)
     config.trainer.default_root_dir = str(run_dir)

@@ -123,10 +123,10 @@ def test_print_config_shows_the_composed_config(capsys):
     assert "limit_train_batches: 5" in out and "class_path: framework.loggers.CSVLogger" in out
 
 
-def test_runs_never_share_a_folder():
+def test_runs_never_share_a_folder_and_are_kept_by_domain_and_config():
     first, second = (Path(fit().trainer.default_root_dir) for _ in range(2))
     assert first != second and first.parent == second.parent
-    assert first.parent.parent == Path(os.environ["FRAMEWORK_RUNS_DIR"])
+    assert first.parent == Path(os.environ["FRAMEWORK_RUNS_DIR"]) / "demo" / "demo"  # domains/demo/demo.yaml
 
 
 def test_resumed_fit_continues_in_its_folder_where_it_stopped(device):

@@ -207,8 +207,12 @@ def report(rows: list[Row], drawn: dict[str, Any], run_dir: Path, loggers: list,
 def main(argv: Optional[list[str]] = None) -> Optional[list[Row]]:
     """``python -m framework evaluate ...``: an error the framework explains is one or two lines, status 1."""
     argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
+
     def run() -> list[Row]:
         check_config_files(argv)
         return evaluate(EvaluateCLI(argv))
 
-    return explained(argv, run, cleanup=runs.discard_unused)
+    try:
+        return explained(argv, run, cleanup=runs.discard_unused)
+    finally:
+        runs.release()
