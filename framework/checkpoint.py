@@ -16,6 +16,12 @@ if TYPE_CHECKING:
 
 from .callbacks.guard import non_finite_weights
 from .errors import CheckpointError, ConfigError, NonFiniteError, parser_message
+from .runs import run_dir_of_checkpoint
+
+
+#: Where a checkpoint keeps the config of the data it was trained on (beside the model's and task's
+#: hyper-parameters, which rebuild the module).
+DATA_CONFIG_KEY = "data_config"
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -39,25 +45,59 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:
             with open(partial, "wb") as f:
-                torch.save(checkpoint, f)
+                writer = RecordingWriter(f)
+                torch.save(checkpoint, writer)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(partial, path)
-        except (OSError, RuntimeError) as err:  # a full disk surfaces as either
-            reason = getattr(err, "strerror", None) or str(err).splitlines()[0]
+        except (OSError, RuntimeError) as err:  # a write that failed inside torch.save surfaces as a RuntimeError
+            cause = writer.error if isinstance(err, RuntimeError) and writer.error is not None else err
+            reason = getattr(cause, "strerror", None) or first_line(cause)
             raise CheckpointError(f"could not write the checkpoint {path}: {reason}; the previous checkpoint there, "
                                   "if any, is intact") from err
         finally:
             partial.unlink(missing_ok=True)
 
 
-def config_from_checkpoint(parser: "ArgumentParser", config: "Namespace", ckpt_path: Path, argv: list[str]) -> "Namespace":
+class RecordingWriter:
+    """A binary file for ``torch.save`` that keeps the operating system's error of a failed write:
+    torch's zip writer replaces it by "unexpected pos ...", which never says "no space left"."""
+
+    def __init__(self, file: Any) -> None:
+        self.file, self.error = file, None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as error:
+            self.error = error
+            raise
+
+    def flush(self) -> None:
+        self.file.flush()
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message, or its type's name when it has none."""
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else type(error).__name__
+
+
+def config_from_checkpoint(parser: "ArgumentParser", config: "Namespace", ckpt_path: Path, argv: list[str],
+                           subcommand: str) -> "Namespace":
     """``config`` with the model and task configs the checkpoint carries; the ``--task.*`` flags of
     ``argv`` win over the checkpoint's, ``--model.*`` flags that would change its model are refused
-    (its weights need that very network), naming them."""
+    (its weights need that very network), naming them.
+
+    A checkpoint of another experiment is refused, naming both: a ``fit`` resumes only a
+    checkpoint whose model, task and data classes are the config's, and ``validate``, ``test``,
+    ``predict`` and ``evaluate`` (which rebuild the model and task from the checkpoint) only one
+    whose data class is the config's.
+    """
     from jsonargparse import ArgumentError
 
-    hparams = read_checkpoint_hparams(ckpt_path)
+    hparams = read_checkpoint_configs(ckpt_path)
+    check_same_experiment(config, hparams, ckpt_path, subcommand)
     given = {key: hparams[key] for key in ("model", "task")}
     parser.exit_on_error = False  # a failure here is about the checkpoint, said as such
     try:
@@ -78,21 +118,44 @@ def config_from_checkpoint(parser: "ArgumentParser", config: "Namespace", ckpt_p
     return parser.parse_args(task_flags, namespace=config.clone()) if task_flags else config
 
 
-def read_checkpoint_hparams(path: Path) -> dict[str, Any]:
-    """The model and task configs a checkpoint of this CLI carries; a clear error naming the file
-    when it is missing, unreadable, or was written by something else."""
+def _class_of(section: Any) -> Optional[str]:
+    if section is None:
+        return None
+    return section.get("class_path") if hasattr(section, "get") else None
+
+
+def check_same_experiment(config: "Namespace", hparams: dict[str, Any], ckpt_path: Path, subcommand: str) -> None:
+    """Refuse a checkpoint whose classes differ from the config's (see :func:`config_from_checkpoint`)."""
+    sections = ("model", "task", "data") if subcommand == "fit" else ("data",)
+    for section in sections:
+        theirs, ours = _class_of(hparams.get(section)), _class_of(config.get(section))
+        if theirs and ours and theirs != ours:
+            run = run_dir_of_checkpoint(str(ckpt_path))
+            config_file = f"its run's config {run / 'config.yaml'}" if run else "the config it was trained with"
+            instead = "fit afresh without --ckpt_path" if subcommand == "fit" else "choose a checkpoint of this experiment"
+            raise ConfigError(f"--ckpt_path {ckpt_path} is a checkpoint of {section} {theirs}, but the config's "
+                              f"{section} is {ours}: {'resume' if subcommand == 'fit' else subcommand} it with "
+                              f"{config_file}, or {instead}")
+
+
+def read_checkpoint_configs(path: Path) -> dict[str, Any]:
+    """The model and task configs a checkpoint of this CLI carries, and its data config (``data``,
+    None in checkpoints written before it was kept); a clear error naming the file when it is
+    missing, unreadable, or was written by something else."""
     if not path.is_file():
         raise CheckpointError(f"--ckpt_path {path}: no such file")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"--ckpt_path {path} is empty (0 bytes): a copy that failed, or a file of another kind")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # pickle, zip and EOF errors all mean: this file is no (safe) checkpoint
         raise CheckpointError(f"--ckpt_path {path} is not a checkpoint torch can load safely "
-                              f"({type(err).__name__}: {str(err).splitlines()[0][:200]})") from None
+                              f"({type(err).__name__}: {first_line(err)})") from None
     hparams = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
     if not isinstance(hparams, dict) or not all(isinstance(hparams.get(key), dict) for key in ("model", "task")):
         raise CheckpointError(f"--ckpt_path {path} was not written by this framework's CLI: it carries no model and "
                               "task configs (fit with `python -m framework fit` to make one)")
-    return hparams
+    return {**hparams, "data": checkpoint.get(DATA_CONFIG_KEY)}
 
 
 def _flags(argv: list[str], section: str) -> list[str]:

@@ -198,7 +198,8 @@ class FrameworkCLI(LightningCLI):
         if not ckpt_path or ckpt_path in LIGHTNING_CKPT_ALIASES:
             return
         subparser = self.parser._subcommands_action._name_parser_map[subcommand]
-        self.config[subcommand] = config_from_checkpoint(subparser, self.config[subcommand], Path(ckpt_path), self.argv)
+        self.config[subcommand] = config_from_checkpoint(subparser, self.config[subcommand], Path(ckpt_path), self.argv,
+                                                         subcommand)
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
@@ -227,6 +228,7 @@ class FrameworkCLI(LightningCLI):
         task, self.datamodule = built.task, built.data
         self.model = TaskModule(built.model, task, compile=config.compile)
         self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
+        self.model.data_config = _as_dict(config.data) if config.get("data") else None
         if config.checkpoint.monitor is None:  # the task names the metric that picks the best checkpoint
             built.checkpoint = RunCheckpoint(**{**config.checkpoint.as_dict(), "monitor": task.monitor, "mode": task.mode})
         with warnings.catch_warnings():  # replacing TaskModule's default optimizer is the intent

@@ -10,6 +10,8 @@ import torch
 from torch import Tensor, nn
 from torchmetrics import MeanMetric, Metric
 
+from .checkpoint import DATA_CONFIG_KEY
+from .errors import CheckpointError
 from .tasks import Task
 
 STAGES = ("train", "val", "test")
@@ -54,6 +56,9 @@ class TaskModule(pl.LightningModule):
         self._handed: dict[str, dict[str, Metric]] = {stage: {} for stage in STAGES}
         #: the training loss of the last logging step, as a number (for the progress bar).
         self.last_loss: Optional[float] = None
+        #: the config of the data the module is trained on, kept in its checkpoints (set by the CLI),
+        #: so that a checkpoint of another experiment is recognised as such.
+        self.data_config: Optional[dict[str, Any]] = None
 
     def remember_config(self, **config: Any) -> None:
         """Store the model and task configs as hyper-parameters, so that
@@ -119,8 +124,16 @@ class TaskModule(pl.LightningModule):
             "metrics": {name: _state_of(metric) for name, metric in metrics.items()},
             "means": {name: _state_of(metric) for name, metric in self._means["train"].items()},
         }
+        if self.data_config is not None:
+            checkpoint[DATA_CONFIG_KEY] = self.data_config
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Check that the checkpoint's weights fit this module (one line naming the first tensor that
+        does not, instead of torch's report of every mismatch), and restore the running epoch."""
+        path = getattr(self._trainer, "ckpt_path", None) if self._trainer is not None else None
+        if problem := weights_misfit(self.state_dict(), checkpoint.get("state_dict", {}), self.strict_loading):
+            raise CheckpointError(f"the checkpoint{f' {path}' if path else ''} does not fit the model its config builds: "
+                                  f"{problem}; the code changed since it was written, or the file was altered")
         running = checkpoint.get("running_epoch", {})
         metrics = dict(self.train_metrics.items(keep_base=True))
         for name, state in running.get("metrics", {}).items():
@@ -161,3 +174,17 @@ def _set_state(metric: Metric, saved: dict[str, Any]) -> Metric:
         setattr(metric, name, value.to(metric.device) if isinstance(value, Tensor) else [v.to(metric.device) for v in value])
     metric._update_count, metric._computed = saved["updates"], None
     return metric
+
+
+def weights_misfit(own: dict[str, Tensor], theirs: dict[str, Any], strict: bool = True) -> Optional[str]:
+    """What keeps a checkpoint's ``state_dict`` from loading into a module's: the first tensor of
+    another shape, else (``strict``) the weights one has and the other lacks; None when they fit."""
+    for name, value in theirs.items():
+        if name in own and isinstance(value, Tensor) and value.shape != own[name].shape:
+            return (f"{name} has shape {tuple(value.shape)} in the file and {tuple(own[name].shape)} in the model")
+    missing, unexpected = [n for n in own if n not in theirs], [n for n in theirs if n not in own]
+    if strict and (missing or unexpected):
+        said = [f"the file lacks {', '.join(missing[:3])}" if missing else "",
+                f"the model has no {', '.join(unexpected[:3])}" if unexpected else ""]
+        return "; ".join(part for part in said if part)
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import lightning.pytorch  # noqa: F401  (its log handlers take sys.stderr when imported: before a test's capsys swaps it)
 import pytest
 import torch
 import yaml

@@ -72,7 +72,7 @@ class EvaluateCLI(FrameworkCLI):
         ckpt_path = self.config.get("ckpt_path")
         if not ckpt_path:
             return
-        self.config = config_from_checkpoint(self.parser, self.config, Path(ckpt_path), self.argv)
+        self.config = config_from_checkpoint(self.parser, self.config, Path(ckpt_path), self.argv, "evaluate")
 
     def before_instantiate_classes(self) -> None:
         config = self.config
@@ -119,13 +119,6 @@ def test_batches(cli: EvaluateCLI, device: torch.device, examples: int) -> Itera
             return
 
 
-def forward_pass(model: Any, task: Any, batch: Any) -> Any:
-    """One forward pass of a test batch as training makes it (no decoding, no metric updates), which
-    every task has: what the ablation probe and the rollout watch."""
-    with torch.no_grad():
-        return task.step(model, batch, "train")
-
-
 def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
     """Run the chosen tests; print, write and log the table. Returns its rows."""
     say = say or (lambda line: print(line, flush=True))
@@ -150,7 +143,7 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
             probe_batch = next(iter(test_batches(cli, device, 1)))
             model.to(device).eval()
             rows += ablation_rows(quiet_trainer(trainer), module, data, plain, metrics, blocks, config.ablation_modes,
-                                  probe=lambda: forward_pass(model.to(device).eval(), task, probe_batch),
+                                  probe=lambda: task.forward_pass(model.to(device).eval(), probe_batch),
                                   seed=config.seed_everything or 0, say=say)
     model.to(device).eval()
     if "faithfulness" in config.tests:
@@ -166,7 +159,7 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
         drawn.update({f"gold/{name}": picture for name, picture in pictures.items()})
     if "rollout" in config.tests:
         batch = next(iter(test_batches(cli, device, 1)))
-        for stack, (last, rolled) in rollouts(model, lambda: forward_pass(model, task, batch)).items():
+        for stack, (last, rolled) in rollouts(model, lambda: task.forward_pass(model, batch)).items():
             drawn[f"rollout/{stack}"] = rollout_picture(last, rolled, stack)
     report(rows, drawn, run_dir, trainer.loggers, say)
     return rows
