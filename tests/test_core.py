@@ -77,6 +77,8 @@ def test_classification_task_names_its_metrics_and_checks_the_class_count():
     model = torch.nn.Linear(2, 3)
     step = task.step(model, (torch.ones(2, 2), target), "train")
     assert step.preds.shape == (2, 3) and step.target is target
+    torch.testing.assert_close(task.forward_pass(model, (torch.ones(2, 2), target)), model(torch.ones(2, 2)))
+    assert task.item_attention(model, (torch.ones(2, 2), target)) is None  # no token items: "not available here"
     assert split_batch({"x": 1, "target": 2}) == ({"x": 1}, 2)
 
 

@@ -15,15 +15,14 @@ from torch import nn
 
 from framework.attention import ablation, create
 from framework.errors import ConfigError
-from framework.evaluation import (alignment_error_rate, attention_correctness, attention_rollout,
-                                  attention_supervision_loss, hard_alignment, jensen_shannon, kendall_tau, skipped,
-                                  total_variation)
-from framework.evaluation.ablation import choose, skippable
+from framework.evaluation.ablation import choose, skippable, skipped
 from framework.evaluation.faithfulness import random_k, top_k
-from framework.evaluation.measures import alignment_counts, uniform_correctness
-from framework.evaluation.rollout import self_attention_stacks
+from framework.evaluation.measures import (alignment_counts, alignment_error_rate, attention_correctness, hard_alignment,
+                                           jensen_shannon, kendall_tau, total_variation, uniform_correctness)
+from framework.evaluation.protocol import erase_tokens
+from framework.evaluation.rollout import attention_rollout, self_attention_stacks
+from framework.evaluation.supervision import attention_supervision_loss
 from framework.evaluation.table import COLUMNS, Row, as_records, format_table, write_csv
-from framework.tasks.classification import erase_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = str(ROOT / "domains/demo/demo.yaml")
@@ -286,9 +285,15 @@ def test_uniform_ablation_of_the_trained_demo_drops_it_to_the_guessing_level(dem
     assert abs(results["none"] - 0.1) < 0.05, results
 
 
-def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys):
+def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     from framework.__main__ import main
+    from framework.tasks import Task
 
+    stages, passes = [], []
+    step, forward_pass = Task.step, Task.forward_pass
+    monkeypatch.setattr(Task, "step", lambda task, model, batch, stage: stages.append(stage) or step(task, model, batch, stage))
+    monkeypatch.setattr(Task, "forward_pass", lambda task, model, batch: passes.append(model.training)
+                        or forward_pass(task, model, batch))
     folder, best, _ = demo_run
     main(["evaluate", "--config", str(folder / "config.yaml"), "--ckpt_path", str(best), *QUIET, "--trainer.logger=false",
           "--examples=64", "--permutations=2", "--attribution_steps=4", "--ablation_modes=[uniform,none]"])
@@ -313,6 +318,8 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys):
     intrinsic = next(r for r in table if r["test"] == "intrinsic")
     assert intrinsic["against"].startswith("n/a"), "the demo has no gold attention"
     assert (runs[0] / "evaluation" / "rollout_encoder.layers.x.attention.png").is_file()
+    assert set(stages) == {"test"}, "the probes run a test forward pass, never a training step"
+    assert passes == [False, False], "one forward pass in eval mode for the ablation probe, one for the rollout"
 
 
 def test_test_with_ablation_on_the_command_line(demo_run):

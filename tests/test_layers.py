@@ -4,7 +4,9 @@ Read from the source (every ``import`` and ``from ... import`` statement, at any
 ones inside functions included): the framework never imports a domain or a tool, nothing in
 the framework imports the dispatcher (``framework/__main__.py``), domains never import each
 other, and the block library (``framework/attention``) imports nothing else of the framework but the
-drawing kit (``framework.pictures``, which imports nothing of the framework).
+drawing kit (``framework.pictures``, which imports nothing of the framework); the tasks import of
+the evaluation its protocol alone (``framework.evaluation.protocol``, which imports nothing of the
+framework).
 """
 
 from __future__ import annotations
@@ -91,6 +93,23 @@ def test_the_block_library_imports_nothing_else_of_the_framework():
 
     assert violations("framework/attention", forbidden) == []
     assert framework_imports(ROOT / "framework" / "pictures.py") is None
+
+
+def test_the_tasks_see_of_the_evaluation_its_protocol_alone():
+    """``framework.tasks`` implements the evaluation's protocol: of ``framework.evaluation`` it
+    imports the protocol module only, and that module imports nothing of the framework (no circle,
+    and importing a task loads none of the evaluation's tests)."""
+    def forbidden(path: Path, module: str):
+        if module.startswith("framework.evaluation") and not module.startswith("framework.evaluation.protocol"):
+            return "the tasks import only framework.evaluation.protocol"
+        return None
+
+    def protocol_imports(path: Path, module: str):
+        return "the protocol imports nothing of the framework" if module.split(".")[0] == "framework" else None
+
+    assert violations("framework/tasks", forbidden) == []
+    protocol = ROOT / "framework" / "evaluation" / "protocol.py"
+    assert [module for _, module in imported_modules(protocol) if protocol_imports(protocol, module)] == []
 
 
 @pytest.mark.parametrize("source, expected", [

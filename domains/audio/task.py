@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.attention import AttentionBlock, capture
+from framework.evaluation.protocol import ItemAttention, ItemForward, repeat_batch
 from framework.tasks import Classification, inputs_of
-from framework.tasks.base import ItemAttention, ItemForward, repeat_batch
 
 from .models.frontend import check_sample_rate
 from .pictures import spectrogram_with_attention

@@ -12,8 +12,8 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import k_hop_subgraph
 
 from framework.attention import capture
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward
 from framework.tasks import Classification
-from framework.tasks.base import GoldView, ItemAttention, ItemForward
 
 from .pictures import draw_neighbourhood, node_coefficients
 

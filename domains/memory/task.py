@@ -11,9 +11,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, repeat_batch
 from framework.evaluation.supervision import attention_supervision_loss
 from framework.tasks import Task
-from framework.tasks.base import GoldView, ItemAttention, ItemForward, repeat_batch
 
 from .metrics import OVERALL, AnswerMetric, BitErrors
 from .pictures import hop_image, weights_image

@@ -18,10 +18,9 @@ from torchmetrics.text import Perplexity, SacreBLEUScore
 from framework.attention import AttentionBlock, capture
 from framework.attention.pooling import frobenius_penalty
 from framework.attention.pooling.capsule import capsule_losses
+from framework.evaluation.protocol import GoldView, ItemAttention, erase_tokens
 from framework.evaluation.supervision import attention_supervision_loss
 from framework.tasks import Classification, Step, Task, call_model, inputs_of, split_batch
-from framework.tasks.base import GoldView, ItemAttention
-from framework.tasks.classification import erase_tokens
 
 from .data.tokenization import EOS, PAD, token_names, tokens_of
 from .decoding import beam_search, greedy_decode

@@ -32,9 +32,8 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from framework.attention import AttentionBlock, capture
+from framework.evaluation.protocol import ItemAttention, ItemForward, erase_tokens, repeat_batch
 from framework.tasks import Step, Task
-from framework.tasks.base import ItemAttention, ItemForward, repeat_batch
-from framework.tasks.classification import erase_tokens
 
 from . import losses as objectives
 from .losses import LOSSES, Loss, without_padding
@@ -210,20 +209,19 @@ class SequentialRanking(Task):
     # Evaluation hooks: the items are the history's items, column by column of ``history`` (B, N).
 
     def evaluation_batch(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, Tensor]:
-        """A test batch with its training row, ``sequence`` (B, N + 1): the history followed by
-        the held-out item, which the evaluation's forward passes through the training step (the
-        ablation probe, the rollout) read. The column a model gives to its appended ``[mask]``
+        """A test batch whose history column that a model gives to its appended ``[mask]``
         (BERT4Rec drops the oldest one) is emptied: the model never reads it, and erasing items
         would otherwise shift it into view."""
         history = batch["history"]
-        sequence = torch.cat([history, batch["target"].unsqueeze(1)], 1)
-        return {**batch, "sequence": sequence, "history": history.masked_fill(
+        return {**batch, "history": history.masked_fill(
             torch.arange(history.shape[1], device=history.device) < appended(model), 0)}
 
     def decision(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         """The candidate scores (B, C) that the metrics rank under the task's protocol: every
         item, padding and history at -inf (``full``), or the target and its negatives (``sampled``)."""
         return self.rank(model, batch)[0]
+
+    forward_pass = decision  # the test step's forward pass (the ablation probe's, the rollout's) is the ranking
 
     def predicted_items(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         """The item ids (B,) of each example's best-scored candidate."""

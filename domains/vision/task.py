@@ -15,8 +15,8 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardInd
 
 from framework.attention import Record, capture
 from framework.data.sizes import require_sizes
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, repeat_batch
 from framework.tasks import Classification, Task, call_model, split_batch
-from framework.tasks.base import GoldView, ItemAttention, ItemForward, repeat_batch
 
 from .models import SegmentationOutput
 from .data.palettes import as_palette, voc_palette

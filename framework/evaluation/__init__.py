@@ -15,22 +15,18 @@ W&B table), with pictures where they help. One purpose per module:
   facts, dates alignments, the digit scenes' drawn digit, graph label agreement);
 * :mod:`.rollout`: attention rollout (Abnar & Zuidema) of stacked self-attention, drawn;
 * :mod:`.supervision`: the supervised-attention loss that tasks add (``task.attention_supervision``);
-* :mod:`.table`: the table, printed, as CSV and for W&B; :mod:`.command`: the command.
+* :mod:`.table`: the table, printed, as CSV and for W&B; :mod:`.command`: the command;
+* :mod:`.protocol`: what a task offers the tests, its evaluation hooks (:class:`.EvaluationHooks`,
+  which :class:`framework.tasks.Task` inherits), and the types they return.
 
-What a task offers the tests is its evaluation hooks (:class:`framework.tasks.Task`).
+Importing the package imports none of them (its modules are imported where they are used), so
+that ``framework.tasks`` can implement the protocol without loading the tests.
 """
 
 from __future__ import annotations
 
 import sys
 from typing import Optional
-
-from .ablation import MODES, AblationSwitch, ablated, skipped
-from .measures import (alignment_error_rate, attention_correctness, hard_alignment, jensen_shannon, kendall_tau,
-                       total_variation)
-from .rollout import attention_rollout
-from .supervision import attention_supervision_loss
-from .table import Row
 
 
 def main(argv: Optional[list[str]] = None):
@@ -40,6 +36,4 @@ def main(argv: Optional[list[str]] = None):
     return run(sys.argv[2:] if argv is None else argv)
 
 
-__all__ = ["MODES", "AblationSwitch", "Row", "ablated", "alignment_error_rate", "attention_correctness",
-           "attention_rollout", "attention_supervision_loss", "hard_alignment", "jensen_shannon", "kendall_tau",
-           "main", "skipped", "total_variation"]
+__all__ = ["main"]

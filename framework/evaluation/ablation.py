@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from ..attention import ABLATIONS, ablation
 from ..attention.base import AttentionOutput
-from ..tasks.base import first_tensor
+from .protocol import first_tensor
 from .table import Row
 
 #: What ``--ablation`` takes: the library's replacements of the weights, and ``none`` (skip the block).

@@ -1,5 +1,5 @@
 """Is the attention an explanation? The faithfulness tests of the surveys' debate, on any task
-whose model weighs input items (:meth:`~framework.tasks.Task.item_attention`).
+whose model weighs input items (:meth:`~framework.evaluation.protocol.EvaluationHooks.item_attention`).
 
 * **Permutation** (Jain & Wallace, "Attention is not Explanation", NAACL 2019, §4.2): the
   attention of the item blocks permuted among the items, ``permutations`` times; the median
@@ -10,14 +10,14 @@ whose model weighs input items (:meth:`~framework.tasks.Task.item_attention`).
   the highest attention erased against k random other items; how often the decision flips
   and the Jensen-Shannon distance of the output. Attention that ranks items by importance
   flips more decisions with its top items than chance does. Items are removed from the
-  input where the task can (:meth:`~framework.tasks.Task.erase_items`: tokens cut out,
+  input where the task can (:meth:`~framework.evaluation.protocol.EvaluationHooks.erase_items`: tokens cut out,
   sentences emptied, edges dropped), else their vectors at the item layer are set to zero.
 * **Attribution** (Jain & Wallace §4.1; Wiegreffe & Pinter, "Attention is not not
   Explanation", EMNLP 2019, who ask for such comparisons rather than one verdict): Kendall's
   tau-b between the attention and the importance of each item for the predicted class's
   probability, by gradient x input, integrated gradients (Sundararajan et al., 2017; zero
   baseline) and leave-one-out (the item's vector set to zero), all from Captum on the
-  items' vectors (:meth:`~framework.tasks.Task.item_forward`); the magnitude of the first
+  items' vectors (:meth:`~framework.evaluation.protocol.EvaluationHooks.item_forward`); the magnitude of the first
   two, the signed drop of the third. The tau between integrated gradients and leave-one-out
   is given as the agreement two attribution methods reach among themselves.
 """
@@ -32,8 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from ..attention import ablation
-from ..tasks import Task
-from ..tasks.base import ItemAttention, ItemForward
+from .protocol import EvaluationHooks, ItemAttention, ItemForward
 from .measures import jensen_shannon, kendall_tau, total_variation
 from .table import Row
 
@@ -103,11 +102,11 @@ class _Collected:
         return sum(len(v) for v in self.values.get(name, []))
 
 
-def faithfulness_rows(model: nn.Module, task: Task, batches: Iterable[Any], permutations: int = 10,
+def faithfulness_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any], permutations: int = 10,
                       ks: Sequence[int] = (1,), methods: Sequence[str] = METHODS, steps: int = 16, seed: int = 0,
                       say: Callable[[str], None] = print) -> list[Row]:
     """The rows of the permutation, erasure and attribution tests over ``batches`` (already as
-    :meth:`~framework.tasks.Task.evaluation_batch` gives them, on the model's device)."""
+    :meth:`~framework.evaluation.protocol.EvaluationHooks.evaluation_batch` gives them, on the model's device)."""
     generator = torch.Generator().manual_seed(seed)
     got = _Collected()
     blocks: tuple[str, ...] = ()
@@ -151,7 +150,7 @@ def faithfulness_rows(model: nn.Module, task: Task, batches: Iterable[Any], perm
     return rows
 
 
-def _batch_figures(model: nn.Module, task: Task, batch: Any, items: ItemAttention, got: _Collected, permutations: int,
+def _batch_figures(model: nn.Module, task: EvaluationHooks, batch: Any, items: ItemAttention, got: _Collected, permutations: int,
                    ks: Sequence[int], methods: Sequence[str], steps: int, generator: torch.Generator) -> str:
     weights, valid = items.weights.float(), items.valid.bool()
     with torch.no_grad():

@@ -1,5 +1,5 @@
 """Intrinsic measures: the model's attention against gold attention, where the data knows it
-(:meth:`~framework.tasks.Task.gold_views`).
+(:meth:`~framework.evaluation.protocol.EvaluationHooks.gold_views`).
 
 * **Attention correctness** (Liu, Mao, Sha & Yuille, AAAI 2017): the weight mass a query puts
   on its gold keys, averaged over the queries that have gold, beside what uniform attention
@@ -23,8 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import pictures
-from ..tasks import Task
-from ..tasks.base import GoldView
+from .protocol import EvaluationHooks, GoldView
 from .measures import AlignmentCounts, alignment_counts, hard_alignment, kendall_tau
 from .table import Row
 
@@ -71,7 +70,7 @@ def _add(sums: _Sums, view: GoldView, rows: Tensor, generator: torch.Generator) 
         sums.significant.append(((tau.tau > 0) & (tau.p < 0.05)).double().where(~tau.tau.isnan(), math.nan))
 
 
-def intrinsic_rows(model: nn.Module, task: Task, batches: Iterable[Any], seed: int = 0,
+def intrinsic_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any], seed: int = 0,
                    say: Callable[[str], None] = print) -> tuple[list[Row], dict[str, Any]]:
     """The rows of the intrinsic measures over ``batches`` (on the model's device), and a picture
     per view of the first batch's first example (its weights beside its gold)."""

@@ -13,22 +13,8 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
 from ..attention import capture
 from ..data.sizes import require_sizes
-from .base import ItemAttention, Task
-
-
-def erase_tokens(tokens: Tensor, mask: Tensor, erased: Tensor, pad: Optional[int] = None) -> tuple[Tensor, Tensor]:
-    """Tokens (..., N) with the ``erased`` ones cut out: the others move left in their order, the
-    freed places at the end become padding (``pad``, default the value of a padded place, else
-    0) with mask False. ``erased`` has the tokens' shape or is flat over their last two axes
-    (the words of a document's sentences)."""
-    erased = erased.reshape(mask.shape).bool()
-    keep = mask.bool() & ~erased
-    order = (~keep).to(torch.uint8).argsort(dim=-1, stable=True)  # kept tokens first, in their order
-    if pad is None:
-        padded = tokens[~mask.bool()]
-        pad = int(padded[0]) if len(padded) else 0
-    moved, kept = tokens.gather(-1, order), keep.gather(-1, order)
-    return moved.masked_fill(~kept, pad), kept
+from ..evaluation.protocol import ItemAttention, erase_tokens
+from .base import Task
 
 
 class Classification(Task):
