@@ -15,7 +15,7 @@ an attention-based recogniser of spoken digit strings.
   (:class:`SpeechCommands`, torchaudio's layout from a local folder), and connected digit
   strings made of FSDD recordings or of generated events (:class:`DigitStrings`).
 
-Layout: ``data/`` (data modules), ``models/`` (front end and networks), ``task.py``,
+Layout: ``data/`` (data modules), ``models/`` (front end and networks), ``tasks/``,
 ``pictures.py``; ``datasets/<name>.yaml`` are the data sections that the experiment configs
 (``<experiment>.yaml``) name.
 """
@@ -24,8 +24,7 @@ from .data import (CLASSES, FSDD, AudioDataModule, AudioEventDataset, AudioEvent
                    fit_length)
 from .models import CRNN, Frontend, ListenAttendSpell, SpectrogramCNN, SpectrogramTransformer
 from .pictures import spectrogram_with_alignment, spectrogram_with_attention
-from .recognition import SequenceRecognition
-from .task import AudioClassification
+from .tasks import AudioClassification, SequenceRecognition
 
 __all__ = [
     "CLASSES",

@@ -8,7 +8,7 @@
   Planetoid citation graphs (:class:`PlanetoidData`: Cora, CiteSeer, PubMed), whole or in
   neighbour-sampled batches (:class:`NodeClassificationData`).
 * Heterogeneous graphs: :class:`HANClassifier` (the ``han`` block over meta-path graphs) with
-  :class:`HeteroNodeClassification` (``hetero_task.py``), on generated authors with planted
+  :class:`HeteroNodeClassification` (``tasks/hetero.py``), on generated authors with planted
   communities (:class:`PlantedAuthors`, embedded) or the users of MovieLens 100K
   (:class:`MovieLensUsers`, age brackets): ``han.yaml``, ``han_movielens.yaml``.
 
@@ -17,9 +17,8 @@
 """
 
 from .data import KarateClubData, MovieLensUsers, NodeClassificationData, PlanetoidData, PlantedAuthors
-from .hetero_task import HeteroNodeClassification
 from .models import HANClassifier, NodeClassifier
-from .task import NodeClassification
+from .tasks import HeteroNodeClassification, NodeClassification
 
 __all__ = ["HANClassifier", "HeteroNodeClassification", "KarateClubData", "MovieLensUsers", "NodeClassification",
            "NodeClassificationData", "NodeClassifier", "PlanetoidData", "PlantedAuthors"]

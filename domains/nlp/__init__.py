@@ -7,8 +7,8 @@
   Transformer classifier; a recurrent encoder-decoder with Bahdanau or Luong attention and
   a Transformer encoder-decoder (the recurrent one with a copy mechanism: ``copy``); a
   pointer network.
-* ``task``: ``TextClassification`` and ``Translation`` (their checkpoints carry the tokeniser);
-  ``ordering``: ``Ordering``, the pointer network's permutations.
+* ``tasks``: ``TextClassification``, ``CapsuleClassification`` and ``Translation`` (their
+  checkpoints carry the tokeniser), ``Ordering`` (the pointer network's permutations), a module each.
 * ``decoding``: greedy and beam search (the core's, with NLP's special tokens); ``metrics``; ``pictures``: alignments and highlights.
 
 Configs (they name the classes below as ``domains.nlp.<name>``): ``selfattentive.yaml``,
@@ -31,8 +31,7 @@ from .models import (
     TransformerClassifier,
     TransformerSeq2Seq,
 )
-from .ordering import Ordering
-from .task import CapsuleClassification, TextClassification, TokenizerState, Translation
+from .tasks import CapsuleClassification, Ordering, TextClassification, TokenizerState, Translation
 
 __all__ = [
     "TREC",

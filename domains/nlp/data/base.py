@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from framework.data import SplitDataModule, TextFile
 
-from ..task import TokenizerState
+from ..tasks.tokenizer import TokenizerState
 from .tokenization import PAD, check_kind, train_tokenizer
 
 Example = tuple[str, Any]  # (text, target); the target is None for texts to predict

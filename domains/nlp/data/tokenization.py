@@ -17,7 +17,7 @@ fewer distinct units), which is what lets a config fix the model's vocabulary be
 tokeniser exists; the one exception is ``bpe`` with a ``vocab_size`` below the number of
 distinct characters of the training texts plus the four special tokens (about 107 for
 Multi30k), since its trainer keeps every character. Tokenisers travel with checkpoints as their JSON
-(``Tokenizer.to_str()``), see :class:`domains.nlp.task.TokenizerState`.
+(``Tokenizer.to_str()``), see :class:`domains.nlp.tasks.TokenizerState`.
 """
 
 from __future__ import annotations

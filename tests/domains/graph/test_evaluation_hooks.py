@@ -8,7 +8,7 @@ from torch_geometric.data import Data
 from torch_geometric.datasets import KarateClub
 
 from domains.graph.models import NodeClassifier
-from domains.graph.task import NodeClassification, neighbours
+from domains.graph.tasks.nodes import NodeClassification, neighbours
 
 
 def _karate() -> Data:

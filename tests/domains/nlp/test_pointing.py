@@ -10,8 +10,7 @@ from domains.nlp.data import DateNormalization, NumberSorting
 from domains.nlp.data.sorting import IGNORE
 from domains.nlp.data.tokenization import PAD
 from domains.nlp.models import PointerNetwork, RecurrentSeq2Seq, teacher_inputs
-from domains.nlp.ordering import Ordering
-from domains.nlp.task import Translation
+from domains.nlp.tasks import Ordering, Translation
 
 
 def sorting_batch(size: int = 8, seed: int = 0):

@@ -16,7 +16,7 @@ from domains.nlp.models import (
     TransformerSeq2Seq,
 )
 from domains.nlp.pictures import shown
-from domains.nlp.task import TextClassification, Translation
+from domains.nlp.tasks import TextClassification, Translation
 from tests.conftest import on
 from tests.image_logger import readable
 

@@ -15,7 +15,7 @@ from framework.attention import capture
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward
 from framework.tasks import Classification
 
-from .pictures import draw_neighbourhood, node_coefficients
+from ..pictures import draw_neighbourhood, node_coefficients
 
 
 #: Scored nodes the faithfulness and intrinsic tests take from a test batch (evenly spaced).

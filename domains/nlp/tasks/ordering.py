@@ -11,9 +11,9 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassExactMatch
 
 from framework.tasks import Step, Task
 
-from .data.sorting import IGNORE
-from .metrics import TokenAccuracy
-from .pictures import alignment_image
+from ..data.sorting import IGNORE
+from ..metrics import TokenAccuracy
+from ..pictures import alignment_image
 
 DECODED_STAGES = ("val", "test")
 

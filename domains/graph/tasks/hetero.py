@@ -12,8 +12,8 @@ from framework.attention import capture
 from framework.errors import ConfigError
 from framework.tasks import Classification
 
-from .pictures import metapath_attention, node_coefficients
-from .task import NodeClassification
+from ..pictures import metapath_attention, node_coefficients
+from .nodes import NodeClassification
 
 
 def target_inputs(batch: HeteroData) -> tuple[str, Tensor, dict[str, Tensor]]:

@@ -13,9 +13,9 @@ from torchmetrics.text import CharErrorRate, WordErrorRate
 from framework.decoding import beam_search, greedy_decode, shift_right
 from framework.tasks import Step, Task
 
-from .data.digit_strings import BOS, PAD, SPECIALS, VOCAB_SIZE, transcript
-from .models.frontend import check_sample_rate
-from .pictures import spectrogram_with_alignment
+from ..data.digit_strings import BOS, PAD, SPECIALS, VOCAB_SIZE, transcript
+from ..models.frontend import check_sample_rate
+from ..pictures import spectrogram_with_alignment
 
 DECODINGS = ("greedy", "beam")
 DECODED_STAGES = ("val", "test")

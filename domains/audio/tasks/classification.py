@@ -12,8 +12,8 @@ from framework.attention import AttentionBlock, capture
 from framework.evaluation.protocol import ItemAttention, ItemForward, repeat_batch
 from framework.tasks import Classification, inputs_of
 
-from .models.frontend import check_sample_rate
-from .pictures import spectrogram_with_attention
+from ..models.frontend import check_sample_rate
+from ..pictures import spectrogram_with_attention
 
 
 class AudioClassification(Classification):
