@@ -15,6 +15,8 @@ from .errors import CheckpointError
 from .tasks import Task
 
 STAGES = ("train", "val", "test")
+#: The stages whose batches the task also decodes, for its generation metrics (``Task.decode``).
+GENERATING = ("val", "test")
 #: ``torch.compile``'s modes.
 CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 #: Lightning checkpoints built by the CLI are rebuilt through jsonargparse from their config.
@@ -31,7 +33,9 @@ class TaskModule(pl.LightningModule):
     synchronisation per step), and the epoch's end computes and logs them. The training
     loss of single steps goes to the loggers as ``train/loss_step`` every
     ``trainer.log_every_n_steps`` steps, and :attr:`last_loss` keeps it for the progress bar.
-    The optimizer and the
+    In validation and test, a task that generates (``Task.decode``: translations, transcripts)
+    has each batch decoded once, after its step, for its generation metrics (BLEU, WER ...),
+    logged the same way. The optimizer and the
     learning-rate schedule come from the CLI (``--optimizer``, ``--lr_scheduler``); without
     ``--optimizer`` it trains with AdamW at learning rate 1e-3 and torch's other defaults.
 
@@ -50,10 +54,11 @@ class TaskModule(pl.LightningModule):
         self.model, self.task, self.compile_model = model, task, compile
         for stage in STAGES:
             setattr(self, f"{stage}_metrics", task.metrics().clone(prefix=f"{stage}/"))
-        #: per stage, the running (batch-size weighted) mean of the loss and of every tensor in ``Step.logs``,
-        #: and the metrics a task hands over in ``Step.logs`` (BLEU ...); made on first use, never saved.
+        for stage in GENERATING:
+            setattr(self, f"{stage}_generation_metrics", task.generation_metrics().clone(prefix=f"{stage}/"))
+        #: per stage, the running (batch-size weighted) mean of the loss and of every tensor in ``Step.logs``;
+        #: made on first use, never saved.
         self._means: dict[str, dict[str, MeanMetric]] = {stage: {} for stage in STAGES}
-        self._handed: dict[str, dict[str, Metric]] = {stage: {} for stage in STAGES}
         #: the training loss of the last logging step, as a number (for the progress bar).
         self.last_loss: Optional[float] = None
         #: the config of the data the module is trained on, kept in its checkpoints (set by the CLI),
@@ -88,11 +93,10 @@ class TaskModule(pl.LightningModule):
         size = len(step.target)
         self._accumulate(stage, "loss", step.loss, size)
         for name, value in (step.logs or {}).items():
-            if isinstance(value, Metric):
-                self._handed[stage][name] = value
-            else:
-                self._accumulate(stage, name, value, size)
+            self._accumulate(stage, name, value, size)
         getattr(self, f"{stage}_metrics").update(step.preds.detach(), step.target, **(step.metric_inputs or {}))
+        if stage in GENERATING and (generated := self.task.decode(self.model, batch)) is not None:
+            getattr(self, f"{stage}_generation_metrics").update(*generated)
         if stage == "train" and self._trainer is not None and self.trainer._logger_connector.should_update_logs:
             self.log("train/loss_step", step.loss.detach(), on_step=True, on_epoch=False, batch_size=size)
             self.last_loss = float(step.loss.detach())
@@ -106,12 +110,14 @@ class TaskModule(pl.LightningModule):
 
     def _log_epoch(self, stage: str) -> None:
         """Compute, log and reset the stage's metrics and means (synchronised across processes)."""
-        values = {f"{stage}/{name}": metric.compute() for name, metric in {**self._means[stage], **self._handed[stage]}.items()
-                  if metric.update_called}
-        metrics = getattr(self, f"{stage}_metrics")
-        if any(metric.update_called for metric in metrics.values()):
-            values.update(metrics.compute())
-        for metric in (*self._means[stage].values(), *self._handed[stage].values(), metrics):
+        values = {f"{stage}/{name}": metric.compute() for name, metric in self._means[stage].items() if metric.update_called}
+        collections = [getattr(self, f"{stage}_metrics")]
+        if stage in GENERATING:
+            collections.append(getattr(self, f"{stage}_generation_metrics"))
+        for metrics in collections:
+            if any(metric.update_called for metric in metrics.values()):
+                values.update(metrics.compute())
+        for metric in (*self._means[stage].values(), *collections):
             metric.reset()
         if values:
             self.log_dict(values, prog_bar=stage == "val", sync_dist=True)

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torchmetrics import MetricCollection
+from torchmetrics.classification import MulticlassAccuracy
 
 from framework import TaskModule
 from framework.callbacks import AttentionMaps, RunSummary
@@ -282,6 +284,37 @@ def test_extra_step_scalars_are_logged_under_the_stage(tmp_path):
                          enable_checkpointing=False, enable_model_summary=False)
     trainer.fit(module, _small_demo())
     assert trainer.callback_metrics["train/penalty"] == 2.0 and trainer.callback_metrics["val/penalty"] == 2.0
+
+
+class GeneratingClassification(Classification):
+    """A classification that also 'generates' its arg-max labels, counting the batches it decodes."""
+
+    def __init__(self, num_classes):
+        super().__init__(num_classes)
+        self.decoded = 0
+
+    def generation_metrics(self):
+        return MetricCollection({"generated_acc": MulticlassAccuracy(self.num_classes, average="micro")})
+
+    def decode(self, model, batch):
+        self.decoded += 1
+        inputs, target = self.split(batch)
+        return self.run_model(model, inputs).argmax(-1), target
+
+
+def test_validation_and_test_decode_each_batch_once_even_when_the_attention_maps_run_one_again(tmp_path):
+    task = GeneratingClassification(10)
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), task)
+    logger = ImageLogger()
+    trainer = pl.Trainer(logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path, enable_progress_bar=False,
+                         enable_checkpointing=False, enable_model_summary=False)
+    data = AssociativeRecall(train_size=32, val_size=64, test_size=96, batch_size=32)
+    validated = trainer.validate(module, data, verbose=False)[0]
+    assert logger.images and task.decoded == 2, "two validation batches, the first one run again by the callback"
+    assert validated["val/generated_acc"] == pytest.approx(validated["val/acc"])
+    tested = trainer.test(module, data, verbose=False)[0]
+    assert task.decoded == 5 and tested["test/generated_acc"] == pytest.approx(tested["test/acc"])
+    assert task.step(module.model, next(iter(data.test_dataloader())), "test").logs is None and task.decoded == 5
 
 
 def test_cache_dir_is_created_under_the_cache_root(tmp_path, monkeypatch):

@@ -40,9 +40,9 @@ class TokenAccuracy(Metric):
 
 
 class ExactMatch(Metric):
-    """Share of hypotheses equal to their reference string (after stripping outer spaces).
+    """Share of hypotheses equal to one of their reference strings (after stripping outer spaces).
 
-    update(hypotheses: list of str, references: list of str).
+    update(hypotheses: list of str, references: a list of str per hypothesis, as BLEU takes them).
     """
 
     higher_is_better = True
@@ -53,10 +53,10 @@ class ExactMatch(Metric):
         self.add_state("matches", torch.tensor(0), dist_reduce_fx="sum")
         self.add_state("total", torch.tensor(0), dist_reduce_fx="sum")
 
-    def update(self, hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    def update(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> None:
         if len(hypotheses) != len(references):
-            raise ValueError(f"exact match: {len(hypotheses)} hypotheses but {len(references)} references")
-        self.matches += sum(h.strip() == r.strip() for h, r in zip(hypotheses, references))
+            raise ValueError(f"exact match: {len(hypotheses)} hypotheses but {len(references)} lists of references")
+        self.matches += sum(h.strip() in {r.strip() for r in rs} for h, rs in zip(hypotheses, references))
         self.total += len(references)
 
     def compute(self) -> Tensor:

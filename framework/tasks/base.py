@@ -14,7 +14,11 @@ One step, the same for every task (:meth:`Task.step`)::
 
 A task overrides the hooks it needs; only a task whose training differs from its
 evaluation in kind (a recommender's sampled objective against its ranking) overrides
-``step`` itself.
+``step`` itself. A task that generates (translations, transcripts, orders) also judges
+what it generates, once per validation and test batch, beside the step::
+
+    outputs, references = task.decode(model, batch)   # what the model generates, what it should
+    generation_metrics.update(outputs, references)    # corpus metrics: BLEU, exact match, WER ...
 
 The evaluation hooks (``python -m framework evaluate``: item attention, erasure, gold views
 ...) are the evaluation's protocol, :class:`framework.evaluation.protocol.EvaluationHooks`,
@@ -40,15 +44,14 @@ class Step(NamedTuple):
     """What one training/validation/test step produced.
 
     The metrics are updated as ``metrics.update(preds, target, **metric_inputs)`` (each metric
-    takes the keyword arguments its ``update`` names). ``logs`` are logged as
-    ``<stage>/<name>``: tensors averaged over the epoch, torchmetrics ``Metric`` objects that
-    the task updates itself (BLEU ...) computed at its end.
+    takes the keyword arguments its ``update`` names). ``logs`` (scalar tensors) are logged as
+    ``<stage>/<name>``, averaged over the epoch.
     """
 
     loss: Tensor
     preds: Any  # what the metrics consume (logits, scores ...)
     target: Any
-    logs: Optional[dict[str, Any]] = None  # aux loss, penalty, corpus metrics ...
+    logs: Optional[dict[str, Tensor]] = None  # aux loss, penalty ...
     metric_inputs: Optional[dict[str, Tensor]] = None  # named inputs of the metrics beyond preds and target
 
 
@@ -120,6 +123,19 @@ class Task(EvaluationHooks, nn.Module):
     def metrics(self) -> MetricCollection:
         """A fresh metric collection; the TaskModule keeps one copy per stage."""
         return MetricCollection({})
+
+    def generation_metrics(self) -> MetricCollection:
+        """A fresh collection of the metrics of what the model generates (corpus BLEU, word error
+        rate ...), updated with :meth:`decode`'s pair; the TaskModule keeps one copy for
+        validation and one for test and logs them as ``<stage>/<name>``. None by default."""
+        return MetricCollection({})
+
+    def decode(self, model: nn.Module, batch: Any) -> Optional[tuple[Any, Any]]:
+        """What the model generates for a validation or test batch and what it should have
+        generated, as :meth:`generation_metrics` take them (``update(outputs, references)``):
+        decoded strings and their references, pointed positions and the target order. The
+        TaskModule calls it once per batch, after the step. None by default: nothing generated."""
+        return None
 
     def check(self, model: nn.Module, data: Any) -> None:
         """Raise a ``ValueError`` that names the config keys when ``model`` or this task does not

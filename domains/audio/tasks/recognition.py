@@ -11,14 +11,13 @@ from torchmetrics.classification import MulticlassAccuracy
 from torchmetrics.text import CharErrorRate, WordErrorRate
 
 from framework.decoding import beam_search, greedy_decode, shift_right
-from framework.tasks import Step, Task
+from framework.tasks import Task
 
 from ..data.digit_strings import BOS, PAD, SPECIALS, VOCAB_SIZE, transcript
 from ..models.frontend import check_sample_rate
 from ..pictures import spectrogram_with_alignment
 
 DECODINGS = ("greedy", "beam")
-DECODED_STAGES = ("val", "test")
 
 
 class SequenceRecognition(Task):
@@ -50,8 +49,6 @@ class SequenceRecognition(Task):
         self.vocab_size, self.decoding, self.beam_size, self.max_length = vocab_size, decoding, beam_size, max_length
         self.label_smoothing, self.monitor = label_smoothing, monitor
         self.mode = "max" if monitor.endswith("acc") else "min"
-        self.decoded = nn.ModuleDict({stage: nn.ModuleDict({"wer": WordErrorRate(), "cer": CharErrorRate()})
-                                      for stage in DECODED_STAGES})
 
     def check(self, model: nn.Module, data: Any) -> None:
         check_sample_rate(model, data)
@@ -60,6 +57,14 @@ class SequenceRecognition(Task):
     def metrics(self) -> MetricCollection:
         return MetricCollection({"token_acc": MulticlassAccuracy(num_classes=self.vocab_size, average="micro",
                                                                  ignore_index=PAD, multidim_average="global")})
+
+    def generation_metrics(self) -> MetricCollection:
+        # two edit distances with equal state names: no compute groups, which would merge them
+        return MetricCollection({"wer": WordErrorRate(), "cer": CharErrorRate()}, compute_groups=False)
+
+    def decode(self, model: nn.Module, batch: Any) -> tuple[list[str], list[str]]:
+        """The decoded transcripts of a batch and the true ones, as words."""
+        return self.transcribe(model, batch), [transcript(row) for row in batch["target"].tolist()]
 
     def split(self, batch: Any) -> tuple[Any, Tensor]:
         return batch, batch["target"]
@@ -73,18 +78,6 @@ class SequenceRecognition(Task):
 
     def preds(self, output: Tensor) -> Tensor:
         return output.argmax(-1)
-
-    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
-        """The teacher-forced step; in validation and test also the decoded transcripts' WER and CER."""
-        step = super().step(model, batch, stage)
-        if stage not in self.decoded:
-            return step
-        metrics = self.decoded[stage]
-        hypotheses = self.transcribe(model, batch)
-        references = [transcript(row) for row in batch["target"].tolist()]
-        for metric in metrics.values():
-            metric.update(hypotheses, references)
-        return step._replace(logs=dict(metrics.items()))
 
     def generate(self, model: nn.Module, batch: Any) -> Tensor:
         """Output ids (B, L) by the configured decoding."""

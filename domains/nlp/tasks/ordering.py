@@ -9,13 +9,12 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassExactMatch
 
-from framework.tasks import Step, Task
+from framework.tasks import Task
 
 from ..data.sorting import IGNORE
 from ..metrics import TokenAccuracy
 from ..pictures import alignment_image
 
-DECODED_STAGES = ("val", "test")
 
 
 class Ordering(Task):
@@ -39,10 +38,6 @@ class Ordering(Task):
             raise ValueError(f"task.max_length must be at least 1, got {max_length}")
         self.max_length, self.monitor = max_length, monitor
         self.mode = "min" if monitor.endswith("loss") else "max"
-        options = dict(num_classes=max_length, ignore_index=IGNORE, multidim_average="global")
-        self.decoded = nn.ModuleDict({stage: nn.ModuleDict({
-            "position_acc": MulticlassAccuracy(average="micro", **options),
-            "sequence_acc": MulticlassExactMatch(**options)}) for stage in DECODED_STAGES})
 
     def check(self, model: nn.Module, data: Any) -> None:
         super().check(model, data)
@@ -53,6 +48,15 @@ class Ordering(Task):
     def metrics(self) -> MetricCollection:
         return MetricCollection({"step_acc": TokenAccuracy(IGNORE)})
 
+    def generation_metrics(self) -> MetricCollection:
+        options = dict(num_classes=self.max_length, ignore_index=IGNORE, multidim_average="global")
+        return MetricCollection({"position_acc": MulticlassAccuracy(average="micro", **options),
+                                 "sequence_acc": MulticlassExactMatch(**options)})
+
+    def decode(self, model: nn.Module, batch: Any) -> tuple[Tensor, Tensor]:
+        """The greedily decoded permutations (B, N) and the target ones."""
+        return model.point(batch["values"], batch["mask"]), batch["target"]
+
     def split(self, batch: Any) -> tuple[Any, Tensor]:
         return batch, batch["target"]
 
@@ -62,16 +66,6 @@ class Ordering(Task):
 
     def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         return F.nll_loss(output.transpose(1, 2), target, ignore_index=IGNORE), {}
-
-    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
-        step = super().step(model, batch, stage)
-        if stage not in self.decoded:
-            return step
-        metrics = self.decoded[stage]
-        positions = model.point(batch["values"], batch["mask"])
-        for metric in metrics.values():
-            metric.update(positions, batch["target"])
-        return step._replace(logs=dict(metrics.items()))
 
     def predict(self, model: nn.Module, batch: Any) -> Tensor:
         """The decoded permutations, (B, N) (``IGNORE`` beyond each list's length)."""

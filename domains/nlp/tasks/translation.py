@@ -14,7 +14,7 @@ from torchmetrics.text import Perplexity, SacreBLEUScore
 from framework.attention import capture
 from framework.evaluation.protocol import GoldView
 from framework.evaluation.supervision import attention_supervision_loss
-from framework.tasks import Step, Task
+from framework.tasks import Task
 
 from ..data.tokenization import EOS, PAD, token_names
 from ..decoding import beam_search, greedy_decode
@@ -24,7 +24,6 @@ from ..pictures import alignment_image
 from .tokenizer import TokenizerState
 
 DECODINGS = ("greedy", "beam")
-DECODED_STAGES = ("val", "test")
 
 
 class Supervised(NamedTuple):
@@ -48,9 +47,9 @@ class Translation(TokenizerState, Task):
     ``predict`` returns the decoded strings; ``images`` the alignment of the first
     validation example (target x source tokens) from the model's attention.
 
-    BLEU and exact match are corpus metrics: each batch adds its statistics to the stage's
-    metric, which is logged (computed) at the end of the epoch. A batch is counted once,
-    even when the ``attention_maps`` callback runs it through :meth:`step` again.
+    BLEU and exact match are corpus metrics (:meth:`generation_metrics`): each batch's decoded
+    outputs (:meth:`decode`) add their statistics to the stage's, which are logged at the end of
+    the epoch.
 
     Args:
         decoding: ``greedy`` or ``beam``. beam_size: K. length_penalty: GNMT's alpha.
@@ -83,13 +82,17 @@ class Translation(TokenizerState, Task):
         self.decoding, self.beam_size, self.length_penalty = decoding, beam_size, length_penalty
         self.max_length, self.label_smoothing = max_length, label_smoothing
         self.monitor, self.mode = monitor, "min" if monitor.endswith(("loss", "ppl")) else "max"
-        self._counted: dict[str, Tensor] = {}  # the last batch whose decodings a stage counted
-        self.decoded = nn.ModuleDict(
-            {stage: nn.ModuleDict({"bleu": SacreBLEUScore(tokenize="13a"), "exact": ExactMatch()}) for stage in DECODED_STAGES}
-        )
 
     def metrics(self) -> MetricCollection:
         return MetricCollection({"token_acc": TokenAccuracy(PAD), "ppl": Perplexity(ignore_index=PAD)})
+
+    def generation_metrics(self) -> MetricCollection:
+        return MetricCollection({"bleu": SacreBLEUScore(tokenize="13a"), "exact": ExactMatch()})
+
+    def decode(self, model: nn.Module, batch: Any) -> tuple[list[str], list[list[str]]]:
+        """The decoded strings of a batch's sources and each one's reference (a list of one, as
+        BLEU takes references)."""
+        return self.translate(model, batch["tokens"], batch["mask"]), [[r] for r in batch["references"]]
 
     def split(self, batch: Any) -> tuple[Any, Tensor]:
         return batch, batch["target"]
@@ -151,19 +154,6 @@ class Translation(TokenizerState, Task):
         if not views and output.alignment is not None:
             views.append(GoldView("alignment", output.alignment.float(), sure, keys, queries, possible))
         return views
-
-    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
-        """The teacher-forced step; in validation and test also the decoded outputs' BLEU and exact match."""
-        step = super().step(model, batch, stage)
-        if stage not in self.decoded:
-            return step
-        metrics = self.decoded[stage]
-        if batch["tokens"] is not self._counted.get(stage):  # the attention_maps callback runs a batch again
-            hypotheses, references = self.translate(model, batch["tokens"], batch["mask"]), batch["references"]
-            metrics["bleu"].update(hypotheses, [[r] for r in references])
-            metrics["exact"].update(hypotheses, references)
-            self._counted[stage] = batch["tokens"]
-        return step._replace(logs=dict(metrics.items()))
 
     def generate(self, model: nn.Module, tokens: Tensor, mask: Tensor) -> Tensor:
         """Output ids (B, L) by the configured decoding."""

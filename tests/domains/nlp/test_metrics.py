@@ -28,11 +28,11 @@ def test_bleu_is_sacrebleus_corpus_bleu():
 
 def test_exact_match_counts_identical_strings():
     metric = ExactMatch()
-    metric.update(["1998-05-09", "2001-01-01 "], ["1998-05-09", "2001-01-01"])
-    metric.update(["1998-05-10"], ["1998-05-09"])
-    assert metric.compute().item() == pytest.approx(2 / 3)
-    with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
-        metric.update(["a", "b"], ["a"])
+    metric.update(["1998-05-09", "2001-01-01 "], [["1998-05-09"], ["2001-01-01"]])
+    metric.update(["1998-05-10", "a b"], [["1998-05-09"], ["a c", " a b"]])  # one of the references is enough
+    assert metric.compute().item() == pytest.approx(3 / 4)
+    with pytest.raises(ValueError, match="2 hypotheses but 1 lists of references"):
+        metric.update(["a", "b"], [["a"]])
 
 
 def test_token_accuracy_and_perplexity_skip_padding():
