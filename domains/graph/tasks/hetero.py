@@ -1,19 +1,26 @@
 """Node classification on meta-path graphs (HAN): cross-entropy and accuracy on the scored nodes,
-and pictures of both levels of attention (meta-paths, and one node's meta-path neighbours)."""
+pictures of both levels of attention (meta-paths, and one node's meta-path neighbours), and the
+evaluation's hooks at both levels."""
 
 from __future__ import annotations
 
+import copy
 from typing import Optional
 
+import torch
 from torch import Tensor, nn
-from torch_geometric.data import HeteroData
+from torch_geometric.data import Batch, Data, HeteroData
 
 from framework.attention import capture
 from framework.errors import ConfigError
+from framework.evaluation.protocol import GoldView, ItemAttention
 from framework.tasks import Classification
 
 from ..pictures import metapath_attention, node_coefficients
-from .nodes import NodeClassification
+from .nodes import NodeClassification, agreement_view, evaluated_nodes
+
+#: Per attention layer: the node-level (edge_index, alpha) of every meta-path, and the semantic weights (P,).
+Levels = dict[str, tuple[list[tuple[Tensor, Tensor]], Tensor]]
 
 
 def target_inputs(batch: HeteroData) -> tuple[str, Tensor, dict[str, Tensor]]:
@@ -38,6 +45,15 @@ class HeteroNodeClassification(Classification):
     (bars, in the order of ``model.metapaths``) beside node ``image_node``'s coefficients over
     its neighbours along every meta-path (heads averaged), logged as
     ``images/metapath_attention``; a model without attention gives no picture.
+
+    Evaluation (``python -m framework evaluate``): up to 128 scored nodes, each scored in a copy
+    of the whole graph of its own (the semantic weights average over all the graph's nodes, so
+    a subgraph would change them; in the joined copies they are the graph's). The items of a
+    node are the meta-paths, weighed by the last layer's semantic attention (over the meta-paths
+    along which the node has neighbours), erased by dropping the node's incoming edges along
+    them; attribution methods are not applicable, the meta-paths' vectors being internal to
+    the block. The known structure is label agreement, as for GAT: per layer and meta-path, the
+    node-level attention over the meta-path neighbours against their share of the node's class.
 
     Args:
         num_classes: classes K (default: the data's ``num_classes``, filled by the command line).
@@ -89,3 +105,71 @@ class HeteroNodeClassification(Classification):
                                                    f"{name}: {node} node {self.image_node}, heads averaged",
                                                    self.max_drawn_neighbours))
         return {"metapath_attention": pictures} if pictures else {}
+
+    # ------------------------------------------------------------------ evaluation hooks
+
+    def evaluation_batch(self, model: nn.Module, batch: HeteroData) -> Batch:
+        """Up to 128 scored nodes (evenly spaced), each the one scored node of a copy of the
+        graph, the copies joined into one batch: erasing one node's meta-paths changes no other
+        node's neighbourhood, and every copy sees the graph's semantic weights."""
+        node = target_inputs(batch)[0]
+        copies = []
+        for index in evaluated_nodes(batch[node].target_mask).tolist():
+            one = copy.copy(batch)
+            one[node].target_mask = torch.zeros_like(batch[node].target_mask)
+            one[node].target_mask[index] = True
+            copies.append(one)
+        return Batch.from_data_list(copies)
+
+    def _levels(self, model: nn.Module, batch: HeteroData) -> Levels:
+        """Both levels of attention of every attention layer (module name) in one decision."""
+        with capture(model) as maps:
+            self.decision(model, batch)
+        levels = {}
+        for name, records in maps.items():
+            node_level = [r.weights for r in records if isinstance(r.weights, tuple)]
+            semantic = [r.weights for r in records if not isinstance(r.weights, tuple)]
+            if node_level and semantic:
+                levels[name] = (node_level, semantic[-1])
+        return levels
+
+    @staticmethod
+    def _rows(batch: HeteroData) -> Tensor:
+        """(N,) the row of each scored node among the scored ones, -1 for the others."""
+        mask = batch[target_inputs(batch)[0]].target_mask
+        rows = torch.full(mask.shape, -1, dtype=torch.long, device=mask.device)
+        rows[mask] = torch.arange(int(mask.sum()), device=mask.device)
+        return rows
+
+    def item_attention(self, model: nn.Module, batch: HeteroData) -> Optional[ItemAttention]:
+        """The last attention layer's semantic weights (B, P) of the meta-paths, the same for
+        every node, renormalised over the meta-paths along which the node has neighbours."""
+        levels = self._levels(model, batch)
+        if not levels:
+            return None
+        name, (_, semantic) = list(levels.items())[-1]
+        rows, edges = self._rows(batch), target_inputs(batch)[2]
+        size = int((rows >= 0).sum())
+        valid = torch.stack([torch.bincount(rows[e[1]][rows[e[1]] >= 0], minlength=size) > 0 for e in edges.values()], 1)
+        weights = semantic.float() * valid
+        return ItemAttention(weights / weights.sum(-1, keepdim=True).clamp(min=1e-12), valid, (name,))
+
+    def erase_items(self, batch: HeteroData, erased: Tensor) -> HeteroData:
+        """The incoming edges of each scored node along its ``erased`` (B, P) meta-paths dropped."""
+        node, _, edges = target_inputs(batch)
+        rows, dropped = self._rows(batch), copy.copy(batch)
+        for path, (relation, edge_index) in enumerate(edges.items()):
+            into = rows[edge_index[1]]
+            drop = (into >= 0) & erased[into.clamp(min=0), path]
+            dropped[node, relation, node].edge_index = edge_index[:, ~drop]
+        return dropped
+
+    def gold_views(self, model: nn.Module, batch: HeteroData) -> list[GoldView]:
+        """Per attention layer and meta-path, the scored nodes' node-level coefficients over
+        their meta-path neighbours (heads averaged, themselves left out) against label agreement."""
+        node, x, edges = target_inputs(batch)
+        y, mask = batch[node].y, batch[node].target_mask
+        return [agreement_view(f"layer{index} ({name}) {relation} vs same-class neighbours",
+                               Data(edge_index=edges[relation], y=y, target_mask=mask, num_nodes=len(x)), weights)
+                for index, (name, (node_level, _)) in enumerate(self._levels(model, batch).items())
+                for relation, weights in zip(edges, node_level)]

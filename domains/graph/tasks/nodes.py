@@ -65,6 +65,26 @@ def coefficients_of(batch: Data, record_weights: tuple[Tensor, Tensor], slots: N
     return weights
 
 
+def evaluated_nodes(mask: Tensor) -> Tensor:
+    """The ids of up to :data:`EVALUATED_NODES` of the nodes in ``mask`` (N,) bool, evenly spaced."""
+    scored = mask.nonzero().flatten()
+    return scored[torch.linspace(0, len(scored) - 1, min(EVALUATED_NODES, len(scored))).round().long()]
+
+
+def agreement_view(name: str, batch: Data, weights: tuple[Tensor, Tensor]) -> GoldView:
+    """The scored nodes' coefficients ``weights`` = (edge_index, alpha) over their in-neighbours
+    (heads averaged, self loops left out, renormalised) against label agreement: a neighbour of
+    the node's own class is gold."""
+    slots = neighbours(batch)
+    centres = batch.target_mask.nonzero().flatten()
+    same = torch.zeros(slots.valid.shape, dtype=torch.bool, device=slots.valid.device)
+    same[slots.rows, slots.places] = batch.y[slots.sources] == batch.y[centres][slots.rows]
+    coefficients = coefficients_of(batch, weights, slots)
+    coefficients = coefficients / coefficients.sum(-1, keepdim=True).clamp(min=1e-12)
+    return GoldView(name, coefficients.unsqueeze(1), same.unsqueeze(1), slots.valid.unsqueeze(1),
+                    slots.valid.any(-1, keepdim=True))
+
+
 class NodeClassification(Classification):
     """Classification of the nodes of a graph batch (``torch_geometric.data.Data``).
 
@@ -170,10 +190,8 @@ class NodeClassification(Classification):
         """Up to 128 scored nodes (evenly spaced), each with its receptive field (as many hops as
         the model has layers) as a separate subgraph, joined into one batch."""
         hops = len(getattr(model, "layers", ())) or 2
-        scored = batch.target_mask.nonzero().flatten()
-        picked = scored[torch.linspace(0, len(scored) - 1, min(EVALUATED_NODES, len(scored))).round().long()]
         graphs = []
-        for node in picked.tolist():
+        for node in evaluated_nodes(batch.target_mask).tolist():
             subset, edge_index, mapping, _ = k_hop_subgraph(node, hops, batch.edge_index, relabel_nodes=True,
                                                             num_nodes=batch.num_nodes)
             mask = torch.zeros(len(subset), dtype=torch.bool, device=subset.device)
@@ -227,17 +245,5 @@ class NodeClassification(Classification):
     def gold_views(self, model: nn.Module, batch: Data) -> list[GoldView]:
         """Per attention layer, the scored nodes' coefficients over their neighbours (heads
         averaged) against label agreement (a neighbour of the node's own class)."""
-        layers = self._layers(model, batch)
-        if not layers:
-            return []
-        slots = neighbours(batch)
-        same = torch.zeros(slots.valid.shape, dtype=torch.bool, device=slots.valid.device)
-        centres = batch.target_mask.nonzero().flatten()
-        same[slots.rows, slots.places] = batch.y[slots.sources] == batch.y[centres][slots.rows]
-        views = []
-        for index, (name, weights) in enumerate(layers.items()):
-            coefficients = coefficients_of(batch, weights, slots)
-            coefficients = coefficients / coefficients.sum(-1, keepdim=True).clamp(min=1e-12)
-            views.append(GoldView(f"layer{index} ({name}) vs same-class neighbours", coefficients.unsqueeze(1),
-                                  same.unsqueeze(1), slots.valid.unsqueeze(1), slots.valid.any(-1, keepdim=True)))
-        return views
+        return [agreement_view(f"layer{index} ({name}) vs same-class neighbours", batch, weights)
+                for index, (name, weights) in enumerate(self._layers(model, batch).items())]
