@@ -1,4 +1,5 @@
-"""The six configs through the command line; block switch and errors at parse time; W&B pictures."""
+"""Graph configs through the command line: neighbour sampling, block switch and errors at parse time,
+W&B pictures, sizes checked when the run starts (every config's run: tests/test_configs.py)."""
 
 from __future__ import annotations
 
@@ -8,30 +9,12 @@ import pytest
 
 from framework.__main__ import main
 from framework.data import DataNotFoundError
-from tests.conftest import ONE_BATCH, accelerator
-from tests.image_logger import logged_pictures
 
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
-EMBEDDED = ["gat", "gatv2", "gcn"]
 
 
 def run(config: str, *extra: str):
     return main(["fit", "--config", f"domains/graph/{config}.yaml", *QUIET, *extra])
-
-
-@pytest.mark.parametrize("config", EMBEDDED)
-def test_embedded_configs_run(config, device):
-    cli = run(config,
-              *ONE_BATCH, f"--trainer.accelerator={accelerator(device)}")
-    assert "train/loss" in cli.trainer.callback_metrics and "val/acc" in cli.trainer.callback_metrics
-    assert ("images/neighbourhood_attention" in logged_pictures(cli.trainer)) == (config != "gcn")
-
-
-@pytest.mark.parametrize("config", [f"{name}_cora" for name in EMBEDDED])
-def test_cora_configs_run(shared_data, config):
-    shared_data("Planetoid")
-    cli = run(config, "--trainer.fast_dev_run=true")
-    assert cli.datamodule.graph.num_nodes == 2708 and "val/acc" in cli.trainer.callback_metrics
 
 
 def test_neighbor_sampling_from_the_command_line():

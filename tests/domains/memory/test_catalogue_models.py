@@ -1,7 +1,7 @@
 """Catalogue II's memory models: the dynamic memory network on stories, the neural Turing machine
 and the Hopfield reader on associative recall of bit vectors. Each learns in a few steps, answers
-the same whatever the padding, runs the same on every device, and its configs run through the
-command line."""
+the same whatever the padding, runs the same on every device, and the DMN takes its vocabulary
+from the data (every config's run: tests/test_configs.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import torch
 from domains.memory import DMN, NTM, AssociativeRecallBits, BitSequences, GeneratedStories, HopfieldReader, QuestionAnswering
 from domains.memory.data import RecallSequences
 from framework.__main__ import main
-from tests.conftest import ONE_BATCH, accelerator, on
-from tests.image_logger import logged_pictures
+from tests.conftest import on
 
 FAST = ["--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
         "--config", "configs/logger/csv.yaml"]
@@ -160,25 +159,3 @@ def test_dmn_takes_the_vocabulary_of_the_data():
     cli = main(["fit", "--config", "domains/memory/dmn.yaml", *FAST, "--data.train_size=32", "--data.val_size=8",
                 "--data.test_size=8", "--model.dim=8"])
     assert cli.model.model.vocab_size == cli.datamodule.vocab_size == 34
-
-
-@pytest.mark.parametrize("config", ["dmn", "ntm_recall", "hopfield_recall"])
-def test_embedded_configs_run(config, device):
-    data = ["--data.train_size=32", "--data.val_size=8", "--data.test_size=8", "--data.batch_size=8"]
-    cli = main(["fit", "--config", f"domains/memory/{config}.yaml", *FAST, *data, *ONE_BATCH,
-                f"--trainer.accelerator={accelerator(device)}"])
-    metrics = set(cli.trainer.callback_metrics)
-    if config == "dmn":
-        assert "images/memory_hops" in logged_pictures(cli.trainer)
-        assert {"val/acc", "val/error_task1", "val/error_task2"} <= metrics
-    else:
-        assert "images/memory_weights" in logged_pictures(cli.trainer)
-        assert {"val/bit_errors", "val/seq_error"} <= metrics
-
-
-def test_babi_config_runs(shared_data):
-    shared_data("babi/tasks_1-20_v1-2/en")
-    # fractions: one of the 29 training batches and one of the 4 validation batches
-    cli = main(["fit", "--config", "domains/memory/dmn_babi.yaml", *FAST, *ONE_BATCH, "--trainer.limit_train_batches=0.05",
-                "--trainer.limit_val_batches=0.3"])
-    assert "images/memory_hops" in logged_pictures(cli.trainer) and "val/error_task1" in cli.trainer.callback_metrics

@@ -1,5 +1,6 @@
 """The matching reader: stories as one word sequence, every co-attention block as its matching,
-weights per sentence for the pictures, and its configs through the command line."""
+weights per sentence for the pictures, and the block chosen on the command line (every config's
+run: tests/test_configs.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import torch
 from domains.memory import GeneratedStories, MatchingReader, QuestionAnswering
 from domains.memory.models.matching import STORY_WEIGHTS, compact
 from framework.__main__ import main
-from tests.conftest import ONE_BATCH, accelerator
-from tests.image_logger import logged_pictures
 
 FAST = ["--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
         "--config", "configs/logger/csv.yaml"]
@@ -68,15 +67,8 @@ def test_a_matching_block_without_the_co_attention_signature_is_refused():
         MatchingReader(34, matching="additive")
 
 
-def test_generated_config_runs(device):
+def test_the_matching_block_is_chosen_on_the_command_line():
     cli = main(["fit", "--config", "domains/memory/reader.yaml", *FAST, "--data.train_size=64", "--data.val_size=16",
-                "--data.test_size=16", "--model.matching=multi_grained_co_attention", *ONE_BATCH,
-                f"--trainer.accelerator={accelerator(device)}"])
-    assert "images/memory_hops" in logged_pictures(cli.trainer)
+                "--data.test_size=16", "--model.matching=multi_grained_co_attention"])
+    assert type(cli.model.model.matching).__name__ == "MultiGrainedCoAttention"
     assert {"val/acc", "val/error_task1", "val/error_task2"} <= set(cli.trainer.callback_metrics)
-
-
-def test_babi_config_runs(shared_data):
-    shared_data("babi/tasks_1-20_v1-2/en")
-    cli = main(["fit", "--config", "domains/memory/reader_babi.yaml", *FAST, *ONE_BATCH])
-    assert "images/memory_hops" in logged_pictures(cli.trainer) and "val/error_task1" in cli.trainer.callback_metrics

@@ -1,5 +1,5 @@
-"""Every recommender config runs through the CLI (fast_dev_run); a short fit then a test
-from its checkpoint under the sampled protocol."""
+"""Recommenders through the command line: a short fit then a test from its checkpoint under both
+protocols, block names and sizes checked (every config's run: tests/test_configs.py)."""
 
 from __future__ import annotations
 
@@ -12,29 +12,10 @@ from domains.recommender import NextItemRanking, SASRec, UserItemSequences
 from domains.recommender.data import modules as data_modules
 from framework import TaskModule
 from framework.__main__ import main
-from tests.conftest import ONE_BATCH, accelerator
-from tests.image_logger import logged_pictures
 
 CONFIGS = Path(__file__).resolve().parents[3] / "domains" / "recommender"
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 SMALL_DATA = ["--data.num_users=200", "--data.max_len=20", "--data.eval_batch_size=32"]
-
-
-@pytest.mark.parametrize("name", ["sasrec", "bert4rec", "din", "gru4rec", "popularity"])
-def test_embedded_configs_run(name, device):
-    cli = main(["fit", "--config", str(CONFIGS / f"{name}.yaml"), *SMALL_DATA, *QUIET,
-                *ONE_BATCH, f"--trainer.accelerator={accelerator(device)}"])
-    assert f"val/{cli.model.task.monitor.split('/')[1]}" in cli.trainer.callback_metrics
-    drawn = any(key.startswith("images/history_attention/") for key in logged_pictures(cli.trainer))
-    assert drawn == (name in ("sasrec", "bert4rec", "din"))
-
-
-@pytest.mark.parametrize("name", ["sasrec", "bert4rec", "din", "gru4rec", "popularity"])
-def test_movielens_configs_run(name, shared_data):
-    shared_data("MovieLens100K")
-    cli = main(["fit", "--config", str(CONFIGS / f"{name}_ml100k.yaml"), "--trainer.fast_dev_run=true",
-                "--data.max_len=20", "--data.batch_size=16", "--data.eval_batch_size=16", *QUIET])
-    assert "val/ndcg@10" in cli.trainer.callback_metrics
 
 
 def test_a_fitted_checkpoint_is_tested_under_both_protocols():
