@@ -21,10 +21,11 @@ fit: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# On a machine with a GPU: the CUDA lane of the suite, a short fit of every config with the GPU
-# preset, the GPU benchmarks and a DDP fit, ending with one table (tools/gpu_check.py).
+# On a machine with a GPU: the CUDA lane of the suite, one batch of every config with the GPU
+# preset (the config sweep, tests/test_configs.py), the GPU benchmarks and a DDP fit, ending with
+# one table (python -m tools.gpu_check).
 test-gpu: $(STAMP)
-	$(BIN)/python tools/gpu_check.py
+	$(BIN)/python -m tools.gpu_check
 
 blocks: $(STAMP)
 	$(BIN)/python -m framework blocks

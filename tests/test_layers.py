@@ -1,7 +1,8 @@
-"""The floors hold: tools -> domains -> framework, each importing only downwards.
+"""The floors hold: tests -> tools -> domains -> framework, each importing only downwards.
 
 Read from the source (every ``import`` and ``from ... import`` statement, at any depth, lazy
-ones inside functions included): the framework never imports a domain or a tool, nothing in
+ones inside functions included): the tools never import the tests (what both need, such as the
+CCNet authors' algorithm, lives in tools/), the framework never imports a domain or a tool, nothing in
 the framework imports the dispatcher (``framework/__main__.py``), domains never import each
 other, and the block library (``framework/attention``) imports nothing else of the framework but the
 drawing kit (``framework.pictures``, which imports nothing of the framework); the tasks import of
@@ -53,6 +54,13 @@ def violations(folder: str, forbidden) -> list[str]:
             if reason:
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {module} ({reason})")
     return bad
+
+
+def test_the_tools_never_import_the_tests():
+    def forbidden(path: Path, module: str):
+        return "the tests sit above the tools" if module.split(".")[0] == "tests" else None
+
+    assert violations("tools", forbidden) == []
 
 
 def test_the_framework_imports_no_domain_no_tool_and_not_the_dispatcher():

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +17,7 @@ from framework.attention import KINDS, ShapeError, UnknownBlockError, aliases, a
 from framework.attention.spec import FeatureMapBlock, NoAttention
 from framework.__main__ import main
 from tests.conftest import ROOT
+from tools import sync_readme
 
 BLOCK_TESTS = (ROOT / "tests" / "attention").glob("test_*.py")
 
@@ -132,7 +135,20 @@ def test_the_block_library_imports_torch_and_its_blocks_needs_only():
 
 
 def test_readme_catalogue_matches_the_registry():
-    done = subprocess.run([sys.executable, "tools/sync_readme.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert Path(sync_readme.catalogue.__file__).resolve().is_relative_to(ROOT)  # this checkout's registry
+    assert sync_readme.README == ROOT / "README.md"
+    assert not sync_readme.stale(), "README.md's catalogue is out of date: run `python -m tools.sync_readme`"
+
+
+def test_the_sync_reads_the_registry_of_the_checkout_it_runs_in(tmp_path):
+    """Another ``framework`` earlier on the path than any installed one (another checkout's, as a
+    shared virtual environment gives) loses to this checkout's: ``python -m`` from the root puts
+    the root first. (``python tools/sync_readme.py`` put tools/ first and imported the other.)"""
+    other = tmp_path / "framework"
+    other.mkdir()
+    (other / "__init__.py").write_text("raise ImportError('the registry of another checkout')\n")
+    done = subprocess.run([sys.executable, "-m", "tools.sync_readme", "--check"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert done.returncode == 0, done.stderr
 
 

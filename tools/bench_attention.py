@@ -1,14 +1,14 @@
 """Speed and memory of the library's fast paths, as ratios against references run alongside.
 
-    python tools/bench_attention.py            # all CPU sections (about 5 minutes on 2 cores)
-    python tools/bench_attention.py --quick    # small sizes only
-    python tools/bench_attention.py --cuda     # the criss-cross core on the GPU (section 3) only
-    python tools/bench_attention.py --efficient   # the efficient self-attention blocks (section 4) only
+    python -m tools.bench_attention            # all CPU sections (about 5 minutes on 2 cores)
+    python -m tools.bench_attention --quick    # small sizes only
+    python -m tools.bench_attention --cuda     # the criss-cross core on the GPU (section 3) only
+    python -m tools.bench_attention --efficient   # the efficient self-attention blocks (section 4) only
 
 1. The general Attention: fused ``scaled_dot_product_attention`` path vs the explicit path
    (same module, weights requested), and the linear-time kernel path vs its explicit path.
 2. Criss-cross (recurrence 1, C = 512, B = 2) against the CCNet authors' algorithm
-   (tests/attention/ccnet_reference.py) and against non-local attention, forward + backward:
+   (tools/ccnet_reference.py) and against non-local attention, forward + backward:
    time and peak memory. ``criss_cross_batched`` is the same block with the portable path's
    column matmuls batched (as on devices other than the CPU) instead of one per image.
    Non-local is measured twice: dense as in the papers (an explicit (HW x HW) softmax), and
@@ -43,7 +43,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `tests.attention.ccnet_reference` when run as a script
 
 
 def _rss_mb() -> float:
@@ -89,7 +88,7 @@ def _criss_cross_case(impl: str, side: int, reps: int) -> dict:
     import torch
 
     from framework.attention.feature_map import CrissCrossAttention, NonLocal, criss_cross_op
-    from tests.attention.ccnet_reference import criss_cross_authors
+    from tools.ccnet_reference import criss_cross_authors
 
     x = torch.randn(2, 512, side, side, requires_grad=True)
     if impl == "difference":  # outputs of one pass, ours against the authors', same weights
@@ -164,7 +163,8 @@ def efficient_table(lengths, title: str = "") -> None:
 
 
 def _run(*args: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--one", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    command = [sys.executable, "-m", "tools.bench_attention", "--one", *args]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -195,7 +195,7 @@ def _gpu_cores() -> dict:
     import torch
 
     from framework.attention.feature_map import criss_cross_op
-    from tests.attention.ccnet_reference import criss_cross_authors, criss_cross_einsum
+    from tools.ccnet_reference import criss_cross_authors, criss_cross_einsum
 
     class Portable(torch.autograd.Function):
         @staticmethod
@@ -288,7 +288,8 @@ def criss_cross_gpu_table(cases=GPU_CASES) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_attention",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--cuda", action="store_true", help="the criss-cross core on the GPU (section 3) only")
     parser.add_argument("--efficient", action="store_true", help="the efficient self-attention blocks (section 4) only")

@@ -1,8 +1,8 @@
 """FSDD spoken-digit accuracy of the audio models on the official and a speaker-disjoint split,
 over seeds, run through ``python -m framework compare``.
 
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_audio.py                     # 3 seeds, both splits
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_audio.py --models cnn crnn_attention --splits official --epochs 3
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_audio                     # 3 seeds, both splits
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_audio --models cnn crnn_attention --splits official --epochs 3
 
 One comparison per split (runs/compare/bench_audio_<split>/): each model trained with its
 ``domains/audio/<model>_fsdd.yaml`` (the cosine schedule follows ``--epochs``), the checkpoint
@@ -18,13 +18,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `framework` when run as a script
-
-from framework.compare import main as compare  # noqa: E402
+from framework.compare import main as compare
 
 MODELS = ("cnn", "cnn_cbam", "transformer", "crnn_attention")
 
@@ -47,7 +42,8 @@ def compare_args(split: str, args: argparse.Namespace) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_audio",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="the first is the baseline")
     parser.add_argument("--splits", nargs="+", choices=["official", "speakers"], default=["official", "speakers"])
     parser.add_argument("--test-speakers", nargs="+", default=["george"], help="held out by the speakers split")

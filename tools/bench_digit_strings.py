@@ -1,8 +1,8 @@
 """Word and character error rates of the listen-attend-spell recogniser on connected digit strings
 made of real FSDD recordings, with each attention block.
 
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_digit_strings.py                       # location_aware, mocha
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_digit_strings.py --attentions location_aware additive \\
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_digit_strings                       # location_aware, mocha
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_digit_strings --attentions location_aware additive \\
         --split speakers --epochs 20 --target-wer 0.05
 
 Each run trains ``domains/audio/las_digits.yaml`` with ``--model.attention=<block>`` until the
@@ -18,16 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `framework` when run as a script
+import torch
 
-import torch  # noqa: E402
-
-from framework.__main__ import main as cli  # noqa: E402
+from framework.__main__ import main as cli
 
 CONFIG = "domains/audio/las_digits.yaml"
 
@@ -59,7 +55,8 @@ def run(attention: str, args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_digit_strings",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--attentions", nargs="+", default=["location_aware", "mocha"],
                         help="cross blocks of the speller (location_aware, mocha, monotonic, additive ...)")
     parser.add_argument("--split", choices=["official", "speakers"], default="official")

@@ -1,9 +1,9 @@
 """Efficient self-attention blocks against ``mhsa``: accuracy on TREC, and time and memory per
 epoch on long generated inputs, as ratios to ``mhsa`` measured in the same run.
 
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_efficient.py             # both parts
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_efficient.py --quick     # a few minutes
-    python tools/bench_efficient.py --parts long --lengths 64 256 1024 4096 --device cuda
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_efficient             # both parts
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_efficient --quick     # a few minutes
+    python -m tools.bench_efficient --parts long --lengths 64 256 1024 4096 --device cuda
 
 1. trec: the Transformer classifier of ``domains/nlp/transformer_cls_trec.yaml`` with each block
    as ``--model.attention`` (by name, with its defaults), trained the same way (the config's
@@ -40,7 +40,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `framework`, `domains` when run as a script
 
 BLOCKS = ("mhsa", "linformer", "performer", "sparse_strided", "sparse_fixed", "adaptive_span", "synthesizer_dense",
           "synthesizer_random", "transformer_xl")
@@ -138,7 +137,7 @@ def run_long(name: str, length: int, tokens: int, batch_tokens: int, device: str
 
 def _one(args: argparse.Namespace, *what: str) -> dict:
     """Run one measurement in a fresh process; its JSON result, or the error's last line."""
-    command = [sys.executable, __file__, "--threads", str(args.threads), "--one", *what]
+    command = [sys.executable, "-m", "tools.bench_efficient", "--threads", str(args.threads), "--one", *what]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"})
     if done.returncode:
         return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:120]}
@@ -189,7 +188,8 @@ def long_table(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_efficient",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", nargs="+", choices=("trec", "long"), default=["trec", "long"])
     parser.add_argument("--blocks", nargs="+", default=list(BLOCKS), help="mhsa first: the ratios are to it")
     parser.add_argument("--quick", action="store_true",

@@ -1,9 +1,9 @@
 """Evaluation benchmark: ``python -m framework evaluate`` on trained bAbI, dates, TREC and digit-scene models.
 
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_evaluate.py                 # train (short schedules) and evaluate
-    python tools/bench_evaluate.py --parts dates trec --minutes 2
-    python tools/bench_evaluate.py --ckpt "dates Bahdanau=runs/.../best.ckpt"       # take a checkpoint, train nothing
-    python tools/bench_evaluate.py --report                                          # the tables of finished runs
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_evaluate                 # train (short schedules) and evaluate
+    python -m tools.bench_evaluate --parts dates trec --minutes 2
+    python -m tools.bench_evaluate --ckpt "dates Bahdanau=runs/.../best.ckpt"       # take a checkpoint, train nothing
+    python -m tools.bench_evaluate --report                                          # the tables of finished runs
 
 Models (configs as they are, unless said):
 
@@ -185,7 +185,8 @@ def markdown(lines: list[list[str]]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_evaluate",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=PARTS, help="which models")
     parser.add_argument("--models", nargs="+", default=None, help="model names (default: all of the parts)")
     parser.add_argument("--minutes", type=float, default=3.0, help="training budget of each dates model")

@@ -1,8 +1,8 @@
 """Cora test accuracy of GAT, GATv2 and GCN over seeds, each trained as its config says
 (domains/graph/<model>_cora.yaml), run through ``python -m framework compare``.
 
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_graph.py                  # 10 seeds each, 2 at a time
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_graph.py --seeds 3 --models gat gcn --max-epochs 300
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_graph                  # 10 seeds each, 2 at a time
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_graph --seeds 3 --models gat gcn --max-epochs 300
 
 Every run is a fit and a test of the configs' protocol: full-batch training, early stopping
 when val/loss has not improved for 100 epochs (the configs' EarlyStopping), the checkpoint
@@ -15,13 +15,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `framework` when run as a script
-
-from framework.compare import main as compare  # noqa: E402
+from framework.compare import main as compare
 
 MODELS = ("gat", "gatv2", "gcn")
 #: Test accuracy (%) on Cora's public split as published.
@@ -42,7 +37,8 @@ def compare_args(args: argparse.Namespace) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_graph",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--seeds", type=int, default=10, help="runs per model, seeds 0 .. N-1")
     parser.add_argument("--max-epochs", type=int, default=None, help="cap on epochs (default: the config's)")

@@ -2,8 +2,8 @@
 trained jointly on all 20 tasks and on single tasks, over seeds, beside the paper's figures;
 run through ``python -m framework compare``.
 
-    .venv/bin/python tools/bench_memory.py --joint-seeds 10 --single            # the paper's protocol (hours)
-    .venv/bin/python tools/bench_memory.py --joint-seeds 2 --single 1 2 --single-seeds 3
+    .venv/bin/python -m tools.bench_memory --joint-seeds 10 --single            # the paper's protocol (hours)
+    .venv/bin/python -m tools.bench_memory --joint-seeds 2 --single 1 2 --single-seeds 3
 
 Every run trains through the CLI (``domains/memory/memn2n_babi_joint.yaml`` and
 ``memn2n_babi.yaml``, whose schedules are the authors'), keeps the checkpoint with the best
@@ -23,14 +23,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 from pathlib import Path
 
+from framework.compare import main as compare
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `framework` when run as a script
-
-from framework.compare import main as compare  # noqa: E402
-
 TASKS = range(1, 21)
 #: Test error (%) of 3-hop MemN2N PE LS RN, bAbI 1k, single task and joint (Table 1).
 PAPER_SINGLE = [0.0, 8.3, 40.3, 2.8, 13.1, 7.6, 17.3, 10.0, 13.2, 15.1, 0.9, 0.2, 0.4, 1.7, 0.0, 1.3, 51.0, 11.1, 82.8, 0.0]
@@ -90,7 +87,8 @@ def table(single: dict[int, object], joint) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_memory",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--single", type=int, nargs="*", default=[], help="tasks trained one at a time (e.g. 1 2 3 17 19)")
     parser.add_argument("--single-seeds", type=int, default=10, help="runs per single task (the paper: best of 10)")
     parser.add_argument("--single-epochs", type=int, default=None, help="default: the config's (authors: 120)")

@@ -1,8 +1,8 @@
 """NLP benchmark through ``python -m framework compare``: TREC classifiers over seeds, and
 sequence-to-sequence models trained for a fixed CPU-time budget.
 
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_nlp.py --parts trec            # 3 seeds x 3 classifiers
-    FRAMEWORK_DATA_DIR=../shared/data python tools/bench_nlp.py --parts dates multi30k --minutes 1
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_nlp --parts trec            # 3 seeds x 3 classifiers
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_nlp --parts dates multi30k --minutes 1
 
 Three tables:
 
@@ -26,14 +26,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `framework` when run as a script
-
-from framework.compare import main as compare  # noqa: E402
+from framework.compare import main as compare
 
 QUIET = ["--config", "configs/logger/csv.yaml", "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0"]
 BUDGET = ["--trainer.limit_val_batches=0", "--trainer.num_sanity_val_steps=0", "--test_ckpt", "last"]
@@ -75,7 +71,8 @@ def compare_args(name: str, config: str | None, grid: list[str], extra: list[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_nlp",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS), help="which tables")
     parser.add_argument("--seeds", type=int, default=3, help="seeds of the TREC classifiers")
     parser.add_argument("--budget-seeds", type=int, default=1, help="seeds of the fixed-budget parts (dates, multi30k)")

@@ -7,10 +7,10 @@ config's defaults (W&B logger offline, progress bar, attention pictures, checkpo
 the hand loop is what a user would write in plain PyTorch. Start-up (imports, building the
 model, data set-up, the first epoch's warm-up) is excluded: the first epoch is not timed.
 
-    python tools/bench_overhead.py                          # the three models on this machine's device
-    python tools/bench_overhead.py --models ccnet --device cpu --epochs 4
-    python tools/bench_overhead.py --profile ccnet          # where fit's time goes (torch profiler)
-    python tools/bench_overhead.py --models ccnet --steps   # one training step, eager and compiled
+    python -m tools.bench_overhead                          # the three models on this machine's device
+    python -m tools.bench_overhead --models ccnet --device cpu --epochs 4
+    python -m tools.bench_overhead --profile ccnet          # where fit's time goes (torch profiler)
+    python -m tools.bench_overhead --models ccnet --steps   # one training step, eager and compiled
 
 It also reports, on CUDA, the kernels launched per training step and the share of a step's
 wall time the GPU is busy (from the torch profiler), the figures that show whether a small
@@ -23,16 +23,12 @@ import argparse
 import copy
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 #: benchmark name -> config
 MODELS = {
@@ -239,7 +235,8 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_overhead",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs (one more runs first, untimed)")

@@ -11,9 +11,9 @@ comparison's own test), and this script tests it again with ``--task.protocol=sa
 protocol specific to this benchmark), on the users' last items (leave-one-out). Mean ± sd over
 the seeds, and a paired t-test against the first model, as ``compare`` prints them.
 
-    FRAMEWORK_DATA_DIR=../shared/data .venv/bin/python tools/bench_recommender.py --seeds 3
-    .venv/bin/python tools/bench_recommender.py --models sasrec popularity --seeds 1
-    .venv/bin/python tools/bench_recommender.py --models sasrec gru4rec --set=--task.loss=softmax --name ml100k_softmax
+    FRAMEWORK_DATA_DIR=../shared/data .venv/bin/python -m tools.bench_recommender --seeds 3
+    .venv/bin/python -m tools.bench_recommender --models sasrec popularity --seeds 1
+    .venv/bin/python -m tools.bench_recommender --models sasrec gru4rec --set=--task.loss=softmax --name ml100k_softmax
 
 Seconds per epoch are the training batches of an epoch (validation excluded), the median per
 run: on a shared machine they include its contention. The random draws are seeded by the seed.
@@ -29,8 +29,8 @@ full-ranking and a sampled evaluation pass over every user; then the full-rankin
 again with 1,000,000 items (the scoring path at a large catalogue). On the CPU, and on the GPU
 where there is one.
 
-    OMP_NUM_THREADS=1 .venv/bin/python tools/bench_recommender.py --scale
-    OMP_NUM_THREADS=1 .venv/bin/python tools/bench_recommender.py --scale --fits sasrec:bce popularity
+    OMP_NUM_THREADS=1 .venv/bin/python -m tools.bench_recommender --scale
+    OMP_NUM_THREADS=1 .venv/bin/python -m tools.bench_recommender --scale --fits sasrec:bce popularity
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def scale(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_recommender", description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--seeds", type=int, default=3, help="runs per model, seeds 0 .. N-1")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each on a 2-core CPU)")

@@ -2,10 +2,10 @@
 ``python -m framework compare``), and the criss-cross block alone against the CCNet authors'
 algorithm and non-local.
 
-    python tools/bench_vision.py models --data scenes --epochs 8 --seeds 3   # CCNet vs FCN vs non-local vs DANet
-    python tools/bench_vision.py models --data camvid --epochs 10            # the same on ../shared/data/CamVid
-    python tools/bench_vision.py blocks                                      # C=512 at 32, 64 and 97 (CCNet's Cityscapes size)
-    python tools/bench_vision.py blocks --device cuda                        # the criss-cross core on the GPU (default there)
+    python -m tools.bench_vision models --data scenes --epochs 8 --seeds 3   # CCNet vs FCN vs non-local vs DANet
+    python -m tools.bench_vision models --data camvid --epochs 10            # the same on ../shared/data/CamVid
+    python -m tools.bench_vision blocks                                      # C=512 at 32, 64 and 97 (CCNet's Cityscapes size)
+    python -m tools.bench_vision blocks --device cuda                        # the criss-cross core on the GPU (default there)
 
 ``models`` is one comparison (runs/compare/bench_vision_<data>/): the domain config
 (domains/vision/ccnet.yaml for the scenes, ccnet_camvid.yaml for CamVid) with
@@ -24,11 +24,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CONFIGS = {"scenes": "domains/vision/ccnet.yaml", "camvid": "domains/vision/ccnet_camvid.yaml"}
 HEADS = {"none": "FCN (no attention)", "criss_cross": "CCNet (RCCA, R=2)", "non_local": "non-local", "danet": "DANet"}
@@ -72,7 +68,8 @@ def _pm(row: dict, key: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_vision",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("section", choices=["models", "blocks"])
     parser.add_argument("--data", choices=sorted(CONFIGS), default="scenes")
     parser.add_argument("--epochs", type=int, default=8, help="the configs': 8 (scenes), 60 (CamVid)")

@@ -1,8 +1,8 @@
 """Forward + backward cost of the catalogue-II vision blocks (SAGAN, axial, stand-alone) against
 the non-local block, on the CPU, as ratios.
 
-    python tools/bench_vision_blocks_ii.py                     # B=4, C=64, H=W in 16 32 64
-    python tools/bench_vision_blocks_ii.py --sides 16 32 --channels 128 --batch 2
+    python -m tools.bench_vision_blocks_ii                     # B=4, C=64, H=W in 16 32 64
+    python -m tools.bench_vision_blocks_ii --sides 16 32 --channels 128 --batch 2
 
 Every measurement runs in a fresh single-threaded process (``torch.set_num_threads(1)``): the
 peak memory of one forward + backward is the growth of the resident set (as in
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 #: name: (registry name, constructor arguments)
 BLOCKS = {
@@ -75,12 +74,13 @@ def measure(block: str, batch: int, channels: int, side: int, reps: int) -> dict
 
 
 def run(*args: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--one", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    command = [sys.executable, "-m", "tools.bench_vision_blocks_ii", "--one", *args]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.bench_vision_blocks_ii", description=__doc__.splitlines()[0])
     parser.add_argument("--sides", type=int, nargs="+", default=[16, 32, 64])
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--batch", type=int, default=4)

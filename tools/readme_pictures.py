@@ -7,8 +7,8 @@ by the CLI, with the framework's own picture code (what the ``attention_maps`` c
   4 epochs, its hops over the first validation story of two supporting facts (the picture of
   ``images/memory_hops``).
 
-    .venv/bin/python tools/readme_pictures.py                  # 2 to 4 CPU minutes
-    .venv/bin/python tools/readme_pictures.py --png /tmp/look  # PNG copies too, to look at
+    .venv/bin/python -m tools.readme_pictures                  # 2 to 4 CPU minutes
+    .venv/bin/python -m tools.readme_pictures --png /tmp/look  # PNG copies too, to look at
 
 The runs go to a temporary folder; the figures are SVG (text as text, the heat maps embedded as
 pixels), so that the repository holds no PNG.
@@ -18,20 +18,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 
+import matplotlib
+import torch
+
+from framework.__main__ import main
+from framework.attention import capture
+from framework.pictures import caption
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `framework` when run as a script
-
-import matplotlib  # noqa: E402
-import torch  # noqa: E402
-
-from framework.__main__ import main  # noqa: E402
-from framework.attention import capture  # noqa: E402
-from framework.pictures import caption  # noqa: E402
-
 OUT = ROOT / "docs" / "pictures"
 QUIET = ["--trainer.logger=false", "--attention_maps.every_n_epochs=0", "--trainer.enable_model_summary=false",
          "--trainer.enable_progress_bar=false", "--trainer.max_epochs=4"]
@@ -72,7 +69,7 @@ def save(fig, name: str, png: Path | None) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.readme_pictures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--png", type=Path, help="also write PNG copies into this folder (not into the repository)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)

@@ -1,19 +1,24 @@
-"""Rewrite README.md's attention catalogue from the block registry.
+"""Rewrite README.md's attention catalogue from the block registry of this checkout.
 
-    python tools/sync_readme.py          # rewrite the section in place
-    python tools/sync_readme.py --check  # exit 1 if the README is out of date
+    python -m tools.sync_readme          # rewrite the section in place
+    python -m tools.sync_readme --check  # exit 1 if the README is out of date
 
-tests/test_registry.py runs the check, so the README cannot drift from the registry.
+Run it from the repository root: ``python -m`` puts the root first on the module path, so the
+registry it reads is this checkout's ``framework``, not the one a shared virtual environment
+installed from another checkout; it refuses to write when the two differ. tests/test_registry.py
+calls :func:`stale` in its own process, so the README cannot drift from the registry.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Optional
 
 from framework import catalogue
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 START, END = "<!-- catalogue:start -->", "<!-- catalogue:end -->"
 
 
@@ -23,15 +28,25 @@ def synced(text: str) -> str:
     return f"{head}{START}\n{catalogue.markdown()}\n{END}{tail}"
 
 
-def main() -> int:
-    text = README.read_text()
-    new = synced(text)
-    if "--check" in sys.argv[1:]:
-        if new != text:
-            print("README.md's catalogue is out of date: run `python tools/sync_readme.py`", file=sys.stderr)
+def stale(readme: Path = README) -> bool:
+    """Whether ``readme``'s catalogue section differs from the registry's table."""
+    text = readme.read_text()
+    return synced(text) != text
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    registry = Path(catalogue.__file__).resolve()
+    if not registry.is_relative_to(ROOT):
+        print(f"sync_readme: the registry imported is {registry}, not this checkout's ({ROOT}): "
+              f"run `python -m tools.sync_readme` from {ROOT}", file=sys.stderr)
+        return 2
+    if "--check" in argv:
+        if stale():
+            print("README.md's catalogue is out of date: run `python -m tools.sync_readme`", file=sys.stderr)
             return 1
         return 0
-    README.write_text(new)
+    README.write_text(synced(README.read_text()))
     return 0
 
 

@@ -12,8 +12,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from framework.attention import ShapeError, capture, create
 from framework.attention.feature_map import criss_cross_op
 from framework.attention.feature_map.criss_cross import CrissCrossAttention
-from tests.attention.ccnet_reference import criss_cross_authors, criss_cross_einsum
 from tests.attention.reference import assert_matches_reference, randomize_
+from tools.ccnet_reference import criss_cross_authors, criss_cross_einsum
 
 
 def dense_reference(block: CrissCrossAttention, x: torch.Tensor) -> torch.Tensor:

@@ -25,8 +25,8 @@ pytest.importorskip("triton")
 
 from framework.attention.feature_map import criss_cross_op, _criss_cross_triton  # noqa: E402
 from framework.attention.feature_map.criss_cross import CrissCrossAttention  # noqa: E402
-from tests.attention.ccnet_reference import criss_cross_einsum  # noqa: E402
 from tests.attention.reference import randomize_  # noqa: E402
+from tools.ccnet_reference import criss_cross_einsum  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,6 +10,10 @@ softmax runs over the concatenated (H + W) energies; the outputs are permuted ba
 
 ``criss_cross_einsum`` is the same computation as readable einsums over the (B, C, H, W)
 tensors, with no permutation written by hand.
+
+Not part of the library: it sits in ``tools`` (above the framework and the domains, which never
+import it) so that the benchmarks measure against it and the tests check against it, both
+importing it from here.
 """
 
 from __future__ import annotations
