@@ -19,6 +19,8 @@ and logs, writes checkpoints atomically, and prints a summary when ``fit`` ends.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -32,6 +34,7 @@ from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.plugins.io import CheckpointIO
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 
 from . import config_sections, runs
@@ -294,5 +297,11 @@ def main(argv: list[str]) -> FrameworkCLI:
 
     try:
         return explained(argv, run, cleanup=runs.discard_unused)
+    except SIGTERMException:  # Lightning ends a run stopped by SIGTERM with SystemExit(None): status 0
+        run = Path(os.environ.get(runs.RUN_DIR_ENV, "runs"))
+        last = run / "checkpoints" / "last.ckpt"
+        resume = f"; resume it with `fit --config {run / 'config.yaml'} --ckpt_path {last}`" if last.is_file() else ""
+        print(f"stopped by SIGTERM{resume}", file=sys.stderr, flush=True)
+        raise SystemExit(128 + signal.SIGTERM) from None
     finally:
         runs.release()

@@ -116,6 +116,9 @@ class WandbLogger(_WandbLogger):
             if offline:
                 _say_offline(reason, save_dir)
         self._fall_back = chosen_here and not offline  # online by this choice: a failing wandb.init goes offline
+        #: ``[step, {metric: value}]`` of every ``log_metrics`` call of this run (resumed ones included),
+        #: kept in every checkpoint (:class:`~framework.callbacks.ResumePoints`).
+        self.logged: list = []
         if not offline and "settings" not in kwargs and "WANDB_INIT_TIMEOUT" not in os.environ:
             kwargs["settings"] = {"init_timeout": INIT_TIMEOUT}
         folder = Path(save_dir).resolve() if save_dir else None
@@ -151,6 +154,38 @@ class WandbLogger(_WandbLogger):
             self._experiment.finish()
             self._experiment = None
 
+    @rank_zero_only
+    def log_metrics(self, metrics: dict[str, Any], step: Optional[int] = None) -> None:
+        """Lightning's, remembering the numbers logged (:attr:`logged`, kept in every checkpoint;
+        pictures, which ``log_image`` passes through here, are not)."""
+        record(self.logged, metrics, step)
+        super().log_metrics(metrics, step)
+
+    @rank_zero_only
+    def resume_at(self, step: int, logged: Optional[list]) -> None:
+        """A resumed fit continues at ``step``. An offline run is written into a new record, and the
+        record of a process that was killed may hold nothing (W&B writes it out in blocks): the
+        metrics logged before the checkpoint are logged again, so that the new record holds the
+        whole run. An online run's server already has them."""
+        self.logged, logged = [], logged or []
+        offline = self._wandb_init.get("mode") == "offline" or os.environ.get("WANDB_MODE") == "offline"
+        for row_step, metrics in logged:
+            if offline:
+                self.log_metrics(metrics, row_step)
+            else:
+                self.logged.append([row_step, metrics])
+
+
+def record(logged: list, metrics: dict[str, Any], step: Optional[int]) -> None:
+    """Append ``[step, {name: number}]`` of the numbers among ``metrics`` (ints stay ints) to ``logged``."""
+    numbers = {}
+    for name, value in metrics.items():
+        value = value.item() if hasattr(value, "numel") and value.numel() == 1 else value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            numbers[name] = value
+    if numbers:
+        logged.append([step, numbers])
+
 
 def _run_id(folder: Path) -> str:
     """A W&B run id that is stable for a run folder and distinct between folders."""
@@ -166,8 +201,14 @@ class _AppendingWriter(ExperimentWriter):
             with open(self.metrics_file_path, newline="") as f:
                 self.metrics_keys = next(csv.reader(f), [])
 
+    def restart(self) -> None:
+        """Forget the file and everything written or pending: the next save writes a new one."""
+        self.metrics, self.metrics_keys = [], []
+        if self._fs.isfile(self.metrics_file_path):
+            self._fs.rm(self.metrics_file_path)
+
     def keep_until(self, step: int) -> None:
-        """Drop the rows logged after ``step`` (by a process killed after its last checkpoint)."""
+        """Drop the rows logged after ``step`` (for a checkpoint that carries no record of its metrics)."""
         if not self._fs.isfile(self.metrics_file_path):
             return
         with open(self.metrics_file_path, newline="") as f:
@@ -179,11 +220,14 @@ class _AppendingWriter(ExperimentWriter):
 
 
 class CSVLogger(_CSVLogger):
-    """Lightning's CSV logger writing ``metrics.csv`` straight into the run folder; a resumed
-    ``fit`` appends to the file (the rows after its checkpoint's step are dropped first)."""
+    """Lightning's CSV logger writing ``metrics.csv`` straight into the run folder. It remembers
+    the numbers it was given (:attr:`logged`, kept in every checkpoint), and a resumed ``fit``
+    writes the file anew from the checkpoint's record, so that it holds exactly what was logged
+    up to the checkpoint (rows a killed process wrote after it, or never wrote out, do not matter)."""
 
     def __init__(self, save_dir: Optional[str] = None, name: str = "", version: str = "", **kwargs: Any) -> None:
         super().__init__(save_dir=save_dir or ".", name=name, version=version, **kwargs)
+        self.logged: list = []
 
     @property
     @rank_zero_experiment
@@ -194,5 +238,20 @@ class CSVLogger(_CSVLogger):
         return self._experiment
 
     @rank_zero_only
-    def keep_until(self, step: int) -> None:
-        self.experiment.keep_until(step)
+    def log_metrics(self, metrics: dict[str, Any], step: Optional[int] = None) -> None:
+        record(self.logged, metrics, step)
+        super().log_metrics(metrics, step)
+
+    @rank_zero_only
+    def resume_at(self, step: int, logged: Optional[list]) -> None:
+        """A resumed fit continues at ``step``: ``metrics.csv`` is written anew from ``logged``
+        (None: a checkpoint of an older version, which carries no record: the rows after ``step``
+        are dropped)."""
+        if logged is None:
+            self.experiment.keep_until(step)
+            return
+        self.experiment.restart()
+        self.logged = []
+        for row_step, metrics in logged:
+            self.log_metrics(metrics, row_step)
+        self.save()

@@ -44,7 +44,7 @@ def holds_a_run(folder: Path) -> bool:
 def lock(folder: Path) -> None:
     """Take the lock on a run folder for this process (released by :func:`release`, or when the
     process ends, however it ends); one line when another process holds it or the folder cannot
-    be written."""
+    be written. The owner then removes the partial checkpoint files a killed writer left."""
     folder = folder.resolve()
     if folder in _locks:
         return
@@ -59,6 +59,8 @@ def lock(folder: Path) -> None:
         raise ConfigError(f"the run folder {folder} is in use by another process: wait for it to end, or choose "
                           "another folder with --run_dir") from None
     _locks[folder] = descriptor
+    for partial in (folder / "checkpoints").glob(".*.partial"):  # what a writer killed mid-write left
+        partial.unlink(missing_ok=True)
 
 
 def release() -> None:

@@ -98,9 +98,16 @@ class TaskModule(pl.LightningModule):
         if stage in GENERATING and (generated := self.task.decode(self.model, batch)) is not None:
             getattr(self, f"{stage}_generation_metrics").update(*generated)
         if stage == "train" and self._trainer is not None and self.trainer._logger_connector.should_update_logs:
-            self.log("train/loss_step", step.loss.detach(), on_step=True, on_epoch=False, batch_size=size)
-            self.last_loss = float(step.loss.detach())
+            self._log_step_loss(float(step.loss.detach()))
         return step.loss
+
+    def _log_step_loss(self, loss: float) -> None:
+        """``train/loss_step`` to the loggers now, during the step, as Lightning would log it at its end
+        (with the epoch, at the step of the batches that stepped before this one): a checkpoint taken
+        when the step ends then holds it in its record of what was logged."""
+        self.last_loss = loss
+        for logger in self.trainer.loggers:
+            logger.log_metrics({"train/loss_step": loss, "epoch": self.current_epoch}, step=self.trainer.global_step)
 
     def _accumulate(self, stage: str, name: str, value: Tensor, size: int) -> None:
         means = self._means[stage]
@@ -119,8 +126,18 @@ class TaskModule(pl.LightningModule):
                 values.update(metrics.compute())
         for metric in (*self._means[stage].values(), *collections):
             metric.reset()
-        if values:
+        if not values:
+            return
+        if stage != "train":
             self.log_dict(values, prog_bar=stage == "val", sync_dist=True)
+            return
+        # The training metrics go to the loggers now, as Lightning would log them after the epoch's
+        # end (at the step before the last, with the epoch): the epoch's checkpoint, written after
+        # this hook, then holds them in its record of what was logged.
+        self.log_dict(values, logger=False, sync_dist=True)
+        numbers = {name: float(value) for name, value in values.items()}
+        for logger in self.trainer.loggers:
+            logger.log_metrics({**numbers, "epoch": self.current_epoch}, step=max(self.trainer.global_step - 1, 0))
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Keep the training epoch's running metrics, so that an epoch resumed from a checkpoint

@@ -4,7 +4,8 @@
 occurrence of an event: ``train_batch`` (after a training step), ``val_batch`` (inside a
 validation), ``epoch_end`` (after an epoch's end, its checkpoint written), ``checkpoint`` (while a
 checkpoint is being written: its bytes written, not yet renamed into place), ``seconds`` (n seconds after training starts,
-from a timer thread: anywhere).
+from a timer thread: anywhere). ``signal="TERM"`` sends SIGTERM instead (what SLURM and Kubernetes
+send), which the run handles: it stops after the step it is in.
 """
 
 from __future__ import annotations
@@ -19,25 +20,27 @@ from lightning.pytorch.callbacks import Callback
 EVENTS = ("train_batch", "val_batch", "epoch_end", "checkpoint", "seconds")
 
 
-def die() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
+SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}
 
 
 class KillAt(Callback):
-    def __init__(self, step: Optional[int] = None, event: Optional[str] = None, n: float = 1) -> None:
+    def __init__(self, step: Optional[int] = None, event: Optional[str] = None, n: float = 1, signal: str = "KILL") -> None:
         if event is not None and event not in EVENTS:
             raise ValueError(f"event must be one of {EVENTS}, got {event!r}")
-        self.step, self.event, self.n, self.count = step, event, n, 0
+        self.step, self.event, self.n, self.count, self.signal = step, event, n, 0, SIGNALS[signal]
+
+    def die(self) -> None:
+        os.kill(os.getpid(), self.signal)
 
     def _tick(self, event: str) -> None:
         if event == self.event:
             self.count += 1
             if self.count == self.n:
-                die()
+                self.die()
 
     def on_train_start(self, trainer, pl_module) -> None:
         if self.event == "seconds":
-            timer = threading.Timer(self.n, die)
+            timer = threading.Timer(self.n, self.die)
             timer.daemon = True
             timer.start()
         if self.event == "checkpoint":  # die after the new file's bytes are written, before its rename
@@ -46,7 +49,7 @@ class KillAt(Callback):
 
             def saving(*args, **kwargs):
                 self.count += 1
-                os.fsync = (lambda fd: die()) if self.count == self.n else real_fsync
+                os.fsync = (lambda fd: self.die() or real_fsync(fd)) if self.count == self.n else real_fsync
                 try:
                     return save(*args, **kwargs)
                 finally:
@@ -56,7 +59,7 @@ class KillAt(Callback):
 
     def on_train_batch_end(self, trainer, pl_module, *args) -> None:
         if self.step is not None and trainer.global_step == self.step:
-            die()
+            self.die()
         self._tick("train_batch")
 
     def on_validation_batch_end(self, trainer, pl_module, *args) -> None:

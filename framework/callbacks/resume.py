@@ -11,7 +11,9 @@ import numpy as np
 import torch
 from lightning.fabric.utilities.seed import _collect_rng_states, _set_rng_states
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.trainer.states import RunningStage, TrainerFn
 from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 
 def rng_states() -> dict[str, Any]:
@@ -37,15 +39,22 @@ def set_rng_states(states: dict[str, Any]) -> None:
 
 
 class ResumePoints(Callback):
-    """``last.ckpt`` during long epochs, with the random states that make a resumed run exact.
+    """``last.ckpt`` during long epochs and when a run is stopped, with what makes a resumed run exact.
 
-    Lightning writes ``last.ckpt`` at the end of every epoch; a run killed in the middle of a
-    long one loses that epoch. This callback also writes it every ``every_n_steps`` training
-    steps and every ``every_n_minutes`` minutes of training (on by default: only epochs longer
-    than that get extra checkpoints). Every checkpoint holds the global random states, restored
-    at the first training batch of a resumed run; with the data loaders' positions (torchdata's
-    ``StatefulDataLoader``) and ``trainer.deterministic``, a run killed and resumed from
-    ``last.ckpt`` ends with exactly the weights and metrics of an uninterrupted one.
+    ``last.ckpt`` is written at the end of every epoch (:class:`RunCheckpoint`); a run killed in
+    the middle of a long one would lose that epoch. This callback also writes it every
+    ``every_n_steps`` training steps and every ``every_n_minutes`` minutes of training (on by
+    default: only epochs longer than that get extra checkpoints), and when the run is stopped
+    from outside during training (SIGTERM, as SLURM and Kubernetes send, or Ctrl-C), so that the
+    stopped run resumes where it stopped.
+
+    Every checkpoint holds the global random states, restored where the uninterrupted run would
+    draw next (at the next epoch's start after an epoch-end checkpoint, at the next batch after
+    one inside an epoch), and the metrics the loggers were given so far: a resumed run's loggers
+    drop what was logged after the checkpoint (CSV) or are given again what was logged before it
+    (W&B, whose offline record of a killed process may hold nothing). With the loaders' positions
+    (torchdata's ``StatefulDataLoader``) and ``trainer.deterministic``, a run killed at any point
+    and resumed from ``last.ckpt`` ends with exactly the weights and metrics of an uninterrupted one.
 
     Args:
         every_n_steps: write ``last.ckpt`` every n training steps (``None``: not by steps).
@@ -60,52 +69,73 @@ class ResumePoints(Callback):
             raise ValueError(f"resume.every_n_minutes must be >= 0 (0 = off), got {every_n_minutes}")
         self.every_n_steps, self.every_n_minutes = every_n_steps, every_n_minutes
         self._saved_at = time.monotonic()
-        self._mid_epoch = False
+        self._trainer: Optional[pl.Trainer] = None
         self._restore: Optional[dict[str, Any]] = None
         self._restore_mid_epoch = False
+        self._logged: Optional[list] = None  # what the loggers were given, as a resumed checkpoint says
+        self._loggers_resumed = False
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        self._trainer = trainer
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rng": rng_states(), "mid_epoch": self._mid_epoch}
+        trainer = self._trainer
+        mid_epoch = trainer is not None and not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch
+        logged = next((list(logger.logged) for logger in (trainer.loggers if trainer else [])
+                       if isinstance(getattr(logger, "logged", None), list)), [])
+        return {"rng": rng_states(), "mid_epoch": mid_epoch, "logged": logged}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._restore = state_dict.get("rng")
         self._restore_mid_epoch = bool(state_dict.get("mid_epoch"))
+        self._logged = state_dict.get("logged")
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._restore is not None and _finished(trainer):  # resumed, and the loop had nothing left to run
+            self.on_train_start(trainer, pl_module)
             rank_zero_info(f"Nothing was trained: the checkpoint ends this run ({trainer.fit_loop.epoch_progress.current.processed}"
                            f" epochs, {trainer.global_step} steps; --trainer.max_epochs={trainer.max_epochs}, "
                            f"--trainer.max_steps={trainer.max_steps}). Raise them to train it further.")
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if self._restore is not None:  # resumed: what was logged after the checkpoint will be logged again
+        if self._restore is not None and not self._loggers_resumed:  # the loggers continue from the checkpoint
+            self._loggers_resumed = True
             for logger in trainer.loggers:
-                if callable(keep_until := getattr(logger, "keep_until", None)):
-                    keep_until(trainer.global_step)
+                if callable(resume := getattr(logger, "resume_at", None)):
+                    resume(trainer.global_step, self._logged)
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        # After an epoch-end checkpoint the next draws are the new epoch's shuffling: restore now.
+        # After an epoch-end checkpoint the next draws are the new epoch's: restore now.
         if self._restore is not None and not self._restore_mid_epoch:
             set_rng_states(self._restore)
             self._restore = None
 
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int) -> None:
-        # After a mid-epoch checkpoint, restore once the loader has resumed its position (which
+        # After a checkpoint inside an epoch, restore once the loader has resumed its position (which
         # the uninterrupted run had reached long before): the next draws are the next step's.
         if self._restore is not None:
             set_rng_states(self._restore)
             self._restore = None
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
-        checkpoint = trainer.checkpoint_callback
-        if checkpoint is None or checkpoint.dirpath is None or trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
+        if trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
             return  # the end of the epoch writes last.ckpt anyway
         by_steps = self.every_n_steps is not None and trainer.global_step % self.every_n_steps == 0
         by_time = self.every_n_minutes > 0 and time.monotonic() - self._saved_at >= 60 * self.every_n_minutes
         if by_steps or by_time:
-            self._mid_epoch = True
+            self._save_last(trainer)
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        """Stopped from outside while training (not inside a validation, which the last checkpoint
+        before it replays): write the step just finished, so that nothing trained is lost."""
+        stopped = isinstance(exception, (SIGTERMException, KeyboardInterrupt))
+        if stopped and trainer.state.fn == TrainerFn.FITTING and trainer.state.stage == RunningStage.TRAINING:
+            self._save_last(trainer)
+
+    def _save_last(self, trainer: pl.Trainer) -> None:
+        checkpoint = trainer.checkpoint_callback
+        if checkpoint is not None and checkpoint.dirpath is not None and trainer.global_step > 0:
             trainer.save_checkpoint(Path(checkpoint.dirpath) / "last.ckpt")
-            self._mid_epoch = False
             self._saved_at = time.monotonic()
 
 

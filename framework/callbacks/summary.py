@@ -198,7 +198,8 @@ class RunSummary(Callback):
 
             killed = isinstance(exception, (KeyboardInterrupt, SIGTERMException))  # stopped from outside: resumable
             status = "interrupted" if killed else "failed"
-            self._write(trainer, pl_module, stage, status, error=f"{type(exception).__name__}: {exception}"[:500])
+            said = f"{type(exception).__name__}: {exception}" if str(exception) else type(exception).__name__
+            self._write(trainer, pl_module, stage, status, error=said[:500])
 
     # -- the file --------------------------------------------------------------------------
 
