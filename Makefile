@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install fit test test-gpu blocks clean
+.PHONY: install fit test test-gpu gpu-bundle blocks clean
 
 # (Re)install into .venv whenever the declared dependencies change.
 $(STAMP): pyproject.toml
@@ -22,10 +22,22 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 # On a machine with a GPU: the CUDA lane of the suite, one batch of every config with the GPU
-# preset (the config sweep, tests/test_configs.py), the GPU benchmarks and a DDP fit, ending with
-# one table (python -m tools.gpu_check).
-test-gpu: $(STAMP)
-	$(BIN)/python -m tools.gpu_check
+# preset, evaluate and a 2-cell compare, the GPU benchmarks and a DDP fit, ending with one table
+# (tools/gpu_check.py; ARGS=--quick for the suite and the sweep alone). With a bundle
+# (`make gpu-bundle` beforehand, for a GPU machine without a network) the machine's own Python
+# runs it with the bundle's wheels and data; otherwise the project's .venv does.
+GPU_PYTHON ?= python3
+test-gpu:
+ifneq ($(wildcard .whl/*.whl),)
+	$(GPU_PYTHON) -m pip install -q --no-index --no-deps --no-compile --upgrade --target .gpu/site .whl/*.whl
+	PYTHONPATH=$(CURDIR)/.gpu/site FRAMEWORK_DATA_DIR=$(CURDIR)/.gpu/data $(GPU_PYTHON) -m tools.gpu_check $(ARGS)
+else
+	$(MAKE) install
+	$(BIN)/python -m tools.gpu_check $(ARGS)
+endif
+
+gpu-bundle: $(STAMP)
+	$(BIN)/python -m tools.gpu_bundle
 
 blocks: $(STAMP)
 	$(BIN)/python -m framework blocks

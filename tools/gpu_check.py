@@ -18,14 +18,20 @@ Sections, each ending as rows of one table (section, item, result, figure):
 * ``benchmarks``: ``python -m tools.bench_overhead`` (fit against a hand-written loop, kernels per
   step, GPU busy share), the ``make fit`` step eager and under ``--compile=reduce-overhead``,
   and the criss-cross block against the CCNet authors' algorithm (``python -m tools.bench_vision blocks``).
+* ``workflow``: with the configs' default logger (W&B, offline without a key): a short fit of
+  the demo, ``evaluate`` on its checkpoint, and a 2-cell ``compare`` (mhsa against none).
 * ``ddp``: a data-parallel fit of the demo on every GPU present (one process per GPU).
 
-Exits with status 1 when a row failed. Real data come from ``$FRAMEWORK_DATA_DIR``.
+``--quick`` runs ``env``, ``suite`` and ``configs`` (about 4 minutes on one H100); the suite and
+the sweep run in parallel processes when pytest-xdist is installed (``--workers``, 2 threads
+each). Exits with status 1 when a row failed. Real data come from ``$FRAMEWORK_DATA_DIR``; on a
+machine without a network, ``make gpu-bundle`` (``python -m tools.gpu_bundle``) beforehand.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import subprocess
@@ -40,7 +46,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = "tests/test_configs.py"
-SECTIONS = ("env", "suite", "configs", "benchmarks", "ddp")
+SECTIONS = ("env", "configs", "suite", "workflow", "ddp", "benchmarks")
+QUICK = ("env", "suite", "configs")
 Row = tuple[str, str, str, str]  # section, item, result (ok / FAILED / skipped ...), figure
 
 
@@ -63,11 +70,16 @@ def env_rows(device: str) -> list[Row]:
     return rows
 
 
-def suite_rows(device: str) -> list[Row]:
+def parallel(workers: int) -> list[str]:
+    """pytest-xdist's flags for ``workers`` processes, where it is installed."""
+    return ["-n", str(workers)] if workers > 1 and importlib.util.find_spec("xdist") else []
+
+
+def suite_rows(device: str, workers: int) -> list[Row]:
     lane = "cuda" if device == "cuda" else "cpu"
     start = time.perf_counter()
-    done = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", lane, f"--ignore={SWEEP}"],
-               timeout=540)
+    done = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", lane, f"--ignore={SWEEP}",
+                *parallel(workers)], timeout=540, threads=2)
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
     failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.M)
     rows = [("suite", f"pytest -k {lane} --ignore={SWEEP}", "ok" if done.returncode == 0 else "FAILED",
@@ -75,14 +87,14 @@ def suite_rows(device: str) -> list[Row]:
     return rows + [("suite", name, "FAILED", "") for name in failed]
 
 
-def config_rows(device: str, configs: Optional[list[str]]) -> list[Row]:
+def config_rows(device: str, configs: Optional[list[str]], workers: int) -> list[Row]:
     """The config sweep on ``device`` (``configs``: only these), one row per config: its seconds
     for one batch of fit, validate and predict, or why it was skipped or failed."""
     select = f"one_batch and {device}" + (f" and ({' or '.join(configs)})" if configs else "")
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "sweep.xml"
         done = run([sys.executable, "-m", "pytest", SWEEP, "-q", "-p", "no:cacheprovider", "-k", select,
-                    f"--junitxml={report}"], timeout=900)
+                    f"--junitxml={report}", *parallel(workers)], timeout=900, threads=2)
         cases = list(ElementTree.parse(report).iter("testcase")) if report.is_file() else []
     if not cases:
         return [("configs", f"pytest {SWEEP} -k '{select}'", "FAILED", (done.stdout + done.stderr).strip()[-160:])]
@@ -120,6 +132,39 @@ def benchmark_rows(device: str) -> list[Row]:
     return rows
 
 
+def workflow_rows(device: str) -> list[Row]:
+    """A fit, ``evaluate`` on its checkpoint and a 2-cell ``compare``, with the default logger."""
+    accelerator = "gpu" if device == "cuda" else "cpu"
+    small = ["--data.train_size=512", "--data.val_size=128", "--data.test_size=128", "--trainer.max_epochs=2",
+             f"--trainer.accelerator={accelerator}", "--trainer.enable_progress_bar=false"]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        fitted = run([sys.executable, "-m", "framework", "fit", "--config", "domains/demo/demo.yaml", *small,
+                      f"--run_dir={folder}/fit"], timeout=300)
+        best = Path(folder) / "fit" / "checkpoints" / "best.ckpt"
+        rows.append(("workflow", "fit demo (W&B offline)", "ok" if fitted.returncode == 0 and best.is_file() else "FAILED",
+                     f"{time.perf_counter() - start:.0f} s" if fitted.returncode == 0 else _last_line(fitted)))
+        start = time.perf_counter()
+        evaluated = run([sys.executable, "-m", "framework", "evaluate", "--config", f"{folder}/fit/config.yaml",
+                         "--ckpt_path", str(best), f"--trainer.accelerator={accelerator}", "--examples=128"], timeout=300)
+        table = next((line for line in evaluated.stdout.splitlines() if line.startswith("evaluation table:")), "")
+        rows.append(("workflow", "evaluate its checkpoint", "ok" if evaluated.returncode == 0 and table else "FAILED",
+                     f"{time.perf_counter() - start:.0f} s" if evaluated.returncode == 0 else _last_line(evaluated)))
+        start = time.perf_counter()
+        compared = run([sys.executable, "-m", "framework", "compare", "--config", "domains/demo/demo.yaml",
+                        "--grid", "model.attention=[mhsa,none]", "--seeds", "1", "--name", "gpu_check", *small],
+                       timeout=400)
+        rows.append(("workflow", "compare mhsa, none (1 seed)", "ok" if compared.returncode == 0 else "FAILED",
+                     f"{time.perf_counter() - start:.0f} s" if compared.returncode == 0 else _last_line(compared)))
+    return rows
+
+
+def _last_line(done: subprocess.CompletedProcess) -> str:
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return lines[-1][:160] if lines else f"exit status {done.returncode}"
+
+
 def ddp_rows(device: str) -> list[Row]:
     devices = torch.cuda.device_count() if device == "cuda" else 2
     accelerator = "gpu" if device == "cuda" else "cpu"
@@ -143,7 +188,13 @@ def main() -> int:
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--configs", nargs="+", default=None, help="configs of the configs section (default: all)")
+    parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
+    parser.add_argument("--out", default=None, help="also write the table here, rewritten after every section")
+    parser.add_argument("--workers", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
+                        help="test processes of the suite and the sweep (pytest-xdist; default: half the cores, 8 at most)")
     args = parser.parse_args()
+    if args.quick:
+        args.sections = [section for section in args.sections if section in QUICK]
     if args.device == "cuda" and not torch.cuda.is_available():
         print("gpu_check: no CUDA device on this machine (use --device cpu for a dry run)", file=sys.stderr)
         return 2
@@ -154,20 +205,27 @@ def main() -> int:
         if section == "env":
             rows += env_rows(args.device)
         elif section == "suite":
-            rows += suite_rows(args.device)
+            rows += suite_rows(args.device, args.workers)
         elif section == "configs":
-            rows += config_rows(args.device, args.configs)
+            rows += config_rows(args.device, args.configs, args.workers)
         elif section == "benchmarks":
             rows += benchmark_rows(args.device)
+        elif section == "workflow":
+            rows += workflow_rows(args.device)
         else:
             rows += ddp_rows(args.device)
         print(f"gpu_check: {section} done in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    print("\n| section | item | result | figure |\n|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+        if args.out:  # the table so far, in case the machine's time runs out before the end
+            Path(args.out).write_text(table(rows))
+    print(table(rows))
+    return 1 if any(row[2] == "FAILED" for row in rows) else 0
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["", "| section | item | result | figure |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     failed = sum(row[2] == "FAILED" for row in rows)
-    print(f"\n{len(rows)} rows, {failed} failed")
-    return 1 if failed else 0
+    return "\n".join(lines + ["", f"{len(rows)} rows, {failed} failed"])
 
 
 if __name__ == "__main__":
