@@ -51,10 +51,25 @@ QUICK = ("env", "suite", "configs")
 Row = tuple[str, str, str, str]  # section, item, result (ok / FAILED / skipped ...), figure
 
 
+#: With ``--out``, every command's output is kept beside the table (``<table>.log``).
+LOG: Optional[Path] = None
+
+
 def run(command: list[str], timeout: float, threads: int = 4) -> subprocess.CompletedProcess:
     """``command`` in the repository root (``python -m`` there imports this checkout's packages)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as late:
+        done = subprocess.CompletedProcess(command, 124, _text(late.stdout), _text(late.stderr) + f"\ntimed out after {timeout} s")
+    if LOG is not None:
+        with open(LOG, "a") as log:
+            log.write(f"\n$ {' '.join(command)}\n(exit status {done.returncode})\n{done.stdout}\n{done.stderr}\n")
+    return done
+
+
+def _text(output) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
 
 
 def env_rows(device: str) -> list[Row]:
@@ -195,6 +210,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.sections = [section for section in args.sections if section in QUICK]
+    if args.out:
+        global LOG
+        LOG = Path(args.out).with_suffix(".log")
     if args.device == "cuda" and not torch.cuda.is_available():
         print("gpu_check: no CUDA device on this machine (use --device cpu for a dry run)", file=sys.stderr)
         return 2
