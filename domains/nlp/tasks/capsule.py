@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -62,8 +63,10 @@ class CapsuleClassification(TextClassification):
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         hinge, reconstruction = capsule_losses(output.probabilities, output.reconstructions, output.summary, target)
         if self.loss == "bce":
-            truth = F.one_hot(target, output.probabilities.shape[-1]).to(output.probabilities.dtype)
-            probability = F.binary_cross_entropy(output.probabilities.float(), truth.float())
+            truth = F.one_hot(target, output.probabilities.shape[-1]).float()
+            # in float32 outside mixed precision: CUDA's autocast refuses binary_cross_entropy on probabilities
+            with torch.autocast(output.probabilities.device.type, enabled=False):
+                probability = F.binary_cross_entropy(output.probabilities.float(), truth)
         else:
             probability = hinge
         logs = {"probability_loss": probability.detach(), "reconstruction_loss": reconstruction.detach()}

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from domains.nlp import CapsuleClassification, CharacterWordClassifier, GeneratedReviews, TextClassification
+from domains.nlp.models.char_word import CapsuleOutput
 from domains.nlp.data.classification import ClassificationCollator
 from domains.nlp.data.tokenization import CHARACTER_VOCAB, train_tokenizer
 from domains.nlp.models.char_word import BEGIN, END, character_ngrams
@@ -83,6 +84,17 @@ def test_capsules_learn_with_their_joint_loss_and_predict_the_likeliest_capsule(
     torch.testing.assert_close(step.preds, model(batch["tokens"], batch["mask"], batch["chars"]))
     first, last = _loss_falls(model, task, batch)
     assert last < 0.8 * first
+
+
+def test_the_capsule_probability_loss_is_binary_cross_entropy_also_under_mixed_precision(device):
+    probabilities = torch.tensor([[0.9, 0.2, 0.4], [0.3, 0.6, 0.1]], device=device)
+    output = CapsuleOutput(probabilities, torch.zeros(2, 3, 4, device=device), torch.zeros(2, 4, device=device))
+    target = torch.tensor([0, 1], device=device)
+    expected = -(torch.log(torch.tensor([0.9, 0.8, 0.6, 0.7, 0.6, 0.9]))).mean()
+    with torch.autocast(device, dtype=torch.bfloat16):  # the GPU preset's bf16-mixed: CUDA refuses a bare BCE
+        loss, logs = CapsuleClassification(3, reconstruction=0.0).losses(output, target)
+    torch.testing.assert_close(loss.cpu(), expected)
+    torch.testing.assert_close(logs["probability_loss"].cpu(), expected)
 
 
 def test_wrong_inputs_and_settings_are_named():
