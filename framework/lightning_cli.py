@@ -90,6 +90,8 @@ class Parser(LightningArgumentParser):
         raise SystemExit(2)
 
 
+#: The logger of every run whose configs name none: W&B (offline without an API key).
+DEFAULT_LOGGER = {"class_path": "framework.loggers.WandbLogger", "init_args": {"project": "attention-framework"}}
 #: The trainer's per-stage batch limits (an int is a count, a float a share).
 BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches")
 
@@ -121,6 +123,7 @@ class FrameworkCLI(LightningCLI):
         # epoch, not one batch. They are added again with int tried first.
         parser.add_class_arguments(self.trainer_class, "trainer", fail_untyped=False, instantiate=False,
                                    sub_configs=True, skip=set(BATCH_LIMITS))
+        parser.set_defaults({"trainer.logger": DEFAULT_LOGGER})  # configs/logger/csv.yaml or a config's own replaces it
         for name in BATCH_LIMITS:
             parser.add_argument(f"--trainer.{name}", type=Optional[Union[int, float]], default=None,
                                 help="batches per epoch of this stage: an int counts batches, a float in "
