@@ -75,11 +75,6 @@ def sampled_softmax(positive: Tensor, negative: Tensor, hit: Tensor) -> Tensor:
     return F.cross_entropy(logits, torch.zeros(len(logits), dtype=torch.long, device=logits.device))
 
 
-def full_softmax(scores: Tensor, target: Tensor) -> Tensor:
-    """Mean cross-entropy of ``target`` (M,) over ``scores`` (M, I + 1) without column 0 (padding)."""
-    return F.cross_entropy(without_padding(scores), target)
-
-
 def without_padding(scores: Tensor) -> Tensor:
     """Scores over item ids 0 .. I with column 0 (padding) set to -inf."""
     return scores.index_fill(-1, torch.tensor([0], device=scores.device), float("-inf"))

@@ -3,7 +3,7 @@
 
 from .base import TextData, pad
 from .classification import ClassificationCollator, TextClassificationData, holdout, split_sentences
-from .dates import DateNormalization, date_pairs, human_date
+from .dates import DateNormalization, date_pairs
 from .labelled import LabelledText, read_labelled
 from .long_range import LongRangeMatch, long_range_text
 from .multi30k import Multi30k, read_parallel
@@ -28,7 +28,6 @@ __all__ = [
     "TranslationData",
     "date_pairs",
     "holdout",
-    "human_date",
     "long_range_text",
     "pad",
     "read_labelled",

@@ -80,11 +80,6 @@ def human_date_spans(date: datetime.date, template: str, lower: bool = False) ->
     return (text.lower() if lower else text), spans
 
 
-def human_date(date: datetime.date, template: str, lower: bool = False) -> str:
-    """``date`` written with one of :data:`FORMATS`, lower-cased or not."""
-    return human_date_spans(date, template, lower)[0]
-
-
 #: Per output character of "YYYY-MM-DD": (sure source characters, possible source characters).
 Alignment = tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
 

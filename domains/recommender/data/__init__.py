@@ -2,7 +2,7 @@
 
 from .datasets import RankingQueries, TrainSequences, flatten, left_pad, left_window
 from .generated import TasteChain, taste_histories
-from .interactions import filter_min_counts, index_items, leave_one_out, read_movielens, read_user_item_lines
+from .interactions import filter_min_counts, index_items, read_movielens, read_user_item_lines
 from .modules import GeneratedSequences, LoggedSequences, MovieLens100K, SequenceData, UserItemSequences
 from .negatives import cached_negatives, negatives_key, sample_negatives
 
@@ -19,7 +19,6 @@ __all__ = [
     "filter_min_counts",
     "flatten",
     "index_items",
-    "leave_one_out",
     "left_pad",
     "left_window",
     "negatives_key",

@@ -1,16 +1,14 @@
-"""User histories from interaction logs: readers, minimum-count filtering, item ids, leave-one-out.
+"""User histories from interaction logs: readers, minimum-count filtering, item ids.
 
 A *history* is one user's item ids in time order (a 1-D int64 array). The readers return
 one history per user with the log's raw item ids; :func:`filter_min_counts` and
-:func:`index_items` turn them into histories over items ``1 .. I`` (0 is padding), and
-:func:`leave_one_out` splits every history into training items, a validation item and a
-test item.
+:func:`index_items` turn them into histories over items ``1 .. I`` (0 is padding); the data
+modules (:mod:`.modules`) split each history leave-one-out.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -81,32 +79,3 @@ def index_items(histories: Histories) -> tuple[Histories, int]:
     lengths = np.fromiter(map(len, histories), np.int64, len(histories))
     ids, index = np.unique(np.concatenate(histories), return_inverse=True)
     return np.split(index.astype(np.int64) + 1, np.cumsum(lengths)[:-1]), len(ids)
-
-
-class LeaveOneOut(NamedTuple):
-    """Per user: training items, then the validation item and the test item (the last two)."""
-
-    train: Histories
-    val_target: np.ndarray
-    test_target: np.ndarray
-
-    @property
-    def val_history(self) -> Histories:
-        """What the model sees to predict the validation item: the training items."""
-        return self.train
-
-    @property
-    def test_history(self) -> Histories:
-        """What the model sees to predict the test item: the training items and the validation item."""
-        return [np.append(h, v) for h, v in zip(self.train, self.val_target)]
-
-
-def leave_one_out(histories: Histories) -> LeaveOneOut:
-    """The last item of each history is for test, the one before for validation, the rest
-    for training (Kang & McAuley, SASRec, ICDM 2018; Sun et al., BERT4Rec, CIKM 2019)."""
-    short = [i for i, h in enumerate(histories) if len(h) < 3]
-    if short:
-        raise ValueError(f"leave-one-out needs at least 3 items per user; {len(short)} users have fewer "
-                         "(raise data.min_user_interactions to 3 or more)")
-    return LeaveOneOut([h[:-2] for h in histories], np.array([h[-2] for h in histories]),
-                       np.array([h[-1] for h in histories]))

@@ -16,11 +16,10 @@ from domains.nlp.data import (
     Multi30k,
     TranslationCollator,
     date_pairs,
-    human_date,
     read_labelled,
     split_sentences,
 )
-from domains.nlp.data.dates import FORMATS, ordinal
+from domains.nlp.data.dates import FORMATS, human_date_spans, ordinal
 from domains.nlp.data.reviews import SENTIMENT, VERDICTS
 from domains.nlp.data.tokenization import EOS, PAD, SPECIAL_TOKENS, UNK, train_tokenizer
 
@@ -65,12 +64,12 @@ def test_an_unknown_tokeniser_kind_names_the_key():
 
 def test_human_dates_in_every_format_written_out():
     date = datetime.date(1998, 5, 9)  # a Saturday
-    written = [human_date(date, f) for f in FORMATS]
+    written = [human_date_spans(date, f)[0] for f in FORMATS]
     assert written == [
         "Saturday, 9 May 1998", "09/05/98", "May 9th 98", "9 May 1998", "May 9, 1998", "09.05.1998",
         "Sat 9 May 1998", "9th of May 1998", "9 May 98", "May 09, 1998", "9-May-1998", "Saturday 9th May 1998",
     ]
-    assert human_date(date, "{mon} {nth} {yy}", lower=True) == "may 9th 98"
+    assert human_date_spans(date, "{mon} {nth} {yy}", lower=True)[0] == "may 9th 98"
     assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 31)] == \
         ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "31st"]
 

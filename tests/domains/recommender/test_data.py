@@ -1,4 +1,4 @@
-"""Readers on the real MovieLens-100K, the SASRec file format, filtering, leave-one-out,
+"""Readers on the real MovieLens-100K, the SASRec file format, filtering, the leave-one-out split,
 negatives and the generated histories."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import torch
 from domains.recommender.data import (
     GeneratedSequences,
     MovieLens100K,
+    SequenceData,
     TasteChain,
     UserItemSequences,
     filter_min_counts,
-    leave_one_out,
     left_pad,
     read_movielens,
     taste_histories,
@@ -118,15 +118,28 @@ def test_filtering_matches_the_naive_loop():
     assert got and len(got) < len(histories)
 
 
+class GivenHistories(SequenceData):
+    """A data module of the histories it is given, over items 1 .. 8."""
+
+    def __init__(self, histories, **kwargs):
+        super().__init__(**kwargs)
+        self.histories = histories
+
+    def load(self):
+        return [np.array(h) for h in self.histories], 8
+
+
 def test_leave_one_out_and_left_padding():
-    split = leave_one_out([np.array([5, 6, 7, 8]), np.array([1, 2, 3])])
-    assert [h.tolist() for h in split.train] == [[5, 6], [1]]
-    assert split.val_target.tolist() == [7, 2] and split.test_target.tolist() == [8, 3]
-    assert [h.tolist() for h in split.test_history] == [[5, 6, 7], [1, 2]]
-    assert left_pad(split.test_history, 2).tolist() == [[6, 7], [1, 2]]
-    assert left_pad(split.train, 3).tolist() == [[0, 5, 6], [0, 0, 1]]
+    data = GivenHistories([[5, 6, 7, 8], [1, 2, 3]], max_len=2)
+    data.setup("fit")
+    train, val, test = data.split("train"), data.split("val"), data.split("test")
+    assert train.sequence.tolist() == [[0, 5, 6], [0, 0, 1]]  # the training items, max_len + 1 of them
+    assert val.target.tolist() == [7, 2] and val.history.tolist() == [[5, 6], [0, 1]]
+    assert test.target.tolist() == [8, 3] and test.history.tolist() == [[6, 7], [1, 2]]
+    assert test.seen.tolist() == [[5, 6, 7], [1, 2, 0]]
+    assert left_pad([np.array([5, 6, 7]), np.array([1, 2])], 2).tolist() == [[6, 7], [1, 2]]
     with pytest.raises(ValueError, match="at least 3 items per user"):
-        leave_one_out([np.array([1, 2])])
+        GivenHistories([[1, 2, 3], [1, 2]]).setup("fit")
 
 
 def test_generated_histories_follow_successors_and_tastes():
