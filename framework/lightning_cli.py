@@ -46,6 +46,7 @@ from .config_values import check_values
 from .data.limits import check_limits
 from .data.sizes import fill_sizes
 from .errors import TRACEBACK_ENV, ConfigError, explained, parser_message, traceback_requested
+from .optim import DecayOn, offered_in_groups
 from .task_module import CompileMode, TaskModule
 from .tasks import Task
 
@@ -150,6 +151,9 @@ class FrameworkCLI(LightningCLI):
         parser.add_lightning_class_args(AttentionMaps, "attention_maps")
         parser.add_lightning_class_args(ResumePoints, "resume")
         parser.add_optimizer_args((torch.optim.Optimizer,))  # unset: TaskModule's default AdamW
+        parser.add_argument("--weight_decay_on", type=DecayOn, default="matrices",
+                            help="What the optimizer's weight_decay applies to: matrices (weight matrices and "
+                                 "kernels; not biases, norm layers or embeddings) or all parameters.")
         parser.add_argument("--untrained", type=bool, default=False,
                             help="validate, test or predict the model as configured, without a checkpoint")
         parser.add_argument("--traceback", type=bool, default=False,
@@ -232,14 +236,14 @@ class FrameworkCLI(LightningCLI):
         built = self.config_init[self.subcommand] if self.subcommand else self.config_init
         built.data = data
         task, self.datamodule = built.task, built.data
-        self.model = TaskModule(built.model, task, compile=config.compile)
+        self.model = TaskModule(built.model, task, compile=config.compile, weight_decay_on=config.weight_decay_on)
         self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
         self.model.data_config = _as_dict(config.data) if config.get("data") else None
         if config.checkpoint.monitor is None:  # the task names the metric that picks the best checkpoint
             built.checkpoint = RunCheckpoint(**{**config.checkpoint.as_dict(), "monitor": task.monitor, "mode": task.mode})
-        with warnings.catch_warnings():  # replacing TaskModule's default optimizer is the intent
+        with warnings.catch_warnings(), offered_in_groups(self.model, config.weight_decay_on, config.get("optimizer")):
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
-            self._add_configure_optimizers_method_to_model(self.subcommand)
+            self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
         self.trainer = self.instantiate_trainer()
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:

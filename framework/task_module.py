@@ -12,6 +12,7 @@ from torchmetrics import MeanMetric, Metric
 
 from .checkpoint import DATA_CONFIG_KEY
 from .errors import CheckpointError
+from .optim import DecayOn, parameter_groups
 from .tasks import Task
 
 STAGES = ("train", "val", "test")
@@ -37,7 +38,8 @@ class TaskModule(pl.LightningModule):
     has each batch decoded once, after its step, for its generation metrics (BLEU, WER ...),
     logged the same way. The optimizer and the
     learning-rate schedule come from the CLI (``--optimizer``, ``--lr_scheduler``); without
-    ``--optimizer`` it trains with AdamW at learning rate 1e-3 and torch's other defaults.
+    ``--optimizer`` it trains with AdamW at learning rate 1e-3 and torch's other defaults
+    (weight decay 0.01), decaying only what ``weight_decay_on`` says (:mod:`framework.optim`).
 
     Args:
         model: the network.
@@ -47,11 +49,14 @@ class TaskModule(pl.LightningModule):
             name. ``"reduce-overhead"`` replays each step's kernels as CUDA graphs, which is
             what a small, launch-bound model needs on a GPU (shapes must repeat: fixed image
             sizes, padded sequence lengths); the library's blocks compile without graph breaks.
+        weight_decay_on: ``matrices`` (weight matrices and kernels only) or ``all`` parameters.
     """
 
-    def __init__(self, model: nn.Module, task: Task, compile: Union[bool, CompileMode] = False) -> None:
+    def __init__(self, model: nn.Module, task: Task, compile: Union[bool, CompileMode] = False,
+                 weight_decay_on: DecayOn = "matrices") -> None:
         super().__init__()
         self.model, self.task, self.compile_model = model, task, compile
+        self.weight_decay_on = weight_decay_on
         for stage in STAGES:
             setattr(self, f"{stage}_metrics", task.metrics().clone(prefix=f"{stage}/"))
         for stage in GENERATING:
@@ -83,7 +88,7 @@ class TaskModule(pl.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         """The default optimizer; the CLI replaces this method when a config names ``optimizer``."""
-        return torch.optim.AdamW(self.parameters(), lr=1e-3)
+        return torch.optim.AdamW(parameter_groups(self, self.weight_decay_on), lr=1e-3)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.model(*args, **kwargs)
