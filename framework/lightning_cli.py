@@ -73,8 +73,8 @@ class SaveConfig(SaveConfigCallback):
 
     def save_config(self, trainer: Trainer, pl_module: Any, stage: str) -> None:
         config = yaml.safe_load(self.parser.dump(self.config, skip_none=False))
-        for logger in trainer.loggers:
-            if isinstance(logger, WandbLogger):
+        for logger in trainer.loggers:  # a test that continues a fit's W&B run keeps the fit's config there
+            if isinstance(logger, WandbLogger) and not getattr(logger, "continues_fit", False):
                 logger.experiment.config.update(config, allow_val_change=True)
 
 
@@ -102,6 +102,8 @@ class FrameworkCLI(LightningCLI):
 
     #: The program's name in usage lines and hints, and what it does.
     prog, description = PROG, DESCRIPTION
+    #: ``--print_config`` fills in the sizes and the monitored metric (building data and task).
+    fill_printed_config = True
 
     def __init__(self, args: Any = None, run: bool = True) -> None:
         self.argv = [str(arg) for arg in (sys.argv[1:] if args is None else args)]
@@ -118,6 +120,22 @@ class FrameworkCLI(LightningCLI):
                 args=args,
                 run=run,
             )
+
+    def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
+        """LightningCLI's, except that ``--print_config`` prints what a run would really use: the
+        sizes the data states filled in, the checkpoint's ``monitor`` and ``mode`` from the task
+        (building the data module and the task, not the model)."""
+        argv = [str(arg) for arg in args] if isinstance(args, list) else None
+        printing = [arg for arg in argv or [] if arg.split("=", 1)[0] == "--print_config"]
+        if not printing or not self.fill_printed_config:
+            return super().parse_arguments(parser, args)
+        super().parse_arguments(parser, [arg for arg in argv if arg not in printing])
+        subcommand = self.config.subcommand
+        config = self.config[subcommand]
+        resolve_run_values(config, instantiate_data(config.data))
+        subparser = parser._subcommands_action._name_parser_map[subcommand]
+        print(subparser.dump(config, skip_none="skip_null" in printing[0]), end="")
+        raise SystemExit(0)
 
     def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         # Lightning types the batch limits Union[float, int], so "1" would parse as 1.0: the whole
@@ -228,8 +246,7 @@ class FrameworkCLI(LightningCLI):
             self.parser.error("lr_scheduler is set but optimizer is not: name the optimizer the schedule drives "
                               "(for example --optimizer=torch.optim.AdamW --optimizer.lr=0.001)")
         data = instantiate_data(config.data)  # first: it states the sizes the model and task leave unset
-        fill_sizes({section: config[section].init_args for section in ("model", "task")
-                    if config.get(section) and config[section].get("init_args") is not None}, data)
+        resolve_run_values(config, data)
         without_data = self.config.clone()
         (without_data[self.subcommand] if self.subcommand else without_data).data = None
         self.config_init = self.parser.instantiate_classes(without_data)
@@ -239,8 +256,7 @@ class FrameworkCLI(LightningCLI):
         self.model = TaskModule(built.model, task, compile=config.compile, weight_decay_on=config.weight_decay_on)
         self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
         self.model.data_config = _as_dict(config.data) if config.get("data") else None
-        if config.checkpoint.monitor is None:  # the task names the metric that picks the best checkpoint
-            built.checkpoint = RunCheckpoint(**{**config.checkpoint.as_dict(), "monitor": task.monitor, "mode": task.mode})
+        built.checkpoint = RunCheckpoint(**config.checkpoint.as_dict())  # monitor and mode resolved from the task
         with warnings.catch_warnings(), offered_in_groups(self.model, config.weight_decay_on, config.get("optimizer")):
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
@@ -258,6 +274,19 @@ class FrameworkCLI(LightningCLI):
         return super().instantiate_trainer(**kwargs)
 
 
+def resolve_run_values(config: Namespace, data: Optional[LightningDataModule]) -> None:
+    """Fill in what the config leaves to the run, so that the printed and the saved config say what
+    the run really uses: the sizes the data states (``model.vocab_size`` ...) and the checkpoint's
+    ``monitor`` and ``mode``, which the task names when the config leaves ``monitor`` unset."""
+    fill_sizes({section: config[section].init_args for section in ("model", "task")
+                if config.get(section) and config[section].get("init_args") is not None}, data)
+    if config.checkpoint.monitor is None and config.get("task") is not None:
+        parser = LightningArgumentParser(exit_on_error=False)
+        parser.add_subclass_arguments(Task, "task", fail_untyped=False)
+        task = parser.instantiate_classes(parser.parse_object({"task": config.task.as_dict()})).task
+        config.checkpoint.monitor, config.checkpoint.mode = task.monitor, task.mode
+
+
 def instantiate_data(data_config: Any) -> Optional[LightningDataModule]:
     """The data module of a parsed ``data`` section (None without one), built alone."""
     if data_config is None:
@@ -272,14 +301,15 @@ def _as_list(value: Any) -> list:
 
 
 def _without_run_folders(config: Namespace) -> Namespace:
-    """A copy of a subcommand's config with the run's own folders unset."""
+    """A copy of a subcommand's config with the run's own folders (and the fit run a test joins) unset."""
     config = config.clone()
     config.run_dir = config.trainer.default_root_dir = config.checkpoint.dirpath = None
     specs = config.trainer.logger if isinstance(config.trainer.logger, list) else [config.trainer.logger]
     for spec in specs:
         init_args = getattr(spec, "init_args", None)
-        if init_args is not None and "save_dir" in init_args:
-            init_args.save_dir = None
+        for key in ("save_dir", "run_of", "job_type"):  # where this run logs, not what the next one should
+            if init_args is not None and key in init_args:
+                init_args[key] = None
     return config
 
 
@@ -288,7 +318,7 @@ def _as_dict(value: Namespace) -> dict:
     return json.loads(json.dumps(value.as_dict() if isinstance(value, Namespace) else dict(value), default=str))
 
 
-def main(argv: list[str]) -> FrameworkCLI:
+def main(argv: list[str], cli: type[FrameworkCLI] = FrameworkCLI) -> FrameworkCLI:
     """``python -m framework fit|validate|test|predict <argv>`` (``argv`` starts with the subcommand).
 
     An error the framework explains (a config value, a size, a file, a diverged run; see
@@ -300,7 +330,7 @@ def main(argv: list[str]) -> FrameworkCLI:
 
     def run() -> FrameworkCLI:
         check_config_files(argv)
-        return FrameworkCLI(args=argv)
+        return cli(args=argv)
 
     try:
         return explained(argv, run, cleanup=runs.discard_unused)

@@ -96,6 +96,10 @@ class WandbLogger(_WandbLogger):
       ``WANDB_INIT_TIMEOUT`` or ``settings`` says otherwise.
     * Under DDP only rank 0 creates a run (Lightning's rank-zero experiment).
     * The run is closed at the end of each trainer stage, so its files are complete.
+    * ``run_of``: a ``validate``, ``test``, ``predict`` or ``evaluate`` of a fit's checkpoint
+      continues the fit's run (its id and name, resumed; ``job_type`` says which it was), so that
+      the test metrics and the evaluation table land beside the training curves (the CLI sets it;
+      offline, the continuation is its own record under this run's folder, merged by ``wandb sync``).
     """
 
     def __init__(
@@ -106,6 +110,8 @@ class WandbLogger(_WandbLogger):
         offline: Optional[bool] = None,
         id: Optional[str] = None,
         log_model: bool = False,
+        run_of: Optional[str] = None,
+        job_type: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
         mode = os.environ.get("WANDB_MODE")  # the user's explicit choice wins
@@ -121,7 +127,14 @@ class WandbLogger(_WandbLogger):
         self.logged: list = []
         if not offline and "settings" not in kwargs and "WANDB_INIT_TIMEOUT" not in os.environ:
             kwargs["settings"] = {"init_timeout": INIT_TIMEOUT}
-        folder = Path(save_dir).resolve() if save_dir else None
+        # the run this one belongs to: its own folder's, or the fit's whose checkpoint it tests
+        folder = Path(run_of or save_dir).resolve() if run_of or save_dir else None
+        if job_type:
+            kwargs["job_type"] = job_type
+        #: finish the W&B run when a trainer stage ends (False: the caller finalizes it)
+        self.finish_with_stage = True
+        #: this run continues a fit's (``run_of``): its config stays the fit's
+        self.continues_fit = run_of is not None
         super().__init__(
             name=name or (f"{folder.parent.name}/{folder.name}" if folder else None),
             save_dir=save_dir or ".",
@@ -150,7 +163,7 @@ class WandbLogger(_WandbLogger):
 
     def finalize(self, status: str) -> None:
         super().finalize(status)
-        if self._experiment is not None:
+        if self._experiment is not None and self.finish_with_stage:
             self._experiment.finish()
             self._experiment = None
 
@@ -255,3 +268,25 @@ class CSVLogger(_CSVLogger):
         for row_step, metrics in logged:
             self.log_metrics(metrics, row_step)
         self.save()
+
+
+def continue_fit_run(logger_config: Any, fit_run: Path, stage: str) -> None:
+    """Point every configured W&B logger of a ``stage`` (validate, test, predict, evaluate) of a
+    checkpoint of ``fit_run`` at that fit's W&B run (``run_of``, ``job_type``), unless set."""
+    for spec in logger_config if isinstance(logger_config, list) else [logger_config]:
+        init_args = getattr(spec, "init_args", None)
+        if init_args is not None and str(getattr(spec, "class_path", "")).endswith(".WandbLogger"):
+            if init_args.get("run_of") is None:
+                init_args.run_of = str(fit_run)
+            if init_args.get("job_type") is None:
+                init_args.job_type = stage
+
+
+def logs_at(trainer: Any, step: int) -> bool:
+    """Whether Lightning's loggers take training step ``step`` of ``trainer`` (counted from 1; a
+    step is an optimizer step): every ``trainer.log_every_n_steps`` steps (never when it is 0),
+    and every step once the fit is stopping. Lightning's own rule (its logger connector's
+    ``should_update_logs``) from the trainer's public state; tests/test_lightning_pins.py checks
+    that the two agree."""
+    every = trainer.log_every_n_steps
+    return every > 0 and (step % every == 0 or trainer.should_stop)

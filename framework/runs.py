@@ -197,7 +197,8 @@ def _fill_logger_save_dir(logger_config: Any, run_dir: Path) -> None:
 def place_run(config: Any, stage: str) -> None:
     """Give a run its folder (``runs/<experiment>/<time>_<stage>`` unless ``run_dir`` is set, the
     experiment named after the first config file): the trainer's root, the checkpoints' folder and
-    every logger's ``save_dir`` that the config leaves unset."""
+    every logger's ``save_dir`` that the config leaves unset; a validate, test, predict or evaluate
+    of a fit's checkpoint continues the fit's W&B run."""
     experiment = config.experiment = check_experiment(config.experiment) if config.experiment else \
         _experiment_name(config.get("config"))
     run_dir = resolve_run_dir(stage, experiment, config.run_dir, config.get("ckpt_path"))
@@ -206,3 +207,7 @@ def place_run(config: Any, stage: str) -> None:
     if config.checkpoint.dirpath is None:
         config.checkpoint.dirpath = str(run_dir / "checkpoints")
     _fill_logger_save_dir(config.trainer.logger, run_dir)
+    if stage != "fit" and (fit_run := run_dir_of_checkpoint(config.get("ckpt_path"))) is not None:
+        from .loggers import continue_fit_run  # a test of a fit's checkpoint logs into the fit's W&B run
+
+        continue_fit_run(config.trainer.logger, fit_run, stage)

@@ -11,12 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 import wandb
 from google.protobuf.message import DecodeError
 
 from framework.__main__ import main
 from framework.loggers import WandbLogger, unreachable
-from tests.wandb_records import config, history, records
+from tests.wandb_records import config, history, metric_summaries, records, run_of, summary
 
 SMALL = [
     "--config", "domains/demo/demo.yaml",
@@ -144,3 +145,44 @@ def test_unreachable_names_the_host_and_gives_up_within_its_timeout(monkeypatch)
     start = time.monotonic()
     assert unreachable("https://wandb.example.org", timeout=0.3) == "wandb.example.org:443 did not answer within 0.3 s"
     assert time.monotonic() - start < 1
+
+
+def test_the_wandb_run_holds_the_best_score_its_epoch_and_the_monitored_metrics_best_summary():
+    cli = main(["fit", *SMALL, "--trainer.max_epochs=3", "--optimizer.init_args.lr=0"])  # flat: ties keep epoch 0
+    log = written(Path(cli.trainer.default_root_dir))
+    found = summary(log)
+    val_acc = [float(s["val/acc"]) for s in history(log) if "val/acc" in s]
+    assert float(found["best/val/acc"]) == max(val_acc) == float(cli.trainer.checkpoint_callback.best_model_score)
+    assert json.loads(found["best/epoch"]) == 0 and "best/val/loss" in found
+    assert metric_summaries(log)["val/acc"] == ["max"]
+
+
+def test_a_test_of_a_fits_checkpoint_continues_the_fits_wandb_run(tmp_path):
+    fitted = main(["fit", *SMALL, "--trainer.max_epochs=1"])
+    fit_log = written(Path(fitted.trainer.default_root_dir))
+    best = fitted.trainer.checkpoint_callback.best_model_path
+    tested = main(["test", "--config", str(Path(fitted.trainer.default_root_dir) / "config.yaml"), "--ckpt_path", best,
+                   "--trainer.enable_progress_bar=false"])
+    test_log = written(Path(tested.trainer.default_root_dir))
+    fit_run, test_run = run_of(fit_log), run_of(test_log)
+    assert test_run.run_id == fit_run.run_id and test_run.display_name == fit_run.display_name
+    assert test_run.job_type == "test"
+    assert any("test/acc" in step for step in history(test_log))
+    assert not config(test_log).get("trainer"), "the test's config replaced the fit's in its run"
+    saved = (Path(tested.trainer.default_root_dir) / "config.yaml").read_text()
+    assert "run_of" not in saved.replace("run_of: null", "") and "job_type: test" not in saved
+
+
+def test_the_config_records_what_the_run_used(capsys):
+    cli = main(["fit", *SMALL, "--trainer.max_epochs=1"])
+    saved = yaml.safe_load((Path(cli.trainer.default_root_dir) / "config.yaml").read_text())
+    assert (saved["checkpoint"]["monitor"], saved["checkpoint"]["mode"]) == ("val/acc", "max")
+    assert (saved["model"]["init_args"]["vocab_size"], saved["task"]["init_args"]["num_classes"]) == (177, 10)
+    sent = json.loads(config(written(Path(cli.trainer.default_root_dir)))["checkpoint"])
+    assert (sent["monitor"], sent["mode"]) == ("val/acc", "max")
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["fit", *SMALL, "--print_config"])
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert (printed["checkpoint"]["monitor"], printed["checkpoint"]["mode"]) == ("val/acc", "max")
+    assert printed["model"]["init_args"]["vocab_size"] == 177

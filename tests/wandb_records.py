@@ -54,3 +54,27 @@ def config(path: Path) -> dict[str, str]:
         if r.WhichOneof("record_type") == "config":
             items.update({_key(i): i.value_json for i in r.config.update})
     return items
+
+
+def summary(path: Path) -> dict[str, str]:
+    """The run's summary as its record log last set it: key -> JSON value."""
+    items = {}
+    for r in records(path):
+        if r.WhichOneof("record_type") == "summary":
+            items.update({_key(i): i.value_json for i in r.summary.update})
+    return items
+
+
+def run_of(path: Path):
+    """The run record (id, name, job type, group ...) of a record log."""
+    return next(r.run for r in records(path) if r.WhichOneof("record_type") == "run")
+
+
+def metric_summaries(path: Path) -> dict[str, list[str]]:
+    """Per metric defined with ``define_metric``, which summaries it asked for (max, min, last ...)."""
+    found = {}
+    for r in records(path):
+        if r.WhichOneof("record_type") == "metric" and r.metric.name:
+            summary = r.metric.summary
+            found[r.metric.name] = [kind for kind in ("min", "max", "mean", "best", "last") if getattr(summary, kind, False)]
+    return found

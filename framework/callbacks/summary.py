@@ -1,5 +1,9 @@
 """The outcome of a run: printed when a fit ends, and written to ``<run folder>/summary.json``.
 
+With W&B, the run's summary gets the same "best" (``best/<monitor>``, ``best/epoch`` and the other
+validation metrics of that epoch as ``best/<name>``), and the monitored metric's own summary is its
+best value (max or min as the task says), not its last.
+
 ``summary.json`` is what tools read instead of parsing logs (``python -m framework compare``
 does). It is rewritten atomically (temporary file, fsync, rename) after every validation
 epoch and when a stage ends, so a killed run leaves a readable file whose ``status`` says it
@@ -135,6 +139,10 @@ class RunSummary(Callback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._started = time.perf_counter()
+        checkpoint = trainer.checkpoint_callback
+        if checkpoint is not None and checkpoint.monitor and trainer.is_global_zero:
+            for run in _wandb_runs(trainer):  # the run page's summary shows the monitored metric's best
+                run.define_metric(checkpoint.monitor, summary="max" if checkpoint.mode == "max" else "min")
 
     def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._started = time.perf_counter()
@@ -256,6 +264,11 @@ class RunSummary(Callback):
             section.update({"ckpt_path": trainer.ckpt_path, "metrics": _scalars(trainer.callback_metrics, "test/")})
         else:
             section.update({"ckpt_path": trainer.ckpt_path, "metrics": self.history[-1] if self.history else {}})
+        if stage == "fit" and section["best_score"] is not None:
+            best = {f"best/{section['monitor']}": section["best_score"], "best/epoch": section["best_epoch"],
+                    **{f"best/{name}": value for name, value in section["best"].items() if name != section["monitor"]}}
+            for run in _wandb_runs(trainer):
+                run.summary.update(best)
         content = read_summary(run_dir)
         content.update({"format": FORMAT, "run_dir": str(run_dir), stage: section})
         try:
@@ -291,3 +304,10 @@ def _finite(value: Any) -> Optional[float]:
 def _seed() -> Optional[int]:
     seed = os.environ.get("PL_GLOBAL_SEED")
     return int(seed) if seed and seed.lstrip("-").isdigit() else None
+
+
+def _wandb_runs(trainer: pl.Trainer) -> list:
+    """The W&B runs of the trainer's W&B loggers (each made on first use)."""
+    from lightning.pytorch.loggers import WandbLogger
+
+    return [logger.experiment for logger in trainer.loggers if isinstance(logger, WandbLogger)]

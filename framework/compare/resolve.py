@@ -17,7 +17,10 @@ from .grid import CONFIG_KEY, Cell
 
 def resolve(args: list[str]) -> tuple[Optional[str], str]:
     """The resolved config of ``fit <args>`` as YAML, or None and the parser's message."""
-    from ..lightning_cli import main
+    from ..lightning_cli import FrameworkCLI, main
+
+    class AsWritten(FrameworkCLI):  # the cell's config as its files and flags say, nothing built
+        fill_printed_config = False
     from ..errors import TRACEBACK_ENV
 
     out, err = io.StringIO(), io.StringIO()
@@ -25,7 +28,7 @@ def resolve(args: list[str]) -> tuple[Optional[str], str]:
     traceback = os.environ.pop(TRACEBACK_ENV, None)  # the parser's one-line messages, whatever the caller wants
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main(["fit", *args, "--print_config"])
+            main(["fit", *args, "--print_config"], cli=AsWritten)
     except SystemExit as stop:
         code = stop.code
     finally:

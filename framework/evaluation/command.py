@@ -125,6 +125,9 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
     config, trainer, module, data = cli.config, cli.trainer, cli.model, cli.datamodule
     run_dir = Path(config.run_dir)
     model, task = module.model, module.task
+    for logger in trainer.loggers:  # one W&B run for the plain test and the table, finished at the end
+        if hasattr(logger, "finish_with_stage"):
+            logger.finish_with_stage = False
     say(f"evaluate: plain test of {config.ckpt_path or 'the untrained model'}")
     plain = test_metrics(trainer, module, data) if not config.ckpt_path else _plain(trainer, module, data, config.ckpt_path,
                                                                                        config.weights_only)
@@ -162,6 +165,10 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
         for stack, (last, rolled) in rollouts(model, lambda: task.forward_pass(model, batch)).items():
             drawn[f"rollout/{stack}"] = rollout_picture(last, rolled, stack)
     report(rows, drawn, run_dir, trainer.loggers, say)
+    for logger in trainer.loggers:
+        if hasattr(logger, "finish_with_stage"):
+            logger.finish_with_stage = True
+            logger.finalize("success")
     return rows
 
 
