@@ -58,7 +58,8 @@ class TaskModule(pl.LightningModule):
         self.model, self.task, self.compile_model = model, task, compile
         self.weight_decay_on = weight_decay_on
         for stage in STAGES:
-            setattr(self, f"{stage}_metrics", task.metrics().clone(prefix=f"{stage}/"))
+            metrics = task.training_metrics() if stage == "train" else task.metrics()
+            setattr(self, f"{stage}_metrics", metrics.clone(prefix=f"{stage}/"))
         for stage in GENERATING:
             setattr(self, f"{stage}_generation_metrics", task.generation_metrics().clone(prefix=f"{stage}/"))
         #: per stage, the running (batch-size weighted) mean of the loss and of every tensor in ``Step.logs``;

@@ -16,6 +16,10 @@ only, never the padding of short histories: SASRec's binary cross-entropy with s
 negatives (``bce``), a sampled softmax (``sampled_softmax``) or the softmax over every item
 (``softmax``). A count-based model (``model.counted``: :class:`~.models.MostPopular`) is not
 trained: the task counts the data's training interactions into it once the data is set up.
+The training metrics rank each position's next item among the candidates its loss scored, and
+their names say which: ``train/mrr_sampled1`` for one sampled negative (HR@k and NDCG@k too
+only where the candidates outnumber k: among 2 every item is in the top 10),
+``train/hr@10_all_items`` for the softmax over every item (the row's own items included).
 
 Evaluation hooks (``python -m framework evaluate``): the items are the history's items (B, N),
 the decision the candidate scores that the metrics rank, the attention the read-out block's
@@ -154,19 +158,14 @@ class SequentialRanking(Task):
 
     def counted_step(self, model: nn.Module, batch: dict[str, Tensor]) -> Step:
         """A training step of a counted model: a zero loss (no gradient reaches the model, so
-        the optimizer leaves it as it is) and, for the training metrics, the scores of each
-        real position's next item and one random item."""
+        the optimizer leaves it as it is) and, for the training metrics, the scores of the
+        candidates the training loss would score (:meth:`train_step`, without gradient)."""
         if not bool(model.counts.any()):
             raise RuntimeError(f"{type(model).__name__} has no counts: the task counts data.train_items when "
                                "the run starts (check(model, data) with a set-up recommender data module)")
-        sequence = batch["sequence"]
-        history, target = sequence[:, :-1], sequence[:, 1:]
-        real = history > 0
         with torch.no_grad():
-            other = torch.randint(1, _number_of_items(model) + 1, (int(real.sum()), 1), device=sequence.device)
-            preds = model(history, torch.cat([target[real].unsqueeze(1), other], 1), where=real)
-        column = torch.zeros(len(preds), dtype=torch.long, device=preds.device)
-        return Step(torch.zeros((), device=sequence.device, requires_grad=True), preds, column)
+            scored = self.train_step(model, batch)
+        return Step(torch.zeros((), device=scored.preds.device, requires_grad=True), scored.preds, scored.target)
 
     def rank(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
         """Candidate scores (B, C) and the target's column (B,) under the task's protocol."""
@@ -337,10 +336,24 @@ def check_loss(loss: str, negatives: int) -> None:
 
 
 class TrainingLoss:
-    """The loss of M chosen positions of a batch (see :mod:`.losses`), shared by both tasks."""
+    """The loss of M chosen positions of a batch (see :mod:`.losses`), and the training metrics
+    of its candidates, shared by both tasks."""
 
     loss: str
     negatives: int
+    k: int
+
+    def training_metrics(self) -> MetricCollection:
+        """The rank of each position's item among the candidates the loss scores, named for them:
+        ``mrr_sampled<n>`` (the item and n sampled negatives), with ``hr@k_sampled<n>`` and
+        ``ndcg@k_sampled<n>`` only when 1 + n > k (else HR@k is 1 whatever the model); for the
+        softmax, ``hr@k_all_items``, ``ndcg@k_all_items``, ``mrr_all_items`` (every item a
+        candidate, the row's own items included)."""
+        label = "_all_items" if self.loss == "softmax" else f"_sampled{self.negatives}"
+        metrics: dict[str, Any] = {f"mrr{label}": MRR()}
+        if self.loss == "softmax" or 1 + self.negatives > self.k:
+            metrics.update({f"hr@{self.k}{label}": HitRate(self.k), f"ndcg@{self.k}{label}": NDCG(self.k)})
+        return MetricCollection(metrics, compute_groups=False)
 
     def position_loss(self, model: nn.Module, history: Tensor, where: Tensor, target: Tensor,
                       rows: Tensor) -> Step:

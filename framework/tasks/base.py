@@ -121,8 +121,16 @@ class Task(EvaluationHooks, nn.Module):
         return Step(loss, self.preds(output), target, logs or None, self.metric_inputs(batch) or None)
 
     def metrics(self) -> MetricCollection:
-        """A fresh metric collection; the TaskModule keeps one copy per stage."""
+        """A fresh metric collection; the TaskModule keeps one copy for validation and one for test
+        (and, unless :meth:`training_metrics` says otherwise, one for training)."""
         return MetricCollection({})
+
+    def training_metrics(self) -> MetricCollection:
+        """A fresh collection of the metrics of the training steps' predictions: :meth:`metrics`, unless
+        the training step predicts something else than evaluation does (a recommender ranks the
+        next item among a few sampled ones in training, among every item in evaluation), where
+        the names must say so."""
+        return self.metrics()
 
     def generation_metrics(self) -> MetricCollection:
         """A fresh collection of the metrics of what the model generates (corpus BLEU, word error

@@ -21,6 +21,8 @@ SMALL_DATA = ["--data.num_users=200", "--data.max_len=20", "--data.eval_batch_si
 def test_a_fitted_checkpoint_is_tested_under_both_protocols():
     cli = main(["fit", "--config", str(CONFIGS / "popularity.yaml"), "--config", "configs/logger/csv.yaml",
                 *SMALL_DATA, *QUIET])
+    trained = {name for name in cli.trainer.callback_metrics if name.startswith("train/")}
+    assert trained == {"train/loss", "train/mrr_sampled1"}  # no train/hr@10 among 2 candidates
     best = Path(cli.trainer.default_root_dir) / "checkpoints" / "best.ckpt"
     tested = main(["test", "--config", str(CONFIGS / "popularity.yaml"), "--config", "configs/logger/csv.yaml",
                    "--ckpt_path", str(best), *SMALL_DATA, *QUIET])

@@ -58,6 +58,23 @@ def test_sampled_protocol_ranks_target_among_negatives_and_labels_its_metrics():
         NextItemRanking(protocol="sampled", num_negatives=5).rank(Fixed(), query(2, [1, 2], [5, 1, 3]))
 
 
+def test_training_metrics_are_named_for_the_candidates_the_loss_ranks():
+    # SASRec's loss ranks the next item against one negative: HR@10 among 2 would be 1 whatever the model
+    assert sorted(NextItemRanking().training_metrics()) == ["mrr_sampled1"]
+    assert sorted(NextItemRanking(loss="sampled_softmax", negatives=9).training_metrics()) == ["mrr_sampled9"]
+    assert sorted(NextItemRanking(loss="bce", negatives=10, k=5).training_metrics()) == [
+        "hr@5_sampled10", "mrr_sampled10", "ndcg@5_sampled10"]
+    assert sorted(MaskedItemRanking().training_metrics()) == ["hr@10_all_items", "mrr_all_items", "ndcg@10_all_items"]
+    module = TaskModule(SASRec(20, dim=8, max_len=6), NextItemRanking())
+    assert list(module.train_metrics.keys()) == ["train/mrr_sampled1"]
+    assert sorted(module.val_metrics.keys()) == ["val/hr@10", "val/mrr", "val/ndcg@10"]  # what configs monitor
+    counted = MostPopular(20)
+    counted.count(torch.tensor([[1, 2, 2, 3, 3, 3]]))
+    step = NextItemRanking(negatives=3).step(counted, {"sequence": torch.tensor([[0, 1, 2, 3], [0, 0, 3, 2]])}, "train")
+    assert step.preds.shape == (3, 4) and float(step.loss) == 0.0  # 3 real positions: the next item and 3 negatives
+    assert step.preds[:, 0].tolist() == pytest.approx(torch.log1p(torch.tensor([2.0, 3, 2])).tolist(), rel=1e-4)
+
+
 def test_next_item_training_targets_are_the_items_after_real_positions():
     model = SASRec(6, dim=8, max_len=4)
     rows = {"sequence": torch.tensor([[0, 0, 3, 1, 2], [5, 4, 3, 2, 1]])}
