@@ -37,7 +37,7 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 
-from . import config_sections, runs
+from . import config_sections, quiet, runs
 from .callbacks import (AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunCheckpoint,
                         RunSummary)
 from .checkpoint import AtomicCheckpointIO, config_from_checkpoint
@@ -108,6 +108,7 @@ class FrameworkCLI(LightningCLI):
     def __init__(self, args: Any = None, run: bool = True) -> None:
         self.argv = [str(arg) for arg in (sys.argv[1:] if args is None else args)]
         config_sections.install()  # a section naming another class starts from that class's defaults
+        quiet.install()  # libraries' messages that bury the user's
         with warnings.catch_warnings():  # the dispatcher hands over the command line after its own word
             warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
             super().__init__(
@@ -237,6 +238,8 @@ class FrameworkCLI(LightningCLI):
                               f"{self.subcommand} the model as configured, without training)")
         check_values(config)
         check_limits(self.subcommand, config.trainer)
+        if config.get("weights_only", False) is None:  # the framework's checkpoints load safely: say so to Lightning
+            config.weights_only = True
         runs.place_run(config, self.subcommand or "run")
 
     def instantiate_classes(self) -> None:

@@ -114,6 +114,9 @@ class WandbLogger(_WandbLogger):
         job_type: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
+        # A config spells out every wandb.init argument, unset ones as None, which would override
+        # Lightning's own choices (resume="allow") and ours (settings): only the ones given count.
+        kwargs = {key: value for key, value in kwargs.items() if value is not None}
         mode = os.environ.get("WANDB_MODE")  # the user's explicit choice wins
         chosen_here = offline is None and mode is None
         if chosen_here:
@@ -125,8 +128,10 @@ class WandbLogger(_WandbLogger):
         #: ``[step, {metric: value}]`` of every ``log_metrics`` call of this run (resumed ones included),
         #: kept in every checkpoint (:class:`~framework.callbacks.ResumePoints`).
         self.logged: list = []
-        if not offline and "settings" not in kwargs and "WANDB_INIT_TIMEOUT" not in os.environ:
-            kwargs["settings"] = {"init_timeout": INIT_TIMEOUT}
+        if "settings" not in kwargs:  # offline, the line above says it all; online, wandb's essentials only
+            kwargs["settings"] = {"silent": True} if offline else {"quiet": True}
+            if not offline and "WANDB_INIT_TIMEOUT" not in os.environ:
+                kwargs["settings"]["init_timeout"] = INIT_TIMEOUT
         # the run this one belongs to: its own folder's, or the fit's whose checkpoint it tests
         folder = Path(run_of or save_dir).resolve() if run_of or save_dir else None
         if job_type:
@@ -145,6 +150,7 @@ class WandbLogger(_WandbLogger):
             mode="offline" if offline else mode,
             **kwargs,
         )
+        self._wandb_init.pop("anonymous", None)  # Lightning passes it, and wandb warns that it has no effect
 
     @property
     @rank_zero_experiment

@@ -192,3 +192,31 @@ def test_subcommand_help_names_the_program(capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--help"])
     assert capsys.readouterr().out.startswith("usage: python -m framework [options] fit")
+
+
+NOISE = ("litlogger", "anonymous setting", "LeafSpec", "dirpath has changed", "weights_only` was not set",
+         "wandb: Tracking run", "wandb: You can sync", "wandb: Find logs")
+
+
+def test_a_run_ends_with_its_summary_and_repeats_no_harmless_warnings(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    common = ["--data.train_size=64", "--data.val_size=32", "--data.test_size=32", "--trainer.max_epochs=1",
+              "--trainer.enable_progress_bar=false"]  # the configs' default logger: W&B, offline here
+    def run(*argv):
+        done = subprocess.run([sys.executable, "-m", "framework", *argv], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done
+
+    fitted = run("fit", "--config", "domains/demo/demo.yaml", *common, f"--run_dir={tmp_path / 'fit'}")
+    out = [line for line in (fitted.stdout + fitted.stderr).splitlines() if line.strip()]
+    assert fitted.stdout.strip().splitlines()[-1].startswith("  last checkpoint: ")
+    best = tmp_path / "fit" / "checkpoints" / "best.ckpt"
+    predicted = run("predict", "--config", str(tmp_path / "fit" / "config.yaml"), "--ckpt_path", str(best), *common)
+    assert (predicted.stdout + predicted.stderr).strip().splitlines()[-1].startswith("Predictions of 32 examples: ")
+    out += (predicted.stdout + predicted.stderr).splitlines()
+    assert not [line for line in out if any(noise in line for noise in NOISE)]
+    assert sum("logged offline" in line for line in out) == 2  # said once per run, with where it is
