@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Literal, Optional, Union
 
 import lightning.pytorch as pl
@@ -12,6 +11,7 @@ from torchmetrics import MeanMetric, Metric
 
 from .checkpoint import DATA_CONFIG_KEY
 from .errors import CheckpointError
+from .loggers import logs_at
 from .optim import DecayOn, parameter_groups
 from .tasks import Task
 
@@ -74,8 +74,7 @@ class TaskModule(pl.LightningModule):
     def remember_config(self, **config: Any) -> None:
         """Store the model and task configs as hyper-parameters, so that
         ``TaskModule.load_from_checkpoint`` and ``--ckpt_path`` can rebuild the module."""
-        self._set_hparams({**config, "_instantiator": INSTANTIATOR})
-        self._hparams_initial = copy.deepcopy(self._hparams)
+        self.save_hyperparameters({**config, "_instantiator": INSTANTIATOR}, logger=False)
 
     def setup(self, stage: str) -> None:
         """Let the task check the model against the set-up data module (``Task.check``)."""
@@ -103,7 +102,7 @@ class TaskModule(pl.LightningModule):
         getattr(self, f"{stage}_metrics").update(step.preds.detach(), step.target, **(step.metric_inputs or {}))
         if stage in GENERATING and (generated := self.task.decode(self.model, batch)) is not None:
             getattr(self, f"{stage}_generation_metrics").update(*generated)
-        if stage == "train" and self._trainer is not None and self.trainer._logger_connector.should_update_logs:
+        if stage == "train" and self._trainer is not None and logs_at(self.trainer, self.trainer.global_step + 1):
             self._log_step_loss(float(step.loss.detach()))
         return step.loss
 
@@ -159,7 +158,7 @@ class TaskModule(pl.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Check that the checkpoint's weights fit this module (one line naming the first tensor that
         does not, instead of torch's report of every mismatch), and restore the running epoch."""
-        path = getattr(self._trainer, "ckpt_path", None) if self._trainer is not None else None
+        path = getattr(self._trainer, "ckpt_path", None)
         if problem := weights_misfit(self.state_dict(), checkpoint.get("state_dict", {}), self.strict_loading):
             raise CheckpointError(f"the checkpoint{f' {path}' if path else ''} does not fit the model its config builds: "
                                   f"{problem}; the code changed since it was written, or the file was altered")
@@ -195,13 +194,16 @@ class TaskModule(pl.LightningModule):
 
 def _state_of(metric: Metric) -> dict[str, Any]:
     """A metric's accumulated state and its count of updates (what ``compute`` needs)."""
-    return {"state": dict(metric.metric_state), "updates": metric._update_count}
+    return {"state": dict(metric.metric_state), "updates": metric.update_count}
 
 
 def _set_state(metric: Metric, saved: dict[str, Any]) -> Metric:
+    """Restore :func:`_state_of`'s ``saved`` into ``metric``. torchmetrics has no public way to
+    set the count of updates: ``_update_count`` is written, pinned by tests/test_lightning_pins.py."""
+    metric.reset()  # drops a cached result of compute
     for name, value in saved["state"].items():
         setattr(metric, name, value.to(metric.device) if isinstance(value, Tensor) else [v.to(metric.device) for v in value])
-    metric._update_count, metric._computed = saved["updates"], None
+    metric._update_count = saved["updates"]
     return metric
 
 

@@ -10,6 +10,7 @@ from lightning.pytorch.callbacks import Callback
 from torch import Tensor
 
 from ..errors import NonFiniteError
+from ..loggers import logs_at
 
 ADVICE = ("lower the learning rate (--optimizer.lr), clip gradients (--trainer.gradient_clip_val) or look for NaN "
           "in the data; the checkpoints on disk hold the last finite weights")
@@ -59,7 +60,7 @@ class NonFiniteGuard(Callback):
             self._check(trainer, pl_module)
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
-        if trainer._logger_connector.should_update_logs:
+        if logs_at(trainer, trainer.global_step):  # the step just taken (a batch that only accumulated: the one before)
             self._check(trainer, pl_module)
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

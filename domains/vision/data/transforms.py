@@ -59,7 +59,7 @@ class RandomScale(v2.Transform):
         return {"size": [max(1, round(height * scale)), max(1, round(width * scale))]}
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
-        return self._call_kernel(F.resize, inpt, size=params["size"], antialias=True)
+        return F.resize(inpt, size=params["size"], antialias=True)
 
 
 class PadTo(v2.Transform):
@@ -80,7 +80,7 @@ class PadTo(v2.Transform):
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
         fill = self.ignore_index if isinstance(inpt, tv_tensors.Mask) else 0
-        return self._call_kernel(F.pad, inpt, padding=params["padding"], fill=fill)
+        return F.pad(inpt, padding=params["padding"], fill=fill)
 
 
 def normalised(mean: Sequence[float], std: Sequence[float]) -> list[v2.Transform]:
