@@ -71,6 +71,10 @@ def fitted(*extra: str) -> Path:
     ("--compile=fastest", "compile"),
     ("--data.num_keys=many", "data.num_keys"),
     ("--trainer.precision=17", "trainer.precision"),
+    ("--model.attention.init_args.num_heads=5", "model.attention: num_heads=5 sets an argument of a block given by its name"),
+    ("--model.attention=my_pkg.Missing", "model.attention: attention block 'my_pkg.Missing': cannot import it (No module"),
+    ('--model.attention={"class_path": "my_pkg.Missing", "init_args": {"k": 3}}',
+     "model.attention: attention block 'my_pkg.Missing': cannot import it (No module named 'my_pkg')"),
 ])
 def test_a_bad_value_names_its_key_in_one_line(capsys, flag, expected):
     assert expected in fails(capsys, ["fit", *DEMO, flag], code=2)

@@ -38,13 +38,41 @@ class BlockName(str):
     kind: ClassVar[Optional[str]] = None
 
     def __new__(cls, value: str) -> BlockName:
+        if type(value).__name__ == "NestedArg":  # --model.attention.init_args.k=v on a block given by name
+            raise ValueError(f"{value.key}={value.val} sets an argument of a block given by its name: give the block "
+                             "and its arguments as a spec instead, '{\"class_path\": \"<its class>\", \"init_args\": "
+                             f"{{\"{value.key.split('.')[-1]}\": {value.val}}}}}' (`python -m framework blocks` says where "
+                             "each block is defined)")
+        if isinstance(value, dict) and isinstance(value.get("class_path"), str):  # a spec whose class did not resolve
+            path = value["class_path"]
+            raise ValueError(f"attention block {path!r}: cannot import it ({_import_error(path)})")
         value = str(value)
         names, known = available(cls.kind), aliases(cls.kind)
         value = known.get(value, value)
         if value != NONE and value not in names and not DOTTED_PATH.fullmatch(value):
             what = f"{cls.kind} block" if cls.kind else "attention block"
             raise ValueError(unknown_name_message(value, names, what, known))
+        if value not in names and DOTTED_PATH.fullmatch(value) and (why := _import_error(value)) != IMPORTS:
+            raise ValueError(f"attention block {value!r}: cannot import it ({why})")
         return super().__new__(cls, value)
+
+
+def _import(path: str) -> Any:
+    module, _, attr = path.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+#: What :func:`_import_error` says of a path that imports.
+IMPORTS = "it imports, but does not take the block's arguments"
+
+
+def _import_error(path: str) -> str:
+    """Why ``path`` does not import (or :data:`IMPORTS`)."""
+    try:
+        _import(path)
+    except (ImportError, AttributeError, ValueError) as err:
+        return str(err)
+    return IMPORTS
 
 
 class FeatureMapName(BlockName):
@@ -138,9 +166,8 @@ def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] 
             )
         return create(spec, *args, **kwargs)
     if DOTTED_PATH.fullmatch(spec):
-        module, _, attr = spec.rpartition(".")
         try:
-            factory = getattr(importlib.import_module(module), attr)
+            factory = _import(spec)
         except (ImportError, AttributeError) as err:
             raise ValueError(f"attention block {spec!r}: cannot import it ({err})") from None
         return _call(factory, spec, kind, *args, **kwargs)
