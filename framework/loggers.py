@@ -19,6 +19,8 @@ from lightning.pytorch.loggers import WandbLogger as _WandbLogger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 
+from .errors import ConfigError
+
 REACH_TIMEOUT = 3.0  # seconds the W&B server gets to accept a connection before a run goes offline
 INIT_TIMEOUT = 15.0  # seconds wandb.init may take online (wandb's default is 90); WANDB_INIT_TIMEOUT overrides
 
@@ -118,6 +120,9 @@ class WandbLogger(_WandbLogger):
         # Lightning's own choices (resume="allow") and ours (settings): only the ones given count.
         kwargs = {key: value for key, value in kwargs.items() if value is not None}
         mode = os.environ.get("WANDB_MODE")  # the user's explicit choice wins
+        if mode == "online" and offline is None and (reason := _offline_reason()):  # asked for, and impossible
+            raise ConfigError(f"WANDB_MODE=online, but {reason}: unset WANDB_MODE to log offline (the run is kept "
+                              "and can be uploaded later), or fix the key or the network")
         chosen_here = offline is None and mode is None
         if chosen_here:
             reason = _offline_reason()
@@ -155,7 +160,8 @@ class WandbLogger(_WandbLogger):
     @property
     @rank_zero_experiment
     def experiment(self) -> Any:
-        """The W&B run; when ``wandb.init`` fails online in a mode chosen here, an offline one, said once."""
+        """The W&B run; when ``wandb.init`` fails online in a mode chosen here, an offline one, said once;
+        when it fails online as the user asked (``WANDB_MODE=online``), one line saying why."""
         import wandb
 
         if self._experiment is None and self._fall_back:
@@ -165,6 +171,12 @@ class WandbLogger(_WandbLogger):
                 _say_offline(f"wandb.init failed online ({str(error).splitlines()[0]})", self.save_dir)
                 wandb.teardown()  # the service still holds the failed run's id, which the offline run reuses
                 self._wandb_init["mode"], self._fall_back = "offline", False
+        if self._experiment is None and self._wandb_init.get("mode") == "online":
+            try:
+                return super().experiment
+            except wandb.Error as error:
+                raise ConfigError(f"WANDB_MODE=online, but wandb.init failed ({str(error).splitlines()[0]}): unset "
+                                  "WANDB_MODE to log offline, or fix the key or the network") from None
         return super().experiment
 
     def finalize(self, status: str) -> None:

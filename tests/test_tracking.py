@@ -186,3 +186,16 @@ def test_the_config_records_what_the_run_used(capsys):
     printed = yaml.safe_load(capsys.readouterr().out)
     assert (printed["checkpoint"]["monitor"], printed["checkpoint"]["mode"]) == ("val/acc", "max")
     assert printed["model"]["init_args"]["vocab_size"] == 177
+
+
+def test_wandb_mode_online_without_a_reachable_server_is_one_line_within_seconds(monkeypatch, capsys, fresh_wandb):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.setenv("WANDB_API_KEY", "f" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{free_port()}")
+    start = time.monotonic()
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", *SMALL, "--trainer.max_epochs=1"])
+    assert stop.value.code == 1 and time.monotonic() - start < 20
+    error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert error == [error[0]] and error[0].startswith("error: WANDB_MODE=online, but W&B server http://127.0.0.1:")
