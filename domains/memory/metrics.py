@@ -9,6 +9,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from framework.errors import ConfigError
+
 #: Figures of the questions of all tasks together.
 OVERALL = ("acc", "error", "mean_error")
 
@@ -48,7 +50,7 @@ class AnswerMetric(Metric):
         unknown = (tasks < 0) | (tasks >= len(self.index))
         slots = self.index[tasks.clamp(0, len(self.index) - 1)].masked_fill(unknown, -1)
         if (slots < 0).any():
-            raise ValueError(f"the data holds questions of task {int(tasks[slots < 0][0])}, but task.tasks = "
+            raise ConfigError(f"the data holds questions of task {int(tasks[slots < 0][0])}, but task.tasks = "
                              f"{self.tasks}; list the data's tasks there")
         right = (logits.argmax(-1) == answers).float()
         self.right += torch.zeros_like(self.right).index_add_(0, slots, right)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
+from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, repeat_batch
 from framework.evaluation.supervision import attention_supervision_loss
 from framework.tasks import Task
@@ -63,11 +64,11 @@ class QuestionAnswering(Task):
     def __init__(self, tasks: Sequence[int] = (1, 2), attention_supervision: float = 0.0) -> None:
         super().__init__()
         if attention_supervision < 0:
-            raise ValueError(f"task.attention_supervision must be >= 0, got {attention_supervision}")
+            raise ConfigError(f"task.attention_supervision must be >= 0, got {attention_supervision}")
         self.attention_supervision = attention_supervision
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
         if not self.tasks or any(not isinstance(t, int) or t < 1 for t in self.tasks) or len(set(self.tasks)) < len(self.tasks):
-            raise ValueError(f"task.tasks must be distinct task numbers (1, 2, ...), got {tasks!r}")
+            raise ConfigError(f"task.tasks must be distinct task numbers (1, 2, ...), got {tasks!r}")
 
     def metrics(self) -> MetricCollection:
         figures = {name: AnswerMetric(self.tasks, name) for name in OVERALL}
@@ -79,7 +80,7 @@ class QuestionAnswering(Task):
         (the model's vocabulary must hold the data's)."""
         data_tasks = getattr(data, "tasks", None)
         if data_tasks is not None and not set(data_tasks) <= set(self.tasks):
-            raise ValueError(f"task.tasks={self.tasks} but the data holds tasks {list(data_tasks)}: set task.tasks to "
+            raise ConfigError(f"task.tasks={self.tasks} but the data holds tasks {list(data_tasks)}: set task.tasks to "
                              "data.tasks")
         super().check(model, data)
 
@@ -96,7 +97,7 @@ class QuestionAnswering(Task):
             return model(inputs["story"], inputs["question"])
         logits, weights = model(inputs["story"], inputs["question"], need_weights=True)
         if weights is None:
-            raise ValueError(f"task.attention_supervision={self.attention_supervision} needs a model with a memory read; "
+            raise ConfigError(f"task.attention_supervision={self.attention_supervision} needs a model with a memory read; "
                              "the model's attention is off")
         return HopOutput(logits, weights, support, inputs["story"].ne(0).any(-1))
 

@@ -19,6 +19,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from framework.errors import ConfigError
+
 
 def target_rank(scores: Tensor, column: Tensor) -> Tensor:
     """Ranks r (B,) of the targets at ``column`` (B,) among ``scores`` (B, C), as defined above."""
@@ -58,7 +60,7 @@ class CutoffMetric(RankMetric):
     def __init__(self, k: int = 10, **kwargs) -> None:
         super().__init__(**kwargs)
         if k < 1:
-            raise ValueError(f"task.k must be at least 1, got {k}")
+            raise ConfigError(f"task.k must be at least 1, got {k}")
         self.k = k
 
 

@@ -36,6 +36,7 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from framework.attention import AttentionBlock, capture
+from framework.errors import ConfigError
 from framework.evaluation.protocol import ItemAttention, ItemForward, erase_tokens, repeat_batch
 from framework.tasks import Step, Task
 
@@ -116,11 +117,11 @@ class SequentialRanking(Task):
     def __init__(self, protocol: Protocol = "full", num_negatives: int = 100, k: int = 10) -> None:
         super().__init__()
         if protocol not in ("full", "sampled"):
-            raise ValueError(f"task.protocol must be 'full' or 'sampled', got {protocol!r}")
+            raise ConfigError(f"task.protocol must be 'full' or 'sampled', got {protocol!r}")
         if num_negatives < 1:
-            raise ValueError(f"task.num_negatives must be at least 1, got {num_negatives}")
+            raise ConfigError(f"task.num_negatives must be at least 1, got {num_negatives}")
         if k < 1:
-            raise ValueError(f"task.k must be at least 1, got {k}")
+            raise ConfigError(f"task.k must be at least 1, got {k}")
         self.protocol, self.num_negatives, self.k = protocol, num_negatives, k
         self.label = "" if protocol == "full" else f"_sampled{num_negatives}"
         self.monitor = f"val/ndcg@{k}{self.label}"
@@ -139,7 +140,7 @@ class SequentialRanking(Task):
         training interactions: the one hook that sees model and data together."""
         items = getattr(data, "num_items", None)
         if items is not None and _number_of_items(model) != items:
-            raise ValueError(f"model.num_items is {model.num_items} but the data has {items} items: "
+            raise ConfigError(f"model.num_items is {model.num_items} but the data has {items} items: "
                              f"set model.num_items={items}")
         super().check(model, data)
         if getattr(model, "counted", False):
@@ -178,7 +179,7 @@ class SequentialRanking(Task):
         """The sampled protocol's candidates (B, 1 + num_negatives): the target, then its negatives."""
         negatives = batch["negatives"]
         if negatives.shape[1] < self.num_negatives:
-            raise ValueError(f"task.num_negatives={self.num_negatives} but the data gives {negatives.shape[1]} "
+            raise ConfigError(f"task.num_negatives={self.num_negatives} but the data gives {negatives.shape[1]} "
                              "negatives per user; raise data.num_negatives")
         return torch.cat([batch["target"].unsqueeze(1), negatives[:, : self.num_negatives]], 1)
 
@@ -329,9 +330,9 @@ class SequentialRanking(Task):
 
 def check_loss(loss: str, negatives: int) -> None:
     if loss not in LOSSES:
-        raise ValueError(f"task.loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+        raise ConfigError(f"task.loss must be one of {', '.join(LOSSES)}, got {loss!r}")
     if loss != "softmax" and negatives < 1:
-        raise ValueError(f"task.negatives must be at least 1 for task.loss={loss} (task.loss=softmax scores every "
+        raise ConfigError(f"task.negatives must be at least 1 for task.loss={loss} (task.loss=softmax scores every "
                          f"item instead), got {negatives}")
 
 
@@ -420,7 +421,7 @@ class MaskedItemRanking(TrainingLoss, SequentialRanking):
     def __init__(self, mask_prob: float = 0.2, loss: Loss = "softmax", negatives: int = 100, **kwargs) -> None:
         super().__init__(**kwargs)
         if not 0.0 < mask_prob <= 1.0:
-            raise ValueError(f"task.mask_prob must be in (0, 1], got {mask_prob}")
+            raise ConfigError(f"task.mask_prob must be in (0, 1], got {mask_prob}")
         check_loss(loss, negatives)
         self.mask_prob, self.loss, self.negatives = mask_prob, loss, negatives
 

@@ -15,6 +15,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardInd
 
 from framework.attention import Record, capture
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, repeat_batch
 from framework.tasks import Classification, Task, call_model, split_batch
 
@@ -98,13 +99,13 @@ class Segmentation(Task):
         require_sizes("task", num_classes=num_classes)
         super().__init__()
         if num_classes < 2:
-            raise ValueError(f"task.num_classes must be at least 2, got {num_classes}")
+            raise ConfigError(f"task.num_classes must be at least 2, got {num_classes}")
         if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):
-            raise ValueError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
+            raise ConfigError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
         self.num_classes, self.ignore_index, self.aux_weight = num_classes, ignore_index, aux_weight
         self.num_images, self.pixel = num_images, tuple(pixel)
         if palette is not None and len(palette) != num_classes:
-            raise ValueError(f"task.palette must give {num_classes} colours (task.num_classes), got {len(palette)}")
+            raise ConfigError(f"task.palette must give {num_classes} colours (task.num_classes), got {len(palette)}")
         self.colours = as_palette(palette) if palette is not None else voc_palette(num_classes)
 
     def split(self, batch: Any) -> tuple[Any, Any]:
@@ -116,7 +117,7 @@ class Segmentation(Task):
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits, aux = _logits(output)
         if logits.shape[1] != self.num_classes:
-            raise ValueError(f"segmentation: the model gives {logits.shape[1]} classes but task.num_classes={self.num_classes}")
+            raise ConfigError(f"segmentation: the model gives {logits.shape[1]} classes but task.num_classes={self.num_classes}")
         if logits.shape[-2:] != target.shape[-2:]:
             raise ValueError(f"segmentation: logits are {tuple(logits.shape[-2:])} but the target mask is {tuple(target.shape[-2:])}")
         loss = F.cross_entropy(logits, target, ignore_index=self.ignore_index)
@@ -282,7 +283,7 @@ class ImageClassification(Classification):
                  pixel: Sequence[float] = (0.5, 0.5)) -> None:
         super().__init__(num_classes, label_smoothing)
         if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):
-            raise ValueError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
+            raise ConfigError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
         self.num_images, self.pixel = num_images, tuple(pixel)
 
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:

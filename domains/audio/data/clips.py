@@ -18,6 +18,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from framework.data import DataError, SplitDataModule, check_audio, read_audio
+from framework.errors import ConfigError
 
 
 def fit_length(waveform: Tensor, num_samples: int) -> tuple[Tensor, int]:
@@ -90,8 +91,8 @@ class AudioDataModule(SplitDataModule):
                  num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         if sample_rate < 1:
-            raise ValueError(f"data.sample_rate must be a positive number of Hz, got {sample_rate}")
+            raise ConfigError(f"data.sample_rate must be a positive number of Hz, got {sample_rate}")
         if duration <= 0:
-            raise ValueError(f"data.duration must be a positive number of seconds, got {duration}")
+            raise ConfigError(f"data.duration must be a positive number of seconds, got {duration}")
         self.sample_rate, self.duration = sample_rate, duration
         self.num_samples = round(sample_rate * duration)

@@ -25,6 +25,7 @@ from torch.utils.data import Dataset
 
 from framework.data import SplitDataModule
 from framework.decoding import Specials
+from framework.errors import ConfigError
 
 from .clips import read_wav
 from .events import synthesize
@@ -148,17 +149,17 @@ class DigitStrings(SplitDataModule):
                  num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         if source not in SOURCES:
-            raise ValueError(f"data.source must be one of {SOURCES}, got {source!r}")
+            raise ConfigError(f"data.source must be one of {SOURCES}, got {source!r}")
         if min(train_size, val_size, test_size) < 0:
-            raise ValueError(f"data.train_size, val_size and test_size must be >= 0, got {train_size}, {val_size}, "
+            raise ConfigError(f"data.train_size, val_size and test_size must be >= 0, got {train_size}, {val_size}, "
                              f"{test_size}")
         if not 1 <= min_digits <= max_digits:
-            raise ValueError(f"data.min_digits and data.max_digits must satisfy 1 <= min_digits <= max_digits, got "
+            raise ConfigError(f"data.min_digits and data.max_digits must satisfy 1 <= min_digits <= max_digits, got "
                              f"{min_digits} and {max_digits}")
         if len(gap) != 2 or not 0 <= gap[0] <= gap[1]:
-            raise ValueError(f"data.gap must be [low, high] seconds with 0 <= low <= high, got {list(gap)}")
+            raise ConfigError(f"data.gap must be [low, high] seconds with 0 <= low <= high, got {list(gap)}")
         if events_per_digit < 1:
-            raise ValueError(f"data.events_per_digit must be at least 1, got {events_per_digit}")
+            raise ConfigError(f"data.events_per_digit must be at least 1, got {events_per_digit}")
         self.fsdd = FSDD(root, split, test_speakers, val_fraction, seed, sample_rate) if source == "fsdd" else None
         self.source, self.sample_rate, self.seed = source, sample_rate, seed
         self.sizes = {"train": train_size, "val": val_size, "test": test_size}

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from framework.data.tensors import TensorExamples
+from framework.errors import ConfigError
 
 from .clips import AudioDataModule
 
@@ -118,12 +119,12 @@ class AudioEvents(AudioDataModule):
                  batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(sample_rate, duration, batch_size, eval_batch_size, num_workers)
         if min(train_size, val_size, test_size) < 0:
-            raise ValueError("data.train_size, val_size and test_size must be >= 0, "
+            raise ConfigError("data.train_size, val_size and test_size must be >= 0, "
                              f"got {train_size}, {val_size}, {test_size}")
         if len(snr_db) != 2 or snr_db[0] > snr_db[1]:
-            raise ValueError(f"data.snr_db must be [low, high] with low <= high, got {list(snr_db)}")
+            raise ConfigError(f"data.snr_db must be [low, high] with low <= high, got {list(snr_db)}")
         if duration < 0.3:
-            raise ValueError(f"data.duration must be at least 0.3 s to hold an event, got {duration}")
+            raise ConfigError(f"data.duration must be at least 0.3 s to hold an event, got {duration}")
         self.sizes = {"train": train_size, "val": val_size, "test": test_size}
         self.snr_db, self.seed = (float(snr_db[0]), float(snr_db[1])), seed
 

@@ -22,6 +22,7 @@ from typing import NamedTuple, Optional
 import torch
 
 from framework.data import DataError, dataset_dir
+from framework.errors import ConfigError
 
 from .clips import AudioDataModule, ClipFiles
 
@@ -74,15 +75,15 @@ class FSDD(AudioDataModule):
                  batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(sample_rate, duration, batch_size, eval_batch_size, num_workers)
         if split not in SPLITS:
-            raise ValueError(f"data.split must be one of {SPLITS}, got {split!r}")
+            raise ConfigError(f"data.split must be one of {SPLITS}, got {split!r}")
         test_speakers = list(test_speakers or [])
         if split == "speakers" and not test_speakers:
-            raise ValueError("data.test_speakers must name at least one speaker when data.split is 'speakers'")
+            raise ConfigError("data.test_speakers must name at least one speaker when data.split is 'speakers'")
         if split == "official" and test_speakers:
-            raise ValueError(f"data.test_speakers={test_speakers} is only used with data.split: speakers "
+            raise ConfigError(f"data.test_speakers={test_speakers} is only used with data.split: speakers "
                              "(the official split tests on indices 0-4 of every speaker)")
         if not 0 < val_fraction < 1:
-            raise ValueError(f"data.val_fraction must be in (0, 1), got {val_fraction}")
+            raise ConfigError(f"data.val_fraction must be in (0, 1), got {val_fraction}")
         self.root, self.split_name, self.test_speakers = root, split, test_speakers
         self.val_fraction, self.seed = val_fraction, seed
 
@@ -115,8 +116,8 @@ class FSDD(AudioDataModule):
             speakers = sorted({r.speaker for r in recordings})
             unknown = [s for s in self.test_speakers if s not in speakers]
             if unknown:
-                raise ValueError(f"data.test_speakers: no recordings of {unknown}; the speakers are {speakers}")
+                raise ConfigError(f"data.test_speakers: no recordings of {unknown}; the speakers are {speakers}")
             if set(self.test_speakers) == set(speakers):
-                raise ValueError(f"data.test_speakers holds out every speaker ({speakers}); none is left to train on")
+                raise ConfigError(f"data.test_speakers holds out every speaker ({speakers}); none is left to train on")
             is_test = lambda r: r.speaker in self.test_speakers
         return [r for r in recordings if is_test(r)], [r for r in recordings if not is_test(r)]

@@ -15,6 +15,7 @@ from typing import Optional
 from torchaudio.datasets import SPEECHCOMMANDS
 
 from framework.data import TextFile, dataset_dir
+from framework.errors import ConfigError
 
 from .clips import AudioDataModule, ClipFiles
 
@@ -56,7 +57,7 @@ class SpeechCommands(AudioDataModule):
                  batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(sample_rate, duration, batch_size, eval_batch_size, num_workers)
         if words is not None and len(set(words)) < 2:
-            raise ValueError(f"data.words must name at least two distinct words, got {words}")
+            raise ConfigError(f"data.words must name at least two distinct words, got {words}")
         self.root, self.version, self.words = root, version, list(words) if words is not None else None
 
     @property
@@ -76,7 +77,7 @@ class SpeechCommands(AudioDataModule):
         words = self.words if self.words is not None else found
         missing = [w for w in words if w not in found]
         if missing:
-            raise ValueError(f"data.words: no training clips of {missing} in {folder / self.version}; it has {found}")
+            raise ConfigError(f"data.words: no training clips of {missing} in {folder / self.version}; it has {found}")
         self.classes = words
         label = {word: i for i, word in enumerate(words)}
         return {name: ClipFiles([p for p, w in part if w in label], [label[w] for _, w in part if w in label],

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock, PoolingBlock, build
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import ConvStage, run_packed
 
 from .frames import check_frequency_bins, shrink_mask
@@ -44,7 +45,7 @@ class CRNN(nn.Module):
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         if not widths:
-            raise ValueError("model.widths must name at least one stage width")
+            raise ConfigError("model.widths must name at least one stage width")
         self.frontend = frontend or Frontend()
         check_frequency_bins(self.frontend, len(widths))
         channels = [1, *widths]

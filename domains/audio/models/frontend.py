@@ -12,6 +12,8 @@ import torch
 import torchaudio.transforms as T
 from torch import Tensor, nn
 
+from framework.errors import ConfigError
+
 LOG_EPS = 1e-6  # log(mel + eps), as torchaudio's MFCC(log_mels=True)
 FEATURES = ("mel", "mfcc")
 NORMALIZE = ("clip", "bins")
@@ -47,7 +49,7 @@ def check_sample_rate(model: nn.Module, data: object) -> None:
     """A model's front end must expect the data's sample rate (its mel scale depends on it)."""
     frontend, rate = getattr(model, "frontend", None), getattr(data, "sample_rate", None)
     if frontend is not None and rate is not None and frontend.sample_rate != rate:
-        raise ValueError(f"model.frontend.init_args.sample_rate is {frontend.sample_rate} Hz but "
+        raise ConfigError(f"model.frontend.init_args.sample_rate is {frontend.sample_rate} Hz but "
                          f"data.sample_rate is {rate} Hz: set both to the recordings' rate")
 
 
@@ -89,11 +91,11 @@ class Frontend(nn.Module):
                  freq_mask_param: int = 4) -> None:
         super().__init__()
         if features not in FEATURES:
-            raise ValueError(f"model.frontend.features must be one of {FEATURES}, got {features!r}")
+            raise ConfigError(f"model.frontend.features must be one of {FEATURES}, got {features!r}")
         if normalize not in NORMALIZE:
-            raise ValueError(f"model.frontend.normalize must be one of {NORMALIZE}, got {normalize!r}")
+            raise ConfigError(f"model.frontend.normalize must be one of {NORMALIZE}, got {normalize!r}")
         if features == "mfcc" and not 1 <= n_mfcc <= n_mels:
-            raise ValueError(f"model.frontend.n_mfcc must be in 1..n_mels={n_mels}, got {n_mfcc}")
+            raise ConfigError(f"model.frontend.n_mfcc must be in 1..n_mels={n_mels}, got {n_mfcc}")
         mel = dict(sample_rate=sample_rate, n_fft=n_fft, hop_length=hop_length, n_mels=n_mels, f_min=f_min,
                    f_max=f_max, pad_mode="constant")
         self.sample_rate, self.hop_length, self.features, self.normalize = sample_rate, hop_length, features, normalize

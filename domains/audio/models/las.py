@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from framework.attention import CrossBlock, NoAttention, build
 from framework.attention.cross.alignment import RecurrentAlignment
 from framework.decoding import State
+from framework.errors import ConfigError
 from framework.layers import run_packed
 
 from .frames import shrink_mask
@@ -46,9 +47,9 @@ class PyramidalEncoder(nn.Module):
                  stem_channels: int = 16) -> None:
         super().__init__()
         if dim % 2:
-            raise ValueError(f"model.dim must be even (two directions of dim / 2), got {dim}")
+            raise ConfigError(f"model.dim must be even (two directions of dim / 2), got {dim}")
         if pyramid_layers < 0:
-            raise ValueError(f"model.pyramid_layers must be >= 0, got {pyramid_layers}")
+            raise ConfigError(f"model.pyramid_layers must be >= 0, got {pyramid_layers}")
         self.stem = ConvSubsampling(num_features, dim, stem_channels, stem_layers)
         self.layers = nn.ModuleList(nn.GRU(dim if i == 0 else 2 * dim, dim // 2, batch_first=True, bidirectional=True)
                                     for i in range(pyramid_layers + 1))
@@ -101,7 +102,7 @@ class ListenAttendSpell(nn.Module):
         self.encoder = PyramidalEncoder(self.frontend.num_features, dim, stem_layers, pyramid_layers)
         self.attention = build(attention, dim, dim, kind="cross")
         if isinstance(self.attention, NoAttention):
-            raise ValueError("model.attention: the recogniser reads the frames only through attention; none is not an option")
+            raise ConfigError("model.attention: the recogniser reads the frames only through attention; none is not an option")
         self.embed = nn.Embedding(vocab_size, embed_dim)
         self.bridge = nn.Linear(dim, dim)
         self.rnn = nn.GRUCell(embed_dim + dim, dim)

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from framework.attention import PoolingBlock, SequenceBlock, build
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import AttentionEncoder, PositionalEncoding
 
 from .frames import shrink_mask
@@ -29,7 +30,7 @@ class ConvSubsampling(nn.Module):
     def __init__(self, num_features: int, dim: int, channels: int = 16, layers: int = 2) -> None:
         super().__init__()
         if layers < 0:
-            raise ValueError(f"model.stem_layers must be >= 0, got {layers}")
+            raise ConfigError(f"model.stem_layers must be >= 0, got {layers}")
         self.convs = nn.ModuleList(nn.Conv2d(1 if i == 0 else channels, channels, 3, stride=2, padding=1)
                                    for i in range(layers))
         bins = num_features

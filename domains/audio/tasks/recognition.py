@@ -11,6 +11,7 @@ from torchmetrics.classification import MulticlassAccuracy
 from torchmetrics.text import CharErrorRate, WordErrorRate
 
 from framework.decoding import beam_search, greedy_decode, shift_right
+from framework.errors import ConfigError
 from framework.tasks import Task
 
 from ..data.digit_strings import BOS, PAD, SPECIALS, VOCAB_SIZE, transcript
@@ -43,9 +44,9 @@ class SequenceRecognition(Task):
                  label_smoothing: float = 0.0, monitor: str = "val/wer") -> None:
         super().__init__()
         if decoding not in DECODINGS:
-            raise ValueError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
+            raise ConfigError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
         if beam_size < 1 or max_length < 1:
-            raise ValueError(f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}")
+            raise ConfigError(f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}")
         self.vocab_size, self.decoding, self.beam_size, self.max_length = vocab_size, decoding, beam_size, max_length
         self.label_smoothing, self.monitor = label_smoothing, monitor
         self.mode = "max" if monitor.endswith("acc") else "min"

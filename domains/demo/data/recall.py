@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from framework.data import SplitDataModule, TensorExamples
+from framework.errors import ConfigError
 
 
 class RecallDataset(TensorExamples):
@@ -56,7 +57,7 @@ class AssociativeRecall(SplitDataModule):
                  seed: int = 0) -> None:
         super().__init__(batch_size)
         if not 1 <= min_pairs <= max_pairs <= num_keys:
-            raise ValueError(f"data: need 1 <= min_pairs <= max_pairs <= num_keys, got {min_pairs}, {max_pairs}, {num_keys}")
+            raise ConfigError(f"data: need 1 <= min_pairs <= max_pairs <= num_keys, got {min_pairs}, {max_pairs}, {num_keys}")
         self.save_hyperparameters()
         self.vocab_size = num_keys * (num_values + 1) + 1  # pairs, queries, padding
         self.num_classes = num_values

@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from framework.data import SplitDataModule, TensorExamples
+from framework.errors import ConfigError
 
 
 class UniqueCountDataset(TensorExamples):
@@ -66,9 +67,9 @@ class UniqueCount(SplitDataModule):
                  seed: int = 0) -> None:
         super().__init__(batch_size)
         if not 1 <= min_size <= max_size:
-            raise ValueError(f"data: need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}")
+            raise ConfigError(f"data: need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}")
         if not 2 <= max_unique <= min(max_size, num_tokens):
-            raise ValueError(f"data.max_unique must be in 2 .. min(max_size, num_tokens) = {min(max_size, num_tokens)}, "
+            raise ConfigError(f"data.max_unique must be in 2 .. min(max_size, num_tokens) = {min(max_size, num_tokens)}, "
                              f"got {max_unique}")
         self.save_hyperparameters()
         self.vocab_size = num_tokens + 1  # the tokens and padding: what model.vocab_size must hold

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from framework.attention import SequenceBlock
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import AttentionEncoder
 
 
@@ -31,7 +32,7 @@ class SequenceClassifier(nn.Module):
         super().__init__()
         for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("max_len", max_len)):
             if value < 1:
-                raise ValueError(f"model.{key} must be at least 1, got {value}")
+                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.tokens = nn.Embedding(vocab_size, dim)
         self.positions = nn.Embedding(max_len, dim)

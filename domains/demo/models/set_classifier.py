@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from framework.attention import PoolingBlock, SequenceBlock, build
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 
 
 class RowwiseFeedForward(nn.Module):
@@ -55,7 +56,7 @@ class SetClassifier(nn.Module):
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("depth", depth)):
             if value < 1:
-                raise ValueError(f"model.{key} must be at least 1, got {value}")
+                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.tokens = nn.Embedding(vocab_size, dim)
         self.encoder = nn.ModuleList(

@@ -13,6 +13,7 @@ from torch_geometric.transforms import NormalizeFeatures
 
 from framework.data import SPLITS, SplitDataModule
 from framework.data.sampling import EpochShuffle, loader_generator
+from framework.errors import ConfigError
 
 from .sampling import neighbor_sampler
 
@@ -59,10 +60,10 @@ class NodeClassificationData(SplitDataModule):
                  predict_split: str = "test") -> None:
         super().__init__(batch_size, eval_batch_size, num_workers, predict_split)
         if sampling not in ("full", "neighbor"):
-            raise ValueError(f"data.sampling must be 'full' or 'neighbor', got {sampling!r}")
+            raise ConfigError(f"data.sampling must be 'full' or 'neighbor', got {sampling!r}")
         num_neighbors = [10, 10] if num_neighbors is None else list(num_neighbors)
         if not num_neighbors or any(k == 0 or k < -1 for k in num_neighbors):
-            raise ValueError(f"data.num_neighbors must be a non-empty list of positive counts or -1 (all), got {num_neighbors}")
+            raise ConfigError(f"data.num_neighbors must be a non-empty list of positive counts or -1 (all), got {num_neighbors}")
         self.sampling, self.num_neighbors, self.normalize_features = sampling, num_neighbors, normalize_features
         self.graph: Optional[Data] = None
 

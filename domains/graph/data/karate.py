@@ -6,6 +6,8 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.datasets import KarateClub
 
+from framework.errors import ConfigError
+
 from .base import NodeClassificationData
 
 
@@ -18,7 +20,7 @@ def stratified_masks(labels: torch.Tensor, train_per_class: int, seed: int) -> t
         members = (labels == label).nonzero().flatten()
         members = members[torch.randperm(len(members), generator=generator)]
         if len(members) <= train_per_class:
-            raise ValueError(
+            raise ConfigError(
                 f"data.train_per_class={train_per_class} leaves no validation or test node in class "
                 f"{int(label)}, which has {len(members)} nodes"
             )
@@ -49,7 +51,7 @@ class KarateClubData(NodeClassificationData):
     def __init__(self, train_per_class: int = 2, seed: int = 0, **kwargs) -> None:
         super().__init__(**kwargs)
         if train_per_class < 1:
-            raise ValueError(f"data.train_per_class must be at least 1, got {train_per_class}")
+            raise ConfigError(f"data.train_per_class must be at least 1, got {train_per_class}")
         self.train_per_class, self.seed = train_per_class, seed
 
     def load_graph(self) -> Data:

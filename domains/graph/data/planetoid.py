@@ -11,6 +11,7 @@ from torch_geometric.datasets import Planetoid
 
 from framework.data import (DataError, DataNotFoundError, TextFile, cache_dir, content_key, dataset_dir, load_or_rebuild,
                             unpickle)
+from framework.errors import ConfigError
 
 from .base import NodeClassificationData
 
@@ -111,9 +112,9 @@ class PlanetoidData(NodeClassificationData):
                  split: Literal["public", "full", "random"] = "public", download: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         if name.lower() not in NAMES:
-            raise ValueError(f"data.name must be one of {', '.join(NAMES.values())}, got {name!r}")
+            raise ConfigError(f"data.name must be one of {', '.join(NAMES.values())}, got {name!r}")
         if split not in ("public", "full", "random"):
-            raise ValueError(f"data.split must be 'public', 'full' or 'random', got {split!r}")
+            raise ConfigError(f"data.split must be 'public', 'full' or 'random', got {split!r}")
         self.name, self.planetoid_split, self.root, self.download = NAMES[name.lower()], split, root, download
 
     def raw_dir(self) -> Path:

@@ -11,6 +11,7 @@ from torch_geometric.nn import GCNConv
 from framework.attention import GraphBlock, build
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import feature_dropout
 
 
@@ -56,10 +57,10 @@ class NodeClassifier(nn.Module):
         for key, value in dict(in_channels=in_channels, num_classes=num_classes, hidden_channels=hidden_channels,
                                heads=heads, output_heads=output_heads, num_layers=num_layers).items():
             if value < 1:
-                raise ValueError(f"model.{key} must be at least 1, got {value}")
+                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         for key, value in dict(dropout=dropout, attention_dropout=attention_dropout).items():
             if not 0 <= value < 1:
-                raise ValueError(f"model.{key} must be in [0, 1), got {value}")
+                raise ConfigError(f"model.{key} must be in [0, 1), got {value}")
         self.in_channels, self.num_classes, self.dropout = in_channels, num_classes, dropout
         width = hidden_channels * heads if concat_hidden else hidden_channels
         sizes = [in_channels] + [width] * (num_layers - 1)

@@ -12,6 +12,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import k_hop_subgraph
 
 from framework.attention import capture
+from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward
 from framework.tasks import Classification
 
@@ -116,9 +117,9 @@ class NodeClassification(Classification):
                  label_smoothing: float = 0.0) -> None:
         super().__init__(num_classes, label_smoothing=label_smoothing)
         if image_node < 0:
-            raise ValueError(f"task.image_node must be a node id (>= 0), got {image_node}")
+            raise ConfigError(f"task.image_node must be a node id (>= 0), got {image_node}")
         if max_drawn_neighbours < 1:
-            raise ValueError(f"task.max_drawn_neighbours must be at least 1, got {max_drawn_neighbours}")
+            raise ConfigError(f"task.max_drawn_neighbours must be at least 1, got {max_drawn_neighbours}")
         self.image_node, self.max_drawn_neighbours = image_node, max_drawn_neighbours
 
     def check(self, model: nn.Module, data: Any) -> None:
@@ -129,12 +130,12 @@ class NodeClassification(Classification):
         features, classes = graph.num_features, int(graph.y.max()) + 1
         given = getattr(model, "in_channels", features)
         if given != features:
-            raise ValueError(f"model.in_channels is {given} but the graph's nodes have {features} features: "
+            raise ConfigError(f"model.in_channels is {given} but the graph's nodes have {features} features: "
                              f"set model.in_channels={features}")
         for key, value in (("task.num_classes", self.num_classes),
                            ("model.num_classes", getattr(model, "num_classes", classes))):
             if value < classes:
-                raise ValueError(f"{key} is {value} but the graph's labels go up to {classes - 1}: set {key}={classes}")
+                raise ConfigError(f"{key} is {value} but the graph's labels go up to {classes - 1}: set {key}={classes}")
         super().check(model, data)
 
     def split(self, batch: Data) -> tuple[Data, Tensor]:
@@ -180,7 +181,7 @@ class NodeClassification(Classification):
             where = (batch.n_id == self.image_node).nonzero()
             return int(where[0]) if len(where) else None
         if self.image_node >= batch.num_nodes:
-            raise ValueError(f"task.image_node={self.image_node}, but the graph has {batch.num_nodes} nodes")
+            raise ConfigError(f"task.image_node={self.image_node}, but the graph has {batch.num_nodes} nodes")
         return self.image_node
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from framework.data import DataNotFoundError, TextFile, dataset_dir
+from framework.errors import ConfigError
 
 from .stories import Example, StoryDataModule, Vocabulary, words_of
 
@@ -116,9 +117,9 @@ class BabiStories(StoryDataModule):
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
         wrong = [t for t in self.tasks if t not in NAMES]
         if not self.tasks or wrong:
-            raise ValueError(f"data.tasks must be bAbI task numbers 1-20 (one or a list), got {tasks!r}")
+            raise ConfigError(f"data.tasks must be bAbI task numbers 1-20 (one or a list), got {tasks!r}")
         if not 0 < val_fraction < 1:
-            raise ValueError(f"data.val_fraction must be in (0, 1), got {val_fraction}")
+            raise ConfigError(f"data.val_fraction must be in (0, 1), got {val_fraction}")
         self.root, self.val_fraction = root, val_fraction
 
     def folder(self) -> Path:

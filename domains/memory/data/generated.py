@@ -18,6 +18,8 @@ import random
 from collections.abc import Sequence
 from typing import Optional
 
+from framework.errors import ConfigError
+
 from .stories import Example, StoryDataModule, Vocabulary
 
 PEOPLE = ("mary", "john", "sandra", "daniel")
@@ -118,11 +120,11 @@ class GeneratedStories(StoryDataModule):
                  num_workers: int = 0) -> None:
         super().__init__(memory_size, similar_lengths, batch_size, eval_batch_size, num_workers)
         if not tasks or any(t not in TASKS for t in tasks):
-            raise ValueError(f"data.tasks must list generated tasks among {TASKS}, got {tasks!r}")
+            raise ConfigError(f"data.tasks must list generated tasks among {TASKS}, got {tasks!r}")
         if not 1 <= min_sentences <= max_sentences:
-            raise ValueError(f"data: need 1 <= min_sentences <= max_sentences, got {min_sentences}, {max_sentences}")
+            raise ConfigError(f"data: need 1 <= min_sentences <= max_sentences, got {min_sentences}, {max_sentences}")
         if min(train_size, val_size, test_size) < 1:
-            raise ValueError(f"data: split sizes must be at least 1, got {train_size}, {val_size}, {test_size}")
+            raise ConfigError(f"data: split sizes must be at least 1, got {train_size}, {val_size}, {test_size}")
         self.tasks = tuple(tasks)
         self.sizes = {"train": train_size, "val": val_size, "test": test_size}
         self.min_sentences, self.max_sentences, self.seed = min_sentences, max_sentences, seed

@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from framework.data import SplitDataModule, TensorExamples
+from framework.errors import ConfigError
 
 
 class RecallSequences(TensorExamples):
@@ -70,11 +71,11 @@ class AssociativeRecallBits(SplitDataModule):
                  seed: int = 0) -> None:
         super().__init__(batch_size)
         if not 2 <= min_items <= max_items:
-            raise ValueError(f"data: need 2 <= min_items <= max_items, got min_items={min_items}, max_items={max_items}")
+            raise ConfigError(f"data: need 2 <= min_items <= max_items, got min_items={min_items}, max_items={max_items}")
         for key, value in (("bits", bits), ("item_length", item_length), ("train_size", train_size),
                            ("val_size", val_size), ("test_size", test_size)):
             if value < 1:
-                raise ValueError(f"data.{key} must be at least 1, got {value}")
+                raise ConfigError(f"data.{key} must be at least 1, got {value}")
         self.save_hyperparameters()
         self.bits, self.item_length = bits, item_length
 

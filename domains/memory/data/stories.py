@@ -21,6 +21,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 from framework.data import SplitDataModule
 from framework.data.sampling import LengthGroupedShuffle
 from framework.data.tensors import Batch, TensorExamples
+from framework.errors import ConfigError
 
 from ..models.encoding import PAD
 
@@ -130,9 +131,9 @@ class StoryDataModule(SplitDataModule):
                  eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         if memory_size < 1:
-            raise ValueError(f"data.memory_size must be at least 1, got {memory_size}")
+            raise ConfigError(f"data.memory_size must be at least 1, got {memory_size}")
         if similar_lengths < 0:
-            raise ValueError(f"data.similar_lengths must be >= 0 (0 = off), got {similar_lengths}")
+            raise ConfigError(f"data.similar_lengths must be >= 0 (0 = off), got {similar_lengths}")
         self.memory_size, self.similar_lengths = memory_size, similar_lengths
 
     def train_dataloader(self) -> DataLoader:

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.attention import AttentionOutput, MemoryBlock, build
+from framework.errors import ConfigError
 from framework.layers import run_packed
 
 from .encoding import PAD, SentenceEmbedding
@@ -50,12 +51,12 @@ class DMN(nn.Module):
                  attention: MemoryBlock = "episodic_memory", init_std: float = 1.0) -> None:
         super().__init__()
         if vocab_size is None:
-            raise ValueError("model.vocab_size is not set: set it, or leave it to the CLI, which takes the data's")
+            raise ConfigError("model.vocab_size is not set: set it, or leave it to the CLI, which takes the data's")
         for key, value in (("vocab_size", vocab_size), ("dim", dim), ("passes", passes)):
             if value < 1:
-                raise ValueError(f"model.{key} must be at least 1, got {value}")
+                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         if not 0 <= dropout < 1:
-            raise ValueError(f"model.dropout must be in [0, 1), got {dropout}")
+            raise ConfigError(f"model.dropout must be in [0, 1), got {dropout}")
         self.vocab_size, self.dim, self.dropout = vocab_size, dim, dropout
         self.words = SentenceEmbedding(vocab_size, dim, 1, position_encoding, init_std)
         self.fusion = nn.GRU(dim, dim, batch_first=True, bidirectional=True)

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import AttentionOutput, MemoryBlock, build
+from framework.errors import ConfigError
 
 
 class HopfieldReader(nn.Module):
@@ -50,7 +51,7 @@ class HopfieldReader(nn.Module):
         for key, value in (("input_size", input_size), ("output_size", output_size), ("answer_length", answer_length),
                            ("hidden", hidden), ("context", context)):
             if value < 1:
-                raise ValueError(f"model.{key} must be at least 1, got {value}")
+                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.input_size, self.output_size, self.answer_length = input_size, output_size, answer_length
         self.encoder = nn.Sequential(nn.ConstantPad1d((context - 1, 0), 0.0), nn.Conv1d(input_size, hidden, context),
                                      nn.ReLU(), nn.Conv1d(hidden, hidden, 1))

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from framework.attention import CrossBlock, build, capture
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import masked_mean, run_packed
 
 from .encoding import PAD
@@ -74,11 +75,11 @@ class MatchingReader(nn.Module):
         super().__init__()
         for key, value in (("vocab_size", vocab_size), ("dim", dim), ("embed_dim", embed_dim)):
             if value < 1:
-                raise ValueError(f"model.{key} must be at least 1, got {value}")
+                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         if dim % 2:
-            raise ValueError(f"model.dim must be even (two GRU directions of dim / 2), got {dim}")
+            raise ConfigError(f"model.dim must be even (two GRU directions of dim / 2), got {dim}")
         if isinstance(matching, str) and matching != NONE and "." not in matching and matching not in STORY_WEIGHTS:
-            raise ValueError(f"model.matching must be a co-attention block ({', '.join(STORY_WEIGHTS)}), a class path "
+            raise ConfigError(f"model.matching must be a co-attention block ({', '.join(STORY_WEIGHTS)}), a class path "
                              f"with their signature, or 'none'; got {matching!r}")
         self.vocab_size, self.dim = vocab_size, dim
         self.story_weights = STORY_WEIGHTS.get(matching) if isinstance(matching, str) else None

@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from framework.attention import MemoryBlock
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 
 from .encoding import SentenceEmbedding, TemporalEncoding
 from .reader import MemoryReader
@@ -55,7 +56,7 @@ class MemN2N(MemoryReader):
                  attention: MemoryBlock = "memory_read", init_std: float = 0.1) -> None:
         require_sizes("model", vocab_size=vocab_size)
         if tying not in TYINGS:
-            raise ValueError(f"model.tying must be one of {TYINGS}, got {tying!r}")
+            raise ConfigError(f"model.tying must be one of {TYINGS}, got {tying!r}")
         super().__init__(vocab_size, dim, hops, "add" if tying == "adjacent" else "linear", attention, linear_start)
         self.tying = tying
         adjacent = tying == "adjacent"

@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from framework.attention import MemoryBlock, build
 from framework.attention.spec import NoAttention
+from framework.errors import ConfigError
 
 
 class NTM(nn.Module):
@@ -49,7 +50,7 @@ class NTM(nn.Module):
         for key, value in (("input_size", input_size), ("output_size", output_size), ("answer_length", answer_length),
                            ("hidden", hidden), ("memory_slots", memory_slots), ("memory_width", memory_width)):
             if value < 1:
-                raise ValueError(f"model.{key} must be at least 1, got {value}")
+                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.input_size, self.answer_length = input_size, answer_length
         self.heads = build(attention, hidden, memory_width=memory_width, read_heads=read_heads,
                            write_heads=write_heads, max_shift=max_shift, kind="memory")

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import AttentionOutput, MemoryBlock, build
+from framework.errors import ConfigError
 
 
 class MemoryReader(nn.Module):
@@ -37,7 +38,7 @@ class MemoryReader(nn.Module):
         super().__init__()
         for key, value in (("vocab_size", vocab_size), ("dim", dim), ("hops", hops)):
             if value < 1:
-                raise ValueError(f"model.{key} must be at least 1, got {value}")
+                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.vocab_size, self.dim, self.hops = vocab_size, dim, hops
         self.read = build(attention, dim, hops=hops, update=update, linear_start=linear_start, kind="memory")
         with torch.no_grad():  # the state update starts as u + o: H = R_k = I (default init stalls KV-MemNN)

@@ -12,6 +12,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from framework.data import SplitDataModule, TextFile
+from framework.errors import ConfigError
 
 from ..tasks.tokenizer import TokenizerState
 from .tokenization import PAD, check_kind, train_tokenizer
@@ -57,7 +58,7 @@ class TextData(SplitDataModule):
         super().__init__(batch_size, eval_batch_size, num_workers, predict_split)
         check_kind(tokenizer)
         if max_length < 1:
-            raise ValueError(f"data.max_length must be at least 1, got {max_length}")
+            raise ConfigError(f"data.max_length must be at least 1, got {max_length}")
         self.tokenizer_kind, self.vocab_size, self.lowercase = tokenizer, vocab_size, lowercase
         self.min_frequency, self.max_length, self.predict_file = min_frequency, max_length, predict_file
         self.tokenizer: Optional[Tokenizer] = None

@@ -10,6 +10,8 @@ from typing import Any, Optional
 import torch
 from tokenizers import Tokenizer
 
+from framework.errors import ConfigError
+
 from .base import Example, TextData, pad
 from .tokenization import PAD, UNK
 
@@ -24,7 +26,7 @@ def split_sentences(text: str) -> list[str]:
 def holdout(examples: Sequence[Example], size: int, seed: int, key: str = "data.val_size") -> tuple[list[Example], list[Example]]:
     """``(rest, held out)``: ``size`` examples drawn with ``seed`` for a validation split."""
     if not 0 < size < len(examples):
-        raise ValueError(f"{key} must be between 1 and {len(examples) - 1} (the training examples), got {size}")
+        raise ConfigError(f"{key} must be between 1 and {len(examples) - 1} (the training examples), got {size}")
     order = list(range(len(examples)))
     random.Random(seed).shuffle(order)
     held = set(order[:size])
@@ -101,7 +103,7 @@ class TextClassificationData(TextData):
     def __init__(self, sentences: bool = False, max_sentences: int = 16, characters: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if characters < 0 or (characters and sentences):
-            raise ValueError(f"data.characters must be >= 0, and 0 with data.sentences=true (characters come with flat "
+            raise ConfigError(f"data.characters must be >= 0, and 0 with data.sentences=true (characters come with flat "
                              f"batches), got {characters}")
         self.sentences, self.max_sentences, self.characters = sentences, max_sentences, characters
         self._labels: Optional[list[str]] = None

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Collection, Optional
 
 from framework.data import DataError, TextFile, dataset_dir
+from framework.errors import ConfigError
 
 from .classification import TextClassificationData, holdout
 
@@ -28,7 +29,7 @@ def read_labelled(files: list[Path], label_column: int = 0, encoding: str = "utf
         rows = [(number, t.strip(), y.strip(), labels)
                 for number, (t, y) in enumerate(zip(texts.lines, labels.lines), 1) if t.strip()]
     else:
-        raise ValueError(f"data.splits: each split names one TSV file or a text file and a label file, "
+        raise ConfigError(f"data.splits: each split names one TSV file or a text file and a label file, "
                          f"got {len(files)} files")
     for number, content, label, source in rows:
         if not label or not content:
@@ -63,9 +64,9 @@ class LabelledText(TextClassificationData):
                  val_size: int = 500, seed: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if "train" not in splits:
-            raise ValueError(f"data.splits must name a 'train' split, got {sorted(splits)}")
+            raise ConfigError(f"data.splits must name a 'train' split, got {sorted(splits)}")
         if label_column not in (0, 1):
-            raise ValueError(f"data.label_column must be 0 or 1, got {label_column}")
+            raise ConfigError(f"data.label_column must be 0 or 1, got {label_column}")
         self.root, self.split_files, self.label_column = root, splits, label_column
         self.encoding, self.val_size, self.seed = encoding, val_size, seed
 

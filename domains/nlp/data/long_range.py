@@ -21,6 +21,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from framework.errors import ConfigError
+
 from .classification import TextClassificationData
 
 LABELS = ("different", "same")
@@ -59,9 +61,9 @@ class LongRangeMatch(TextClassificationData):
                  **kwargs: Any) -> None:
         super().__init__(max_length=max_length, **kwargs)
         if not 8 <= min_length <= max_length:
-            raise ValueError(f"data.min_length must be between 8 and data.max_length={max_length}, got {min_length}")
+            raise ConfigError(f"data.min_length must be between 8 and data.max_length={max_length}, got {min_length}")
         if keys < 2 or fillers < 1:
-            raise ValueError(f"data.keys must be >= 2 and data.fillers >= 1, got keys={keys}, fillers={fillers}")
+            raise ConfigError(f"data.keys must be >= 2 and data.fillers >= 1, got keys={keys}, fillers={fillers}")
         self.min_length, self.keys, self.fillers, self.seed = min_length, keys, fillers, seed
         self.sizes = {"train": train_size, "val": val_size, "test": test_size}
 

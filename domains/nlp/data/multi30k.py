@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from framework.data import DataError, TextFile, dataset_dir
+from framework.errors import ConfigError
 
 from .translation import TranslationData
 
@@ -43,7 +44,7 @@ class Multi30k(TranslationData):
                  train_size: Optional[int] = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if {source_lang, target_lang} != {"de", "en"}:
-            raise ValueError(f"data.source_lang and data.target_lang must be 'de' and 'en' (either way round), "
+            raise ConfigError(f"data.source_lang and data.target_lang must be 'de' and 'en' (either way round), "
                              f"got {source_lang!r} and {target_lang!r}")
         self.root, self.source_lang, self.target_lang, self.train_size = root, source_lang, target_lang, train_size
 

@@ -16,6 +16,7 @@ from typing import Optional
 import torch
 
 from framework.data import SplitDataModule, TensorExamples
+from framework.errors import ConfigError
 
 IGNORE = -100  # target of the output steps beyond an example's length
 
@@ -53,10 +54,10 @@ class NumberSorting(SplitDataModule):
                  num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         if min(train_size, val_size, test_size) < 0:
-            raise ValueError(f"data.train_size, val_size and test_size must be >= 0, got {train_size}, {val_size}, "
+            raise ConfigError(f"data.train_size, val_size and test_size must be >= 0, got {train_size}, {val_size}, "
                              f"{test_size}")
         if not 1 <= min_length <= max_length:
-            raise ValueError(f"data.min_length and data.max_length must satisfy 1 <= min_length <= max_length, got "
+            raise ConfigError(f"data.min_length and data.max_length must satisfy 1 <= min_length <= max_length, got "
                              f"{min_length} and {max_length}")
         self.sizes = {"train": train_size, "val": val_size, "test": test_size}
         self.min_length, self.max_length, self.seed = min_length, max_length, seed

@@ -27,6 +27,8 @@ from typing import Callable
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from framework.errors import ConfigError
+
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 #: Character ids of token spellings (``data.characters``): a UTF-8 byte b is b + 1, 0 is padding.
 CHARACTER_VOCAB = 257
@@ -59,7 +61,7 @@ _BUILDERS = {"char": _char, "word": _word, "bpe": _bpe}
 
 def check_kind(kind: str, key: str = "data.tokenizer") -> None:
     if kind not in KINDS:
-        raise ValueError(f"{key} must be one of {', '.join(KINDS)}, got {kind!r}")
+        raise ConfigError(f"{key} must be one of {', '.join(KINDS)}, got {kind!r}")
 
 
 def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase: bool = False,
@@ -71,7 +73,7 @@ def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase:
     """
     check_kind(kind)
     if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"data.vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
+        raise ConfigError(f"data.vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
     tokenizer, trainer_class = _BUILDERS[kind]()
     steps = [normalizers.NFKC()] + ([normalizers.Lowercase()] if lowercase else [])
     tokenizer.normalizer = normalizers.Sequence(steps)
@@ -80,7 +82,7 @@ def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase:
     tokenizer.train_from_iterator(texts, trainer)
     assert [tokenizer.token_to_id(t) for t in SPECIAL_TOKENS] == [PAD, UNK, BOS, EOS]
     if tokenizer.get_vocab_size() > vocab_size:  # BPE keeps every character of the training texts
-        raise ValueError(f"data.vocab_size={vocab_size} is too small for the {kind} tokeniser of these texts: it needs "
+        raise ConfigError(f"data.vocab_size={vocab_size} is too small for the {kind} tokeniser of these texts: it needs "
                          f"{tokenizer.get_vocab_size()} tokens (every character and the special tokens); raise "
                          "data.vocab_size (and model.vocab_size) to at least that")
     return tokenizer

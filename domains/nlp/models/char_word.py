@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from framework.attention import build
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import masked_mean
 
 from ..data.tokenization import CHARACTER_VOCAB, PAD
@@ -105,13 +106,13 @@ class CharacterWordClassifier(nn.Module):
         super().__init__()
         embeddings = list(embeddings)
         if not embeddings or any(e not in EMBEDDINGS for e in embeddings) or len(set(embeddings)) < len(embeddings):
-            raise ValueError(f"model.embeddings must be distinct names of {EMBEDDINGS}, got {embeddings}")
+            raise ConfigError(f"model.embeddings must be distinct names of {EMBEDDINGS}, got {embeddings}")
         if combine not in COMBINATIONS:
-            raise ValueError(f"model.combine must be one of {COMBINATIONS}, got {combine!r}")
+            raise ConfigError(f"model.combine must be one of {COMBINATIONS}, got {combine!r}")
         if attention not in READOUTS:
-            raise ValueError(f"model.attention must be one of {READOUTS}, got {attention!r}")
+            raise ConfigError(f"model.attention must be one of {READOUTS}, got {attention!r}")
         if ngram < 1 or ngram_buckets < 1:
-            raise ValueError(f"model.ngram and model.ngram_buckets must be at least 1, got {ngram}, {ngram_buckets}")
+            raise ConfigError(f"model.ngram and model.ngram_buckets must be at least 1, got {ngram}, {ngram_buckets}")
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.embedding_names, self.readout = embeddings, attention
         self.ngram, self.ngram_buckets = ngram, ngram_buckets

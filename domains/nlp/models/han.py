@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from framework.attention import PoolingBlock, available, build, capture
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import masked_mean
 
 from ..data.tokenization import PAD
@@ -63,7 +64,7 @@ class HierarchicalAttentionNetwork(nn.Module):
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if isinstance(attention, str) and attention in available("pooling") and attention != "hierarchical":
-            raise ValueError(f"model.attention: the hierarchical attention network takes 'hierarchical' (or a block "
+            raise ConfigError(f"model.attention: the hierarchical attention network takes 'hierarchical' (or a block "
                              f"with its signature) or 'none', got {attention!r}")
         self.vocab_size = vocab_size
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)

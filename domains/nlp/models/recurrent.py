@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from framework.errors import ConfigError
 from framework.layers import run_packed
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
@@ -13,7 +14,7 @@ CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 def recurrent_cell(cell: str, key: str = "model.cell") -> type[nn.RNNBase]:
     """``nn.GRU`` or ``nn.LSTM`` by name."""
     if cell not in CELLS:
-        raise ValueError(f"{key} must be one of {', '.join(CELLS)}, got {cell!r}")
+        raise ConfigError(f"{key} must be one of {', '.join(CELLS)}, got {cell!r}")
     return CELLS[cell]
 
 
@@ -35,7 +36,7 @@ class RecurrentEncoder(nn.Module):
     def __init__(self, input_dim: int, dim: int, cell: str = "gru", layers: int = 1) -> None:
         super().__init__()
         if dim % 2:
-            raise ValueError(f"model.dim must be even (two directions of dim / 2), got {dim}")
+            raise ConfigError(f"model.dim must be even (two directions of dim / 2), got {dim}")
         self.rnn = recurrent_cell(cell)(input_dim, dim // 2, num_layers=layers, batch_first=True, bidirectional=True)
 
     def forward(self, x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:

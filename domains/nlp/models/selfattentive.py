@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from framework.attention import BlockSpec, build, info
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import masked_mean
 
 from ..data.tokenization import PAD
@@ -28,7 +29,7 @@ def _kind(attention: Union[str, object]) -> str:
         return "pooling"  # a class path or factory: called like the pooling blocks
     kind = info(attention).kind
     if kind not in POOLING_KINDS or attention == "hierarchical":
-        raise ValueError(f"model.attention: {attention!r} ({kind}) cannot pool one sequence; use a pooling block "
+        raise ConfigError(f"model.attention: {attention!r} ({kind}) cannot pool one sequence; use a pooling block "
                          "('pooling') or a cross block queried by learned vectors ('multi_dimensional', 'additive' ...)")
     return kind
 
@@ -64,7 +65,7 @@ class SelfAttentiveClassifier(nn.Module):
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if num_queries < 1:
-            raise ValueError(f"model.num_queries must be at least 1, got {num_queries}")
+            raise ConfigError(f"model.num_queries must be at least 1, got {num_queries}")
         self.vocab_size, self.kind = vocab_size, _kind(attention)
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
         self.encoder = RecurrentEncoder(embed_dim, dim, cell)

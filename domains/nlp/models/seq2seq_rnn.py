@@ -12,6 +12,7 @@ from framework.attention.cross.alignment import RecurrentAlignment
 from framework.attention.cross.pointer import PointerGenerator
 from framework.data.sizes import require_sizes
 from framework.decoding import State
+from framework.errors import ConfigError
 
 from ..data.tokenization import PAD
 from .common import query_key_weights
@@ -70,7 +71,7 @@ class RecurrentSeq2Seq(nn.Module):
         require_sizes("model", vocab_size=vocab_size)
         super().__init__()
         if style not in STYLES:
-            raise ValueError(f"model.style must be one of {', '.join(STYLES)}, got {style!r}")
+            raise ConfigError(f"model.style must be one of {', '.join(STYLES)}, got {style!r}")
         self.vocab_size, self.style, self.cell = vocab_size, style, cell
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
         self.encoder = RecurrentEncoder(embed_dim, dim, cell)
@@ -84,7 +85,7 @@ class RecurrentSeq2Seq(nn.Module):
         self.copy = None
         if copy:
             if isinstance(self.attention, NoAttention) or hasattr(self.attention, "position_weights"):
-                raise ValueError(f"model.copy needs attention weights over the source tokens; model.attention={attention!r} "
+                raise ConfigError(f"model.copy needs attention weights over the source tokens; model.attention={attention!r} "
                                  "has none (no attention, or weights over areas)")
             self.copy = PointerGenerator(self.readout.in_features)
 

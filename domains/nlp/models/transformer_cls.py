@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from framework.attention import PoolingBlock, SequenceBlock, build, capture
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import AttentionEncoder, PositionalEncoding, masked_mean
 
 from .common import ClassifierOutput, query_key_weights, scaled_embedding, uniform_weights
@@ -46,7 +47,7 @@ class TransformerClassifier(nn.Module):
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if readout not in READOUTS:
-            raise ValueError(f"model.readout must be one of {', '.join(READOUTS)}, got {readout!r}")
+            raise ConfigError(f"model.readout must be one of {', '.join(READOUTS)}, got {readout!r}")
         self.vocab_size, self.readout, self.scale = vocab_size, readout, math.sqrt(dim)
         self.embed = scaled_embedding(vocab_size, dim)
         self.positions = PositionalEncoding(dim, max_len + 1, dropout=dropout)

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.attention.pooling.capsule import capsule_losses
+from framework.errors import ConfigError
 from framework.tasks import call_model
 
 from ..models.char_word import CapsuleOutput
@@ -42,15 +43,15 @@ class CapsuleClassification(TextClassification):
     def __init__(self, num_classes: Optional[int] = None, loss: str = "bce", reconstruction: float = 0.1) -> None:
         super().__init__(num_classes)
         if loss not in self.LOSSES:
-            raise ValueError(f"task.loss must be one of {', '.join(self.LOSSES)}, got {loss!r}")
+            raise ConfigError(f"task.loss must be one of {', '.join(self.LOSSES)}, got {loss!r}")
         if reconstruction < 0:
-            raise ValueError(f"task.reconstruction must be >= 0, got {reconstruction}")
+            raise ConfigError(f"task.reconstruction must be >= 0, got {reconstruction}")
         self.loss, self.reconstruction = loss, reconstruction
 
     def check(self, model: nn.Module, data: Any) -> None:
         super().check(model, data)
         if getattr(model, "readout", None) != "capsule":
-            raise ValueError(f"domains.nlp.CapsuleClassification trains capsules: the model must read out with them "
+            raise ConfigError(f"domains.nlp.CapsuleClassification trains capsules: the model must read out with them "
                              f"(domains.nlp.CharacterWordClassifier with model.attention=capsule); {type(model).__name__} "
                              f"reads out with {getattr(model, 'readout', 'something else')!r}")
 

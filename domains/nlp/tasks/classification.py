@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from framework.attention import AttentionBlock
 from framework.attention.pooling import frobenius_penalty
+from framework.errors import ConfigError
 from framework.evaluation.protocol import ItemAttention, erase_tokens
 from framework.tasks import Classification, call_model, inputs_of, split_batch
 
@@ -53,7 +54,7 @@ class TextClassification(TokenizerState, Classification):
     def __init__(self, num_classes: Optional[int] = None, penalty: float = 0.0, label_smoothing: float = 0.0) -> None:
         super().__init__(num_classes, label_smoothing)
         if penalty < 0:
-            raise ValueError(f"task.penalty must be >= 0, got {penalty}")
+            raise ConfigError(f"task.penalty must be >= 0, got {penalty}")
         self.penalty = penalty
 
     def check(self, model: nn.Module, data: Any) -> None:
@@ -62,12 +63,12 @@ class TextClassification(TokenizerState, Classification):
         penalty has attention rows to act on."""
         labels = list(data.labels()) if callable(getattr(data, "labels", None)) else []
         if labels and len(labels) != self.num_classes:
-            raise ValueError(f"task.num_classes={self.num_classes} but {type(data).__name__} has {len(labels)} classes "
+            raise ConfigError(f"task.num_classes={self.num_classes} but {type(data).__name__} has {len(labels)} classes "
                              f"({', '.join(labels[:8])}{' ...' if len(labels) > 8 else ''})")
         super().check(model, data)
         rows = getattr(model, "returns_attention_rows", None)
         if self.penalty and rows is None:
-            raise ValueError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
+            raise ConfigError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
                              f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not: set "
                              "task.penalty=0")
         if self.penalty and not rows:
@@ -80,7 +81,7 @@ class TextClassification(TokenizerState, Classification):
             return call_model(model, inputs)
         output = call_model(model, {**inputs, "need_weights": True})
         if getattr(output, "attention", None) is None:
-            raise ValueError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
+            raise ConfigError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
                              f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not")
         return output
 

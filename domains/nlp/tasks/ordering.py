@@ -9,6 +9,7 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassExactMatch
 
+from framework.errors import ConfigError
 from framework.tasks import Task
 
 from ..data.sorting import IGNORE
@@ -35,7 +36,7 @@ class Ordering(Task):
     def __init__(self, max_length: int = 10, monitor: str = "val/sequence_acc") -> None:
         super().__init__()
         if max_length < 1:
-            raise ValueError(f"task.max_length must be at least 1, got {max_length}")
+            raise ConfigError(f"task.max_length must be at least 1, got {max_length}")
         self.max_length, self.monitor = max_length, monitor
         self.mode = "min" if monitor.endswith("loss") else "max"
 
@@ -43,7 +44,7 @@ class Ordering(Task):
         super().check(model, data)
         length = getattr(data, "max_length", None)
         if isinstance(length, int) and length != self.max_length:
-            raise ValueError(f"task.max_length is {self.max_length} but data.max_length is {length}: set both to {length}")
+            raise ConfigError(f"task.max_length is {self.max_length} but data.max_length is {length}: set both to {length}")
 
     def metrics(self) -> MetricCollection:
         return MetricCollection({"step_acc": TokenAccuracy(IGNORE)})

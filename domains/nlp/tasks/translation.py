@@ -12,6 +12,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.text import Perplexity, SacreBLEUScore
 
 from framework.attention import capture
+from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView
 from framework.evaluation.supervision import attention_supervision_loss
 from framework.tasks import Task
@@ -73,12 +74,12 @@ class Translation(TokenizerState, Task):
                  label_smoothing: float = 0.0, monitor: str = "val/bleu", attention_supervision: float = 0.0) -> None:
         super().__init__()
         if attention_supervision < 0:
-            raise ValueError(f"task.attention_supervision must be >= 0, got {attention_supervision}")
+            raise ConfigError(f"task.attention_supervision must be >= 0, got {attention_supervision}")
         self.attention_supervision = attention_supervision
         if decoding not in DECODINGS:
-            raise ValueError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
+            raise ConfigError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
         if beam_size < 1 or max_length < 1:
-            raise ValueError(f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}")
+            raise ConfigError(f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}")
         self.decoding, self.beam_size, self.length_penalty = decoding, beam_size, length_penalty
         self.max_length, self.label_smoothing = max_length, label_smoothing
         self.monitor, self.mode = monitor, "min" if monitor.endswith(("loss", "ppl")) else "max"
@@ -101,7 +102,7 @@ class Translation(TokenizerState, Task):
         """Beyond the base's sizes: supervised attention needs data with gold alignments."""
         super().check(model, data)
         if self.attention_supervision and not getattr(data, "gold_alignments", False):
-            raise ValueError(f"task.attention_supervision={self.attention_supervision} needs data with gold alignments "
+            raise ConfigError(f"task.attention_supervision={self.attention_supervision} needs data with gold alignments "
                              f"(domains.nlp.DateNormalization); {type(data).__name__} has none: set "
                              "task.attention_supervision=0")
 
@@ -112,7 +113,7 @@ class Translation(TokenizerState, Task):
             return model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]))
         output = model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]), need_weights=True)
         if output.alignment is None:
-            raise ValueError(f"task.attention_supervision={self.attention_supervision} needs a model with attention; "
+            raise ConfigError(f"task.attention_supervision={self.attention_supervision} needs a model with attention; "
                              f"{type(model).__name__}'s attention is off")
         links = batch["alignment"]
         gold = torch.where((links == 2).any(-1, keepdim=True), links == 2, links >= 1)

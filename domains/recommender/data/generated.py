@@ -22,6 +22,8 @@ from typing import Optional
 
 import numpy as np
 
+from framework.errors import ConfigError
+
 from .interactions import Histories
 
 
@@ -89,17 +91,17 @@ def taste_histories(num_users: int, num_items: int, min_length: int, max_length:
     uniform lengths, or log-normal ones with ``median_length`` and ``length_spread`` (the
     standard deviation of the log-length), clipped to that range."""
     if not 1 <= branching < num_items:
-        raise ValueError(f"data.branching must be in [1, num_items), got {branching} with num_items={num_items}")
+        raise ConfigError(f"data.branching must be in [1, num_items), got {branching} with num_items={num_items}")
     if not 3 <= min_length <= max_length <= num_items:
-        raise ValueError("data: need 3 <= min_length <= max_length <= num_items, got "
+        raise ConfigError("data: need 3 <= min_length <= max_length <= num_items, got "
                          f"{min_length}, {max_length}, {num_items}")
     if not 1 <= num_tastes <= num_items:
-        raise ValueError(f"data.num_tastes must be in [1, num_items], got {num_tastes}")
+        raise ConfigError(f"data.num_tastes must be in [1, num_items], got {num_tastes}")
     if not (0.0 <= follow and 0.0 <= taste and follow + taste <= 1.0):
-        raise ValueError(f"data.follow and data.taste must be probabilities with follow + taste <= 1, "
+        raise ConfigError(f"data.follow and data.taste must be probabilities with follow + taste <= 1, "
                          f"got {follow}, {taste}")
     if median_length is not None and not (median_length > 0 and length_spread >= 0):
-        raise ValueError(f"data.median_length must be positive and data.length_spread at least 0, got "
+        raise ConfigError(f"data.median_length must be positive and data.length_spread at least 0, got "
                          f"{median_length}, {length_spread}")
     rng = np.random.default_rng(seed)
     chain = TasteChain(num_items, num_tastes, branching, follow, taste, zipf, rng)

@@ -29,6 +29,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from framework.data import DataError, SplitDataModule, dataset_dir
 
 from framework.data.sampling import LengthGroupedShuffle
+from framework.errors import ConfigError
 
 from .datasets import RankingQueries, TrainSequences, flatten
 from .generated import taste_histories
@@ -75,9 +76,9 @@ class SequenceData(SplitDataModule):
         super().__init__(batch_size, eval_batch_size, num_workers, predict_split)
         self.group_by_length = group_by_length
         if max_len < 1:
-            raise ValueError(f"data.max_len must be at least 1, got {max_len}")
+            raise ConfigError(f"data.max_len must be at least 1, got {max_len}")
         if num_negatives < 1:
-            raise ValueError(f"data.num_negatives must be at least 1, got {num_negatives}")
+            raise ConfigError(f"data.num_negatives must be at least 1, got {num_negatives}")
         self.max_len, self.num_negatives, self.seed = max_len, num_negatives, seed
         self.num_items: Optional[int] = None
         self.num_users: Optional[int] = None
@@ -180,10 +181,10 @@ class LoggedSequences(SequenceData):
     def __init__(self, min_user_interactions: int = 3, min_item_interactions: int = 1, **kwargs) -> None:
         super().__init__(**kwargs)
         if min_user_interactions < 3:
-            raise ValueError("data.min_user_interactions must be at least 3 (leave-one-out needs a training, "
+            raise ConfigError("data.min_user_interactions must be at least 3 (leave-one-out needs a training, "
                              f"a validation and a test item), got {min_user_interactions}")
         if min_item_interactions < 1:
-            raise ValueError(f"data.min_item_interactions must be at least 1, got {min_item_interactions}")
+            raise ConfigError(f"data.min_item_interactions must be at least 1, got {min_item_interactions}")
         self.min_user_interactions, self.min_item_interactions = min_user_interactions, min_item_interactions
 
     def read(self) -> Histories:

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from framework.data import cache_dir, load_or_rebuild
+from framework.errors import ConfigError
 
 from .interactions import Histories
 
@@ -62,7 +63,7 @@ def sample_negatives(seen: Histories, num_items: int, count: int, rng: np.random
     pairs = np.unique(np.repeat(np.arange(users, dtype=np.int64), lengths) * span + items)  # (user, item), sorted
     allowed = num_items - np.bincount(pairs // span, minlength=users)
     if allowed.min() < count:
-        raise ValueError(f"data.num_negatives={count} but a user has only {allowed.min()} unseen items "
+        raise ConfigError(f"data.num_negatives={count} but a user has only {allowed.min()} unseen items "
                          f"of {num_items}; lower data.num_negatives")
     out = np.zeros((users, count), dtype=np.int64)
     kept = np.zeros(users, dtype=np.int64)

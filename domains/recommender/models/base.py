@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 
 
 def check_history(model: nn.Module, history: Tensor, vocabulary: int) -> None:
@@ -35,7 +36,7 @@ def check_history(model: nn.Module, history: Tensor, vocabulary: int) -> None:
         raise ValueError(f"{type(model).__name__}: history must be (B, N) int64 item ids, got "
                          f"{tuple(history.shape)} {history.dtype}")
     if history.numel() and (int(history.max()) >= vocabulary or int(history.min()) < 0):
-        raise ValueError(f"{type(model).__name__}: history holds item id {int(history.max())} but "
+        raise ConfigError(f"{type(model).__name__}: history holds item id {int(history.max())} but "
                          f"model.num_items={model.num_items}; set model.num_items to the data's item count "
                          "(printed when the data is set up)")
 
@@ -65,7 +66,7 @@ class SequentialRecommender(nn.Module):
         super().__init__()
         require_sizes("model", num_items=num_items)
         if num_items < 1:
-            raise ValueError(f"model.num_items must be at least 1, got {num_items}")
+            raise ConfigError(f"model.num_items must be at least 1, got {num_items}")
         self.num_items, self.dim = num_items, dim
         self.items = nn.Embedding(num_items + 1 + extra_tokens, dim, padding_idx=0)
         nn.init.normal_(self.items.weight, std=1.0 / math.sqrt(dim))

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from framework.attention import CrossBlock, build
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 
 from .base import check_history, leading_padding
 
@@ -49,9 +50,9 @@ class DIN(nn.Module):
         require_sizes("model", num_items=num_items)
         super().__init__()
         if num_items < 1:
-            raise ValueError(f"model.num_items must be at least 1, got {num_items}")
+            raise ConfigError(f"model.num_items must be at least 1, got {num_items}")
         if chunk_size < 1:
-            raise ValueError(f"model.chunk_size must be at least 1, got {chunk_size}")
+            raise ConfigError(f"model.chunk_size must be at least 1, got {chunk_size}")
         self.num_items, self.chunk_size = num_items, chunk_size
         self.items = nn.Embedding(num_items + 1, dim, padding_idx=0)
         self.attention = build(attention, dim, kind="cross")

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 
 from .base import check_history
 
@@ -41,7 +42,7 @@ class MostPopular(nn.Module):
         require_sizes("model", num_items=num_items)
         super().__init__()
         if num_items < 1:
-            raise ValueError(f"model.num_items must be at least 1, got {num_items}")
+            raise ConfigError(f"model.num_items must be at least 1, got {num_items}")
         self.num_items = num_items
         self.register_buffer("counts", torch.zeros(num_items + 1))
         self.temperature = nn.Parameter(torch.tensor(0.5413), requires_grad=False)  # softplus(t) = 1

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from framework.data import SplitDataModule
+from framework.errors import ConfigError
 
 from .datasets import ImageTensors
 from .transforms import check_normalisation, classification_transform
@@ -44,7 +45,7 @@ def stratified_split(labels: Tensor, sizes: Sequence[int], seed: int) -> list[Te
 def split_sizes(total: int, val_fraction: float, test_fraction: float) -> tuple[int, int]:
     """Validation and test sizes of ``total`` examples, checked: both fractions > 0, sum < 1."""
     if not (0 < val_fraction and 0 < test_fraction and val_fraction + test_fraction < 1):
-        raise ValueError(f"data.val_fraction and data.test_fraction must be > 0 with a sum < 1, "
+        raise ConfigError(f"data.val_fraction and data.test_fraction must be > 0 with a sum < 1, "
                          f"got {val_fraction} and {test_fraction}")
     return max(10, round(val_fraction * total)), max(10, round(test_fraction * total))
 
@@ -80,9 +81,9 @@ class Digits(SplitDataModule):
                  batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         if image_size < 8:
-            raise ValueError(f"data.image_size must be at least 8 (the digits' own size), got {image_size}")
+            raise ConfigError(f"data.image_size must be at least 8 (the digits' own size), got {image_size}")
         if crop_padding < 0:
-            raise ValueError(f"data.crop_padding must be >= 0, got {crop_padding}")
+            raise ConfigError(f"data.crop_padding must be >= 0, got {crop_padding}")
         split_sizes(1797, val_fraction, test_fraction)
         check_normalisation(mean, std, 1)
         self.save_hyperparameters()

@@ -13,6 +13,7 @@ from torch.utils.data import Dataset
 from torchvision import tv_tensors
 
 from framework.data import SPLITS, DataError, SplitDataModule, check_label_values, dataset_dir, image_header, read_image
+from framework.errors import ConfigError
 
 from .layouts import LAYOUTS, Layout, Pairs
 from .transforms import IGNORE_INDEX, IMAGENET_MEAN, IMAGENET_STD, check_normalisation, check_scale_range, \
@@ -123,11 +124,11 @@ class SegmentationFolders(SplitDataModule):
                  eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         if layout not in LAYOUTS:
-            raise ValueError(f"data.layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
+            raise ConfigError(f"data.layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
         if len(crop_size) != 2 or min(crop_size) < 1:
-            raise ValueError(f"data.crop_size must be (H, W) with positive sides, got {crop_size}")
+            raise ConfigError(f"data.crop_size must be (H, W) with positive sides, got {crop_size}")
         if base_scale <= 0 or (max_images is not None and max_images < 1):
-            raise ValueError(f"data.base_scale must be > 0 and data.max_images >= 1 or null, "
+            raise ConfigError(f"data.base_scale must be > 0 and data.max_images >= 1 or null, "
                              f"got {base_scale} and {max_images}")
         check_scale_range(scale_range)
         check_normalisation(mean, std, 3)

@@ -10,6 +10,7 @@ from PIL import Image
 from torchvision.datasets import ImageFolder
 
 from framework.data import DataError, SplitDataModule, dataset_dir, image_header, read_image
+from framework.errors import ConfigError
 
 from .transforms import IMAGENET_MEAN, IMAGENET_STD, check_normalisation, check_scale_range, photo_transform
 
@@ -44,7 +45,7 @@ class ImageFolderClassification(SplitDataModule):
                  num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         if image_size < 1:
-            raise ValueError(f"data.image_size must be positive, got {image_size}")
+            raise ConfigError(f"data.image_size must be positive, got {image_size}")
         check_scale_range(scale_range)
         check_normalisation(mean, std, 3)
         self.save_hyperparameters()

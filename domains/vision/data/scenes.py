@@ -28,6 +28,7 @@ from torchvision.transforms import v2
 
 from framework.data import SPLITS, SplitDataModule
 from framework.data.sampling import loader_generator
+from framework.errors import ConfigError
 
 from .datasets import ImageTensors
 from .digits import DIGIT_NAMES, digit_split_indices, load_digit_images
@@ -259,16 +260,16 @@ class DigitScenes(SplitDataModule):
         super().__init__(batch_size, eval_batch_size, num_workers)
         low, high = digit_size
         if not 8 <= low <= high <= canvas_size:
-            raise ValueError(f"data.digit_size must be (min, max) with 8 <= min <= max <= canvas_size "
+            raise ConfigError(f"data.digit_size must be (min, max) with 8 <= min <= max <= canvas_size "
                              f"({canvas_size}), got {tuple(digit_size)}")
         if not 1 <= digits_per_scene <= (canvas_size // high) ** 2:
-            raise ValueError(f"data.digits_per_scene must be between 1 and {(canvas_size // high) ** 2} (the cells of "
+            raise ConfigError(f"data.digits_per_scene must be between 1 and {(canvas_size // high) ** 2} (the cells of "
                              f"side {high} that fit a {canvas_size} canvas), got {digits_per_scene}")
         if not 1 <= clean_per_scene <= digits_per_scene:
-            raise ValueError(f"data.clean_per_scene must be between 1 and digits_per_scene ({digits_per_scene}), "
+            raise ConfigError(f"data.clean_per_scene must be between 1 and digits_per_scene ({digits_per_scene}), "
                              f"got {clean_per_scene}")
         if clutter < 0 or noise < 0 or min(train_size, val_size, test_size) < 1:
-            raise ValueError(f"data.clutter and data.noise must be >= 0 and the split sizes >= 1, got clutter={clutter}, "
+            raise ConfigError(f"data.clutter and data.noise must be >= 0 and the split sizes >= 1, got clutter={clutter}, "
                              f"noise={noise}, sizes={(train_size, val_size, test_size)}")
         check_normalisation(mean, std, 3)
         self.save_hyperparameters()

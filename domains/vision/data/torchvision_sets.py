@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from framework.data import DataError, DataNotFoundError, SplitDataModule, data_root, dataset_dir, not_empty, reading
+from framework.errors import ConfigError
 
 from .datasets import ImageTensors
 from .digits import DIGIT_NAMES, stratified_split
@@ -117,9 +118,9 @@ class TorchvisionClassification(SplitDataModule):
                  batch_size: int = 128, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         if name not in IMAGE_SETS:
-            raise ValueError(f"data.name must be one of {sorted(IMAGE_SETS)}, got {name!r}")
+            raise ConfigError(f"data.name must be one of {sorted(IMAGE_SETS)}, got {name!r}")
         if val_size < 10 or (crop_padding is not None and crop_padding < 0):
-            raise ValueError(f"data.val_size must be >= 10 and data.crop_padding >= 0, got {val_size} and {crop_padding}")
+            raise ConfigError(f"data.val_size must be >= 10 and data.crop_padding >= 0, got {val_size} and {crop_padding}")
         self.save_hyperparameters()
         self.image_set = spec = IMAGE_SETS[name]
         self.mean, self.std = tuple(mean or spec.mean), tuple(std or spec.std)

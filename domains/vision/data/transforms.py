@@ -24,6 +24,8 @@ from torchvision import tv_tensors
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
+from framework.errors import ConfigError
+
 IGNORE_INDEX = 255
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -33,14 +35,14 @@ def check_scale_range(scale_range: Sequence[float], key: str = "data.scale_range
     """``(low, high)`` with ``0 < low <= high``; otherwise an error naming ``key``."""
     low, high = (float(s) for s in scale_range)
     if not 0 < low <= high:
-        raise ValueError(f"{key} must be (low, high) with 0 < low <= high, got {tuple(scale_range)}")
+        raise ConfigError(f"{key} must be (low, high) with 0 < low <= high, got {tuple(scale_range)}")
     return low, high
 
 
 def check_normalisation(mean: Sequence[float], std: Sequence[float], channels: int) -> None:
     """``data.mean`` and ``data.std`` hold one value per channel, and every std is positive."""
     if len(mean) != channels or len(std) != channels or min(std) <= 0:
-        raise ValueError(f"data.mean and data.std need {channels} values each (std > 0), got {list(mean)} and {list(std)}")
+        raise ConfigError(f"data.mean and data.std need {channels} values each (std > 0), got {list(mean)} and {list(std)}")
 
 
 class RandomScale(v2.Transform):
@@ -75,7 +77,7 @@ class PadTo(v2.Transform):
     def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
         height, width = v2.query_size(flat_inputs)
         if height > self.size[0] or width > self.size[1]:
-            raise ValueError(f"{self.key} = {list(self.size)} is smaller than an image of {height}x{width} (H x W)")
+            raise ConfigError(f"{self.key} = {list(self.size)} is smaller than an image of {height}x{width} (H x W)")
         return {"padding": [0, 0, self.size[1] - width, self.size[0] - height]}
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:

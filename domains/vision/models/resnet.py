@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock, available, build, info
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 
 Placement = Literal["auto", "block", "stage"]
 
@@ -35,7 +36,7 @@ def make_block(attention: FeatureMapBlock, channels: int, options: Optional[dict
     try:
         return build(attention, channels, kind="feature_map", **(options or {}))
     except TypeError as err:
-        raise ValueError(f"model.attention_args {options} do not fit the block {attention!r}: {err}") from None
+        raise ConfigError(f"model.attention_args {options} do not fit the block {attention!r}: {err}") from None
 
 
 def _block_factory(attention: FeatureMapBlock, options: dict[str, Any]):
@@ -64,9 +65,9 @@ def create_resnet(name: str, *, attention: FeatureMapBlock = "none", placement: 
     """
     if not name.startswith(("resnet", "resnext", "seresnet", "wide_resnet")) or name not in timm.list_models():
         close = [n for n in timm.list_models("*resnet*") if n.startswith(name[:6])][:8]
-        raise ValueError(f"model.backbone must be a timm ResNet name, got {name!r}; e.g. {', '.join(close) or 'resnet18, resnet50'}")
+        raise ConfigError(f"model.backbone must be a timm ResNet name, got {name!r}; e.g. {', '.join(close) or 'resnet18, resnet50'}")
     if not set(stages) <= {1, 2, 3, 4}:
-        raise ValueError(f"model.stages must be among 1, 2, 3, 4, got {list(stages)}")
+        raise ConfigError(f"model.stages must be among 1, 2, 3, 4, got {list(stages)}")
     options = attention_args or {}
     where = None if attention in (None, "none") else placement_of(attention, placement)
     if where == "block":
@@ -85,7 +86,7 @@ def width_args(channels: Optional[Sequence[int]], stem_width: Optional[int]) -> 
     args: dict[str, Any] = {}
     if channels:
         if len(channels) != 4:
-            raise ValueError(f"model.channels must give the widths of the 4 stages, got {list(channels)}")
+            raise ConfigError(f"model.channels must give the widths of the 4 stages, got {list(channels)}")
         args["channels"] = tuple(channels)
     if stem_width:
         args["stem_width"] = stem_width

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 
 from .resnet import create_resnet, make_block, width_args
 
@@ -95,7 +96,7 @@ class SegmentationNet(nn.Module):
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         if output_stride not in (8, 16, 32):
-            raise ValueError(f"model.output_stride must be 8, 16 or 32, got {output_stride}")
+            raise ConfigError(f"model.output_stride must be 8, 16 or 32, got {output_stride}")
         self.output_stride = output_stride
         self.backbone = create_resnet(backbone, features_only=True, out_indices=(3, 4), output_stride=output_stride,
                                       in_chans=in_chans, pretrained=pretrained, **width_args(channels, stem_width))

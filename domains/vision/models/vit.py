@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from framework.attention import SequenceBlock, build, capture
 from framework.attention.spec import BlockArgumentsError
 from framework.data.sizes import require_sizes
+from framework.errors import ConfigError
 from framework.layers import AttentionEncoder, PositionalEncoding
 
 
@@ -72,7 +73,7 @@ class ViTClassifier(nn.Module):
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         if patch_size < 1 or image_size % patch_size:
-            raise ValueError(f"model.patch_size={patch_size} must divide model.image_size={image_size}")
+            raise ConfigError(f"model.patch_size={patch_size} must divide model.image_size={image_size}")
         self.image_size, self.in_chans = image_size, in_chans
         self.grid = (image_size // patch_size,) * 2
         self.patches = nn.Conv2d(in_chans, dim, patch_size, stride=patch_size)  # one linear map per patch
@@ -111,7 +112,7 @@ def _with_heads(attention: SequenceBlock, num_heads: int, options: dict[str, Any
         try:
             return build(attention, dim, kind="sequence", num_heads=num_heads, **options)
         except (TypeError, BlockArgumentsError) as err:
-            raise ValueError(f"model.attention {attention!r} does not take num_heads={num_heads} and "
+            raise ConfigError(f"model.attention {attention!r} does not take num_heads={num_heads} and "
                              f"model.attention_args {options}: {err}") from None
 
     return make
