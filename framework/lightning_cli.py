@@ -37,7 +37,7 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 
-from . import config_sections, quiet, runs
+from . import config_sections, provenance, quiet, runs
 from .callbacks import (AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunCheckpoint,
                         RunSummary)
 from .checkpoint import AtomicCheckpointIO, config_from_checkpoint
@@ -264,6 +264,18 @@ class FrameworkCLI(LightningCLI):
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
         self.trainer = self.instantiate_trainer()
+        self._record_config_hash(config)
+
+    def _record_config_hash(self, config: Namespace) -> None:
+        """The run summary's ``provenance.config_hash``: the resolved config without what names this
+        very run (its folders, the checkpoint it starts from), so equal configs hash equal."""
+        summary = next((callback for callback in self.trainer.callbacks if isinstance(callback, RunSummary)), None)
+        if summary is None or not self.subcommand:
+            return
+        plain = _without_run_folders(config)
+        plain.ckpt_path = None
+        subparser = self.parser._subcommands_action._name_parser_map[self.subcommand]
+        summary.config_hash = provenance.config_hash(subparser.dump(plain, skip_none=False))
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         """Lightning's trainer with atomic checkpoints and a progress bar that never syncs the device."""

@@ -220,3 +220,34 @@ def test_a_run_ends_with_its_summary_and_repeats_no_harmless_warnings(tmp_path):
     out += (predicted.stdout + predicted.stderr).splitlines()
     assert not [line for line in out if any(noise in line for noise in NOISE)]
     assert sum("logged offline" in line for line in out) == 2  # said once per run, with where it is
+
+
+def test_the_summary_records_where_the_numbers_come_from():
+    import json
+
+    first, again = fit(), fit()
+    other = fit("--model.dropout=0.3")
+    record = [json.loads((Path(cli.trainer.default_root_dir) / "summary.json").read_text())["fit"]["provenance"]
+              for cli in (first, again, other)]
+    assert record[0]["config_hash"] == record[1]["config_hash"] != record[2]["config_hash"]
+    assert len(record[0]["config_hash"]) == 16 and record[0]["seed"] == 0
+    assert record[0]["data"] == {"class": "domains.demo.AssociativeRecall", "sources": [], "content_key": None}
+    assert record[0]["versions"]["torch"] == torch.__version__ and record[0]["code"]["commit"]
+    assert set(record[0]["blocks"]) == {"encoder.layers.0.attention", "encoder.layers.1.attention"}
+    assert record[0]["device"].startswith("cpu")
+
+
+def test_the_data_record_keys_the_files_a_reader_names(tmp_path):
+    from types import SimpleNamespace
+
+    from framework.data import content_key
+    from framework.provenance import data_record
+
+    (tmp_path / "train.txt").write_text("a b\n")
+    (tmp_path / "test.txt").write_text("c d\n")
+    data = SimpleNamespace(sources={"train": str(tmp_path / "train.txt"), "test": f"{tmp_path} (the test list)"})
+    record = data_record(data, {"class_path": "my.Data"})
+    assert record["class"] == "my.Data" and record["sources"] == sorted([str(tmp_path), str(tmp_path / "train.txt")])
+    assert record["content_key"] == content_key([tmp_path / "train.txt", tmp_path / "test.txt"])
+    (tmp_path / "test.txt").write_text("c e\n")
+    assert data_record(data, {"class_path": "my.Data"})["content_key"] != record["content_key"]

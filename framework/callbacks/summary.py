@@ -27,7 +27,9 @@ alone)::
              "wall_seconds": 21.0,            # the stage, from its start (this process)
              "peak_memory_mb": 812.0,         # see memory_kind
              "memory_kind": "cpu_max_rss",    # or "cuda_max_allocated"
-             "best_checkpoint": ".../best.ckpt", "last_checkpoint": ".../last.ckpt"},
+             "best_checkpoint": ".../best.ckpt", "last_checkpoint": ".../last.ckpt",
+             "provenance": {"config_hash": ..., "data": ..., "versions": ..., "code": ...,   # see
+                            "device": ..., "blocks": ...}},                            # framework.provenance
      "test": {"status": "finished", "ckpt_path": ".../best.ckpt",
               "metrics": {"test/acc": ..., ...}, "wall_seconds": ..., "peak_memory_mb": ...,
               "memory_kind": ...}}
@@ -53,6 +55,8 @@ import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
+
+from .. import provenance
 
 SUMMARY_FILE = "summary.json"
 FORMAT = 1
@@ -103,6 +107,9 @@ class RunSummary(Callback):
     """
 
     def __init__(self) -> None:
+        #: SHA-256 (16 hex) of the run's resolved config, set by the command line.
+        self.config_hash: Optional[str] = None
+        self.provenance: dict[str, Any] = {}
         self.history: list[dict[str, float]] = []
         self.epochs: list[int] = []  # training epoch of each validation in ``history``
         self.train_history: list[dict[str, float]] = []
@@ -139,6 +146,7 @@ class RunSummary(Callback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._started = time.perf_counter()
+        self._record_provenance(trainer, pl_module)
         checkpoint = trainer.checkpoint_callback
         if checkpoint is not None and checkpoint.monitor and trainer.is_global_zero:
             for run in _wandb_runs(trainer):  # the run page's summary shows the monitored metric's best
@@ -146,6 +154,19 @@ class RunSummary(Callback):
 
     def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._started = time.perf_counter()
+        self._record_provenance(trainer, pl_module)
+
+    def _record_provenance(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        model = getattr(pl_module, "model", pl_module)
+        self.provenance = {
+            "config_hash": self.config_hash, "seed": _seed(),
+            "deterministic": torch.are_deterministic_algorithms_enabled(),
+            "data": provenance.data_record(trainer.datamodule, getattr(pl_module, "data_config", None)),
+            "versions": provenance.versions(), "code": provenance.code_state(),
+            "device": provenance.device_name(model), "blocks": provenance.blocks_record(model),
+        }
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._read_train_metrics(trainer)
@@ -240,6 +261,8 @@ class RunSummary(Callback):
                                    "peak_memory_mb": memory, "memory_kind": kind}
         if error:
             section["error"] = error
+        if self.provenance:
+            section["provenance"] = self.provenance
         checkpoint = trainer.checkpoint_callback
         if stage == "fit":
             index, best = self._best(checkpoint)

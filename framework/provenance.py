@@ -1,0 +1,93 @@
+"""Where a run's numbers come from, kept in its ``summary.json`` (``provenance``), so that a figure
+can be traced and rerun: the resolved config's hash, what the data was, the seed, the versions of
+the code and libraries, the device and the attention blocks the model used.
+
+    {"config_hash": "3f2a...",                # SHA-256 (16 hex) of the resolved config, run folders left out
+     "data": {"class": "domains.nlp.TREC", "content_key": "9c1e...", "sources": ["/data/TREC"]},
+     "seed": 0, "deterministic": true,
+     "versions": {"python": "3.11.7", "torch": "2.11.0+cu130", "cuda": "13.0", "lightning": "2.6.6", ...},
+     "code": {"commit": "4fee354...", "clean": false},
+     "device": "cpu (x86_64, 2 threads)" or "NVIDIA H200",
+     "blocks": {"encoder.layers.0.attention": {"class": "...MultiHeadSelfAttention", "backend": "sdpa"}}}
+
+The data's ``content_key`` hashes the files a reader names in its ``sources`` (the same key the
+caches use, :func:`framework.data.content_key`); generated data has none: its class, arguments
+and the seed say what it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+from .data.cache import content_key
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARIES = ("lightning", "torchmetrics", "torch-geometric", "timm", "torchaudio", "torchvision", "wandb", "jsonargparse")
+#: Data folders hashed up to this size (larger ones are named, not hashed: hashing reads every byte).
+MAX_HASHED_BYTES = 512 * 2**20
+
+
+def config_hash(resolved_yaml: str) -> str:
+    return hashlib.sha256(resolved_yaml.encode()).hexdigest()[:16]
+
+
+def versions() -> dict[str, Optional[str]]:
+    found: dict[str, Optional[str]] = {"python": platform.python_version(), "torch": torch.__version__,
+                                       "cuda": torch.version.cuda}
+    for name in LIBRARIES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def code_state(root: Path = ROOT) -> dict[str, Any]:
+    """The project's git commit and whether its tree had changes (None outside a git checkout)."""
+    def git(*args: str) -> Optional[str]:
+        try:
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {"commit": commit, "clean": None if status is None else status == ""}
+
+
+def device_name(module: nn.Module) -> str:
+    parameter = next(module.parameters(), None)
+    device = parameter.device if parameter is not None else torch.device("cpu")
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{device.type} ({platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def data_record(datamodule: Any, data_config: Optional[dict]) -> dict[str, Any]:
+    """The data's class, the files it was read from and their content key (None for generated data
+    or folders larger than :data:`MAX_HASHED_BYTES`)."""
+    sources = sorted({str(text).split(" (")[0] for text in (getattr(datamodule, "sources", None) or {}).values()})
+    files: set[Path] = set()
+    for source in map(Path, sources):
+        files |= {source} if source.is_file() else {p for p in source.rglob("*") if p.is_file()} if source.is_dir() else set()
+    size = sum(path.stat().st_size for path in files)
+    return {"class": (data_config or {}).get("class_path") or type(datamodule).__name__, "sources": sources,
+            "content_key": content_key(files) if files and size <= MAX_HASHED_BYTES else None}
+
+
+def blocks_record(model: nn.Module) -> dict[str, dict[str, Optional[str]]]:
+    """Every attention block of the model: its class and, where it says, the backend it runs on."""
+    from .attention import AttentionBlock
+
+    return {name: {"class": f"{type(block).__module__}.{type(block).__qualname__}",
+                   "backend": getattr(block, "backend", None)}
+            for name, block in model.named_modules() if isinstance(block, AttentionBlock)}
