@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 from .errors import ConfigError
 
@@ -116,8 +116,24 @@ def violations(config: Any) -> list[str]:
     return found
 
 
+def accelerator_problem(trainer: Any) -> Optional[str]:
+    """What makes ``trainer.accelerator`` impossible on this machine (a GPU asked for, none there)."""
+    import torch
+
+    accelerator = str(trainer.get("accelerator") or "auto")
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        return (f"trainer.accelerator={accelerator}, but torch finds no CUDA GPU on this machine "
+                f"(torch {torch.__version__}): use cpu or auto, or drop the GPU preset")
+    if accelerator == "mps" and not torch.backends.mps.is_available():
+        return "trainer.accelerator=mps, but this machine has no MPS device: use cpu or auto"
+    return None
+
+
 def check_values(config: Any) -> None:
-    """Raise a :class:`ConfigError` for the first value :func:`violations` finds."""
+    """Raise a :class:`ConfigError` for the first value :func:`violations` finds, or an accelerator
+    this machine lacks."""
+    if problem := accelerator_problem(config.trainer):
+        raise ConfigError(problem)
     found = violations(config)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""

@@ -117,6 +117,7 @@ def parser_message(message: str) -> str:
         given = re.search(r"^\s*Given value: (.{1,60})$", message, flags=re.M)
         if given and "Got value" not in reason:
             reason += f"; got {given.group(1)}"
+    reason = re.sub(r"NestedArg\(key='([^']*)', val='?([^')]*)'?\)", r"\1=\2", reason)  # jsonargparse's own repr
     key = ".".join(keys)
     return f"{key}: {reason}" if key else reason
 

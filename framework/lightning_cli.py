@@ -224,8 +224,12 @@ class FrameworkCLI(LightningCLI):
         """
         subcommand = self.config.get("subcommand")
         ckpt_path = subcommand and self.config[subcommand].get("ckpt_path")
-        if not ckpt_path or ckpt_path in LIGHTNING_CKPT_ALIASES:
+        if not ckpt_path:
             return
+        if ckpt_path in LIGHTNING_CKPT_ALIASES:  # names of this process's checkpoints: a new process has none
+            raise ConfigError(f"--ckpt_path {ckpt_path}: give a checkpoint file, for example "
+                              f"runs/<experiment>/<run>/checkpoints/{'last' if ckpt_path == 'last' else 'best'}.ckpt "
+                              f"('{ckpt_path}' names a checkpoint of a fit in the same Python process)")
         subparser = self.parser._subcommands_action._name_parser_map[subcommand]
         self.config[subcommand] = config_from_checkpoint(subparser, self.config[subcommand], Path(ckpt_path), self.argv,
                                                          subcommand)

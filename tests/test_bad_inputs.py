@@ -71,6 +71,7 @@ def fitted(*extra: str) -> Path:
     ("--compile=fastest", "compile"),
     ("--data.num_keys=many", "data.num_keys"),
     ("--trainer.precision=17", "trainer.precision"),
+    ("--data.predict_splitt=test", "data: Option 'predict_splitt' is not accepted; got predict_splitt=test"),
     ("--model.attention.init_args.num_heads=5", "model.attention: num_heads=5 sets an argument of a block given by its name"),
     ("--model.attention=my_pkg.Missing", "model.attention: attention block 'my_pkg.Missing': cannot import it (No module"),
     ('--model.attention={"class_path": "my_pkg.Missing", "init_args": {"k": 3}}',
@@ -143,6 +144,10 @@ def test_a_schedule_without_an_optimizer(capsys, tmp_path):
     ("--data.max_pairs=40", "data: need 1 <= min_pairs <= max_pairs <= num_keys"),
     ("--resume.every_n_steps=0", "resume.every_n_steps must be at least 1"),
     ("--model.attention=torch.nn.Linear", "attention block 'torch.nn.Linear'"),
+    ("--ckpt_path=best", "--ckpt_path best: give a checkpoint file"),
+    ("--trainer.val_check_interval=5", "trainer.val_check_interval=5 is more than the 2 training batches of an epoch"),
+    pytest.param("--trainer.accelerator=gpu", "trainer.accelerator=gpu, but torch finds no CUDA GPU on this machine",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")),
 ])
 def test_a_value_that_cannot_work_names_its_key_and_leaves_no_run_folder(capsys, flag, expected):
     assert expected in fails(capsys, ["fit", *DEMO, flag])

@@ -33,3 +33,18 @@ def check_limits(stage: str, trainer: Any) -> None:
         if value is not None and value == 0:
             raise ConfigError(f"trainer.{key}={value} leaves {stage} nothing to run (it would end at once and exit as "
                               "if it had worked): give a positive value, or leave it unset")
+
+
+def check_validation_interval(trainer: Any, train_batches: int) -> None:
+    """An integer ``val_check_interval`` counts training batches within an epoch: more than the
+    epoch has would never validate (Lightning stops with a traceback); refused here, naming the key."""
+    interval, limit = getattr(trainer, "val_check_interval", None), getattr(trainer, "limit_train_batches", None)
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        train_batches = min(train_batches, limit)
+    elif isinstance(limit, float):
+        train_batches = int(train_batches * limit)
+    every_epoch = getattr(trainer, "check_val_every_n_epoch", 1) is not None
+    if isinstance(interval, int) and not isinstance(interval, bool) and every_epoch and interval > train_batches > 0:
+        raise ConfigError(f"trainer.val_check_interval={interval} is more than the {train_batches} training batches of "
+                          f"an epoch: give at most {train_batches}, a share in (0, 1], or set "
+                          "trainer.check_val_every_n_epoch=null to count batches across epochs")

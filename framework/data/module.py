@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import Dataset
 from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 
-from .limits import check_limits
+from .limits import check_limits, check_validation_interval
 from .paths import DataError
 from .sampling import EpochShuffle, loader_generator
 from .tensors import TensorExamples, collate
@@ -65,6 +65,7 @@ class SplitDataModule(pl.LightningDataModule):
         self.num_workers, self.predict_split = num_workers, predict_split
         self.splits: dict[str, Dataset] = {}
         self.sources: dict[str, str] = {}
+        self._interval_checked: object = None  # the trainer whose val_check_interval was checked
 
     def make_splits(self) -> dict[str, Dataset]:
         """The datasets of the splits, by name (``train``, ``val``, ``test``)."""
@@ -80,6 +81,9 @@ class SplitDataModule(pl.LightningDataModule):
             if empty is not None:
                 raise self.empty_split(empty)
             self.splits = splits
+        if trainer is not None and stage == "fit" and "train" in self.splits and trainer is not self._interval_checked:
+            self._interval_checked = trainer  # the loader below sets this module up again
+            check_validation_interval(trainer, len(self.train_dataloader()))
         device = self.device
         if device.type == "cuda" and self.num_workers == 0:
             for dataset in self.splits.values():
