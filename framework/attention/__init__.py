@@ -11,7 +11,8 @@ One sub-package per kind of block (``registry.KINDS``): ``cross`` (the general a
 model of Brauwers & Frasincar (2021), score x distribution functions composed by one
 ``Attention``, and the blocks built on it), ``sequence``, ``pooling``, ``feature_map`` for
 (B, C, H, W) maps, ``graph`` and ``memory``. ``base`` holds what every block shares (the
-record of its weights, the ablation switch), ``capture`` and ``ablation`` act on a whole model.
+record of its weights, the ablation switch), ``capture`` and ``ablation`` act on a whole model,
+``probes`` says which queries a capture with probes records the exact rows of.
 """
 
 import importlib
@@ -22,6 +23,7 @@ from . import cross, feature_map, graph, memory, pooling, sequence
 from .ablation import ABLATIONS, ablation
 from .base import AttentionBlock, AttentionOutput, Record, ShapeError, expect_shape
 from .capture import capture
+from .probes import ProbeRows, probe_index
 from .cross import Attention
 from .registry import KINDS, BlockInfo, UnknownBlockError, aliases, available, create, info
 
@@ -63,6 +65,7 @@ __all__ = [
     "MeanPooling",
     "MemoryBlock",
     "NoAttention",
+    "ProbeRows",
     "PoolingBlock",
     "Record",
     "SequenceBlock",
@@ -76,6 +79,7 @@ __all__ = [
     "create",
     "expect_shape",
     "info",
+    "probe_index",
 ]
 
 

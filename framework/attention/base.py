@@ -6,6 +6,11 @@ leave a block: a :class:`~framework.attention.capture` receives them as a :class
 that knows the layout of its queries and keys, and the caller gets them with
 ``need_weights=True``. Blocks compute weights only when :meth:`AttentionBlock.wants_weights`
 says so (asked for, captured, or ablated), so training pays nothing for them.
+
+A capture with probes (:mod:`~framework.attention.probes`) wants only the rows of a few
+queries: a block that can compute them on its fused path says so (``gives_probe_rows``),
+computes no weights when :meth:`AttentionBlock.probing`, and hands the rows to
+:meth:`AttentionBlock.record_rows`; the others' full records are cut to the probe rows.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import torch
 from torch import Tensor, nn
 
 from .ablation import ablated
-from .capture import is_capturing
+from .capture import is_capturing, is_probing, watched
 from .capture import record as _record
+from .capture import record_rows as _record_rows
+from .probes import strides
 
 
 
@@ -45,11 +52,25 @@ class Record:
         queries: the grid of the query positions, ``(h, w)`` for pixels, ``(n,)`` for tokens,
             when the weights relate positions to positions; None otherwise (gates, graphs).
         keys: the grid of the key positions likewise (``(h', w')`` for sub-sampled keys).
+        probes: for a capture with probes, the (P,) flat indices in the query grid of the
+            queries whose rows ``weights`` holds, (B, [heads,] P, K) over the key grid's K
+            positions; None for full weights.
+        valid: with probes, the keys each row may attend, bool, broadcastable to ``weights``
+            (None: all); where the block does not know its mask, the keys that some query of
+            the example weighs.
+        logits: with probes, where the block has them, the energies of the rows before the
+            normalisation (like ``weights``; undefined outside ``valid``).
+        lse: where the block's kernel computes it (FlexAttention, criss-cross), the
+            log-sum-exp of the energies of every query, (B, [heads,] Q).
     """
 
     weights: Any
     queries: Optional[tuple[int, ...]] = None
     keys: Optional[tuple[int, ...]] = None
+    probes: Optional[Tensor] = None
+    valid: Optional[Tensor] = None
+    logits: Optional[Tensor] = None
+    lse: Optional[Tensor] = None
 
 
 def expect_shape(block: str, name: str, x: Tensor, dims: str, **sizes: int) -> None:
@@ -79,10 +100,18 @@ class AttentionBlock(nn.Module):
 
     block_name: str = "attention"
     ablation: Optional[str] = None
+    #: Whether the block computes the rows of a capture's probe queries itself, on its fast path,
+    #: without its full weights (:meth:`probing`, :meth:`record_rows`).
+    gives_probe_rows: bool = False
 
     def wants_weights(self, need_weights: bool = False) -> bool:
-        """Whether the weights must be computed: asked for, watched by a capture, or ablated."""
+        """Whether the weights must be computed: asked for, watched by a capture (one with probes
+        only where the block gives no probe rows of its own), or ablated."""
         return need_weights or self.ablation is not None or is_capturing(self)
+
+    def probing(self) -> bool:
+        """Whether a capture with probes wants this block's probe rows (from :meth:`record_rows`)."""
+        return is_probing(self)
 
     def ablate(self, weights: Tensor, valid: Optional[Tensor] = None, dim: int = -1, normalised: bool = True) -> Tensor:
         """``weights`` unchanged, or replaced under the block's ablation (see :func:`ablated`)."""
@@ -108,8 +137,17 @@ class AttentionBlock(nn.Module):
     def record(self, weights: Any, *, queries: Optional[tuple[int, ...]] = None,
                keys: Optional[tuple[int, ...]] = None) -> None:
         """Hand ``weights`` to the captures watching this block (nothing when none does)."""
-        if is_capturing(self):
+        if watched(self):
             _record(self, Record(weights, queries, keys))
+
+    def record_rows(self, rows: Any, *, queries: tuple[int, ...], keys: tuple[int, ...], device: torch.device,
+                    lse: Optional[Tensor] = None) -> None:
+        """Hand the captures with probes the rows of their probe queries: ``rows(index)`` gives a
+        :class:`~framework.attention.probes.ProbeRows` for the (P,) flat indices ``index`` (on
+        ``device``) of the probes in the grid ``queries``, over the keys of the grid ``keys``;
+        ``lse`` is the kernel's log-sum-exp of every query, where it has one. Called by blocks
+        that set ``gives_probe_rows``, when :meth:`probing`."""
+        _record_rows(self, rows, tuple(queries), tuple(keys), device, lse)
 
     def expect(self, name: str, x: Tensor, dims: str, **sizes: int) -> None:
         expect_shape(self.block_name, name, x, dims, **sizes)
@@ -129,25 +167,38 @@ class AttentionBlock(nn.Module):
             return None
         if record.queries is None:
             row = weights
+        elif record.probes is not None:
+            row = weights[..., probe_row(record, query), :]
         else:
             if weights.dim() < 3 or weights.shape[-2] != math.prod(record.queries):
                 return None
-            row = weights[..., int(torch.tensor(query).dot(torch.tensor(_strides(record.queries)))), :]
+            row = weights[..., flat_position(record.queries, query), :]
         while row.dim() > 2:  # heads, or learned queries
             row = row.mean(1)
         return row.unflatten(-1, keys)
 
+    def grid_weights(self, record: Record) -> Optional[Tensor]:
+        """A full record's weights as (B, [heads,] Q, K) over its query and key grids, the layout
+        that probe rows are cut from; None where the weights relate no such grids (gates,
+        learned queries, a graph's edges). The default reads weights laid out so already;
+        blocks whose weights are laid out otherwise (criss-cross, DANet) override it."""
+        weights, queries, keys = record.weights, record.queries, record.keys
+        if (isinstance(weights, Tensor) and queries and keys and weights.dim() >= 3
+                and weights.shape[-2:] == (math.prod(queries), math.prod(keys))):
+            return weights
+        return None
+
     def weights_image(self, record: Record) -> Optional[Tensor]:
         """One 2-D map of the first example of a record, for plots and loggers.
 
-        A record over a grid of positions draws where its middle query looks; otherwise the
-        leading axes of the first example (heads, hops) are averaged down to two, and a tuple
-        record draws its last tensor of two or more dims. Records that are no image (graphs)
-        give None.
+        A record over a grid of positions draws where its middle query looks (a record of probe
+        rows: the probe nearest the middle); otherwise the leading axes of the first example
+        (heads, hops) are averaged down to two (a record of probe rows: the probes' rows), and
+        a tuple record draws its last tensor of two or more dims. Records that are no image
+        (graphs) give None.
         """
         if record.keys is not None and len(record.keys) == 2:
-            middle = tuple(size // 2 for size in record.queries) if record.queries else ()
-            looked = self.looks(record, middle)
+            looked = self.looks(record, middle_query(record))
             if looked is not None:
                 return looked[0]
         weights = record.weights
@@ -178,15 +229,21 @@ class AttentionBlock(nn.Module):
             return None
         from ..pictures import heatmap
 
-        weights, queries, keys = record.weights, record.queries, record.keys
-        layout = (math.prod(queries), math.prod(keys)) if queries and keys else None
+        weights, queries, keys, probes = record.weights, record.queries, record.keys, record.probes
+        rows = len(probes) if probes is not None else math.prod(queries) if queries else None
+        layout = (rows, math.prod(keys)) if queries and keys else None
         heads = weights.shape[1] if isinstance(weights, Tensor) and weights.dim() == 4 and weights.shape[2:] == layout else 1
         said = f"{caption}\n{self.block_name}" + (f", mean of {heads} heads" if heads > 1 else "")  # (B, h, Q, K)
         if keys is not None and len(keys) == 2 and tuple(image.shape) == tuple(keys):
-            middle = tuple(size // 2 for size in queries) if queries else ()
+            middle = middle_query(record)
             query = f"query pixel {middle} of {queries[0]} x {queries[1]}" if queries else "its query"
-            return heatmap(image, rows="key row", columns="key column", aspect="equal",
-                           caption_text=f"{said}: where {query} looks")
+            figure = heatmap(image, rows="key row", columns="key column", aspect="equal",
+                             caption_text=f"{said}: where {query} looks")
+            if queries and tuple(queries) == tuple(keys) and probes is not None:
+                from ..pictures import mark
+
+                mark(figure.axes[0], middle)
+            return figure
         if keys is None or len(keys) != 1 or image.shape[-1] != keys[0]:  # no grid: say what the axes are
             drawn = [w for w in weights if isinstance(w, Tensor) and w.dim() >= 2][-1] if isinstance(
                 weights, (tuple, list)) else weights  # the tensor weights_image draws
@@ -194,11 +251,48 @@ class AttentionBlock(nn.Module):
             return heatmap(image, rows="row", columns="column",
                            caption_text=f"{said}: captured weights {shape} per example, leading axes averaged")
         attended = image.ne(0).any(0)
-        same = queries is not None and tuple(queries) == tuple(keys) and image.shape[0] == keys[0]
+        if probes is not None and record.valid is not None:
+            attended = record.valid[0].reshape(-1, record.valid.shape[-1]).any(0).expand_as(attended)
+        same = queries is not None and tuple(queries) == tuple(keys)
+        if probes is not None and len(probes) < math.prod(queries):  # some queries' rows: label them
+            return heatmap(image, rows=f"probe query position (of {queries[0]})", columns="key position",
+                           row_labels=[str(int(p)) for p in probes], valid_columns=attended,
+                           valid_rows=attended[probes] if same else None, caption_text=said)
+        same = same and image.shape[0] == keys[0]
         return heatmap(image, rows="query position" if queries else "query", columns="key position",
                        valid_columns=attended, valid_rows=attended if same else None, caption_text=said)
 
 
-def _strides(grid: tuple[int, ...]) -> list[int]:
-    """Row-major strides of a grid: (h, w) -> [w, 1]."""
-    return [math.prod(grid[i + 1:]) for i in range(len(grid))]
+def middle_query(record: Record) -> tuple[int, ...]:
+    """The middle of a record's query grid (of a record of probe rows: the probe nearest it);
+    () without a query grid."""
+    if not record.queries:
+        return ()
+    middle = tuple(size // 2 for size in record.queries)
+    return nearest_probe(record, middle) if record.probes is not None else middle
+
+
+def flat_position(grid: tuple[int, ...], position: tuple[int, ...]) -> int:
+    """The row-major index of ``position`` in ``grid``."""
+    return sum(p * s for p, s in zip(position, strides(grid)))
+
+
+def probe_row(record: Record, query: tuple[int, ...]) -> int:
+    """Which row of a probe record holds the query at ``query`` of its query grid; an error
+    naming the probes when it is none of them."""
+    at = flat_position(record.queries, query)
+    found = (record.probes == at).nonzero()
+    if not len(found):
+        shown = [tuple(int(i) // s % g for g, s in zip(record.queries, strides(record.queries))) for i in record.probes[:8]]
+        raise ValueError(f"query {tuple(query)} is not among the record's {len(record.probes)} probe queries "
+                         f"({', '.join(map(str, shown))}{' ...' if len(record.probes) > 8 else ''}); capture with "
+                         "probes that include it (capture(model, probes=[...]))")
+    return int(found[0, 0])
+
+
+def nearest_probe(record: Record, query: tuple[int, ...]) -> tuple[int, ...]:
+    """The probe query of a probe record nearest to the position ``query`` of its query grid."""
+    grid = record.queries
+    positions = torch.stack([record.probes.cpu() // s % g for g, s in zip(grid, strides(grid))], -1)
+    distance = (positions - torch.tensor(query)).square().sum(-1)
+    return tuple(int(p) for p in positions[int(distance.argmin())])

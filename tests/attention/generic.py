@@ -13,7 +13,7 @@ import inspect
 import torch
 from torch import Tensor, nn
 
-from framework.attention import AttentionOutput, Record, ablation, capture
+from framework.attention import AttentionOutput, Record, ablation, capture, probe_index
 from tests.attention.cases import case
 from tests.attention.reference import randomize_
 
@@ -138,6 +138,48 @@ def runs_on(name: str, device: str) -> None:
     for got, want in zip(got_out + got_grads, want_out + want_grads):
         assert got.device.type == torch.device(device).type
         torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-3, msg=lambda m: f"{name} on {device}: {m}")
+
+
+def probe_rows_match_the_full_map(name: str, device: str = "cpu", probes: int = 3) -> list[str]:
+    """A capture with ``probes`` records, for every call of every block of the case (on
+    ``device``), the rows of the probe queries equal (to 1e-5) to those of the full map that a
+    capture without probes records on the CPU, zero outside their ``valid`` keys, and changes
+    nothing in the output; where the block computes its rows itself, it computes no full
+    weights. Returns the names of the records kept whole (weights relating no grids)."""
+    torch.manual_seed(0)
+    block, args, kwargs = case(name)
+    randomize_(block, scale=0.3).eval()
+    moved, moved_args, moved_kwargs = copy.deepcopy(block).to(device), _to(args, device), _to(kwargs, device)
+    with torch.no_grad():
+        torch.manual_seed(0)
+        with capture(moved) as full:
+            plain = tensors(moved(*moved_args, **moved_kwargs))
+        torch.manual_seed(0)
+        with capture(moved, probes=probes) as rows:
+            own = [m for m in moved.modules() if getattr(m, "gives_probe_rows", False)]
+            assert not any(m.wants_weights() for m in own), f"{name}: a block that gives probe rows computes its full map"
+            probed = tensors(moved(*moved_args, **moved_kwargs))
+    for got, want in zip(probed, plain, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: probed output: {m}")
+    assert set(rows) == set(full), f"{name}: the capture with probes recorded other blocks"
+    modules, whole = dict(moved.named_modules()), []
+    for key, records in full.items():
+        assert len(rows[key]) == len(records), f"{name}: {key} recorded {len(rows[key])} calls with probes, {len(records)} without"
+        for call, (fully, probed_record) in enumerate(zip(records, rows[key])):
+            said = f"{name}: {key}, call {call + 1}"
+            grid = modules.get(key, block).grid_weights(fully)
+            if grid is None:
+                assert probed_record.probes is None, f"{said}: probe rows of weights that relate no grids"
+                whole.append(key)
+                continue
+            index = probe_index(fully.queries, probes)
+            index = index.to(device)
+            assert torch.equal(probed_record.probes, index), f"{said}: probes {probed_record.probes} != {index}"
+            got = probed_record.weights
+            torch.testing.assert_close(got, grid.index_select(-2, index), atol=1e-5, rtol=0, msg=lambda m: f"{said}: {m}")
+            if probed_record.valid is not None:
+                assert not (got * ~probed_record.valid).any(), f"{said}: weight on a key that is not valid"
+    return whole
 
 
 #: The generic checks of one block; ``runs_on`` also takes a device.

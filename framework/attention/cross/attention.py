@@ -20,8 +20,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
+from ..probes import ProbeRows
 from ..registry import register, unknown_name_message
-from .distribution import DISTRIBUTIONS, Normalize, Softmax
+from .distribution import DISTRIBUTIONS, Hard, Normalize, Softmax
 from .score import SCORES, KernelScore
 
 
@@ -85,7 +86,10 @@ class Attention(AttentionBlock):
     fused ``torch.nn.functional.scaled_dot_product_attention`` computes the same numbers.
     A kernel score with the normalize distribution runs in time linear in N.
 
-    Captured weights: the (B, h, M, N) weights of every hop.
+    Captured weights: the (B, h, M, N) weights of every hop. A capture with probes gets the
+    rows of its probe queries computed from the projections, ``distribution(score(q_P, K))``
+    with the mask's rows, whatever path computes the output (except for multi-dimensional and
+    hard attention, whose rows are cut from the full weights).
     """
 
     def __init__(
@@ -144,6 +148,8 @@ class Attention(AttentionBlock):
         self.score = score_cls(q_head, k_head, num_heads, **options)
         distribution_cls = _lookup(DISTRIBUTIONS, distribution, "distribution function")
         self.distribution = distribution_cls(num_heads) if distribution_cls.per_head else distribution_cls()
+        # rows of probe queries from the projections: not for weights per value feature, nor for sampled ones
+        self.gives_probe_rows = not multi_dimensional and not isinstance(self.distribution, Hard)
         if distribution_cls.pairs != score_cls.pairs:
             pairs = sorted(n for n, c in DISTRIBUTIONS.items() if c.pairs), sorted(n for n, c in SCORES.items() if c.pairs)
             raise ValueError(f"attention: distribution {distribution!r} and score {score!r} do not fit: the pair "
@@ -221,9 +227,11 @@ class Attention(AttentionBlock):
             context = F.scaled_dot_product_attention(
                 q_dot, k_dot, v, attn_mask=mask, dropout_p=dropout, is_causal=only_causal, scale=scale
             )
+            self._probe(q, k, key_padding_mask, attn_mask)
             return context, None, None
         linear_ok = attn_mask is None and dropout == 0.0 and (not self.causal or m == n)
         if fast and linear_ok and isinstance(self.score, KernelScore) and isinstance(self.distribution, Normalize):
+            self._probe(q, k, key_padding_mask, attn_mask)
             return self._linear(q, k, v, key_padding_mask), None, None
 
         mask = self._mask(key_padding_mask, attn_mask, m, n, q.device)
@@ -237,12 +245,50 @@ class Attention(AttentionBlock):
             weights, log_prob = self.distribution(energies, mask, dim=-1)
             weights = self.ablate(weights, mask, dim=-1, normalised=normalised)
         self.record(weights, queries=(m,), keys=(n,))
+        self._probe(q, k, key_padding_mask, attn_mask, weights, energies)
         dropped = F.dropout(weights, dropout) if dropout else weights
         if self.multi_dimensional:
             context = (dropped * v.unsqueeze(2)).sum(-2)  # sum_l a_l * v_l
         else:
             context = dropped @ v
         return context, weights, log_prob
+
+    def _row_mask(self, index: Tensor, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], m: int,
+                  n: int) -> Optional[Tensor]:
+        """The rows ``index`` (P,) of :meth:`_mask`, (B|1, h|1, P, N), without building the (M, N) mask."""
+        parts = []
+        if key_padding_mask is not None:
+            parts.append(key_padding_mask.bool()[:, None, None, :])
+        if attn_mask is not None:
+            full = attn_mask if attn_mask.dim() == 4 else attn_mask.reshape(-1, 1, m, n)
+            parts.append(full.index_select(-2, index) if full.shape[-2] == m else full)
+        if self.causal:
+            parts.append(torch.arange(n, device=index.device) <= index[:, None])
+        if not parts:
+            return None
+        mask = parts[0]
+        for part in parts[1:]:
+            mask = mask & part
+        return mask
+
+    def _probe(self, q: Tensor, k: Tensor, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor],
+               weights: Optional[Tensor] = None, energies: Optional[Tensor] = None) -> None:
+        """Hand the captures with probes the rows of their probe queries: cut from ``weights``
+        and ``energies`` where this pass computed them, else ``distribution(score(q_P, K))``."""
+        if not self.probing():
+            return
+        m, n = q.shape[-2], k.shape[-2]
+
+        def rows(index: Tensor) -> ProbeRows:  # the query axis is axis 2 of q, energies and weights
+            mask = self._row_mask(index, key_padding_mask, attn_mask, m, n)
+            if weights is not None:
+                rows, logits = weights.index_select(2, index), energies.index_select(2, index)
+            else:
+                logits = self.score(q.index_select(2, index), k)
+                rows = self.distribution(logits, mask, dim=-1)[0]
+            return ProbeRows(rows, mask, None if self.score.pairs else logits)  # pair scores: (..., 2) energies
+
+        self.record_rows(rows, queries=(m,), keys=(n,), device=q.device)
 
     def _linear(self, q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
         """Kernel attention in O(N): phi(q) (phi(K)^T V) / (phi(q) . sum_j phi(k_j) + eps)."""

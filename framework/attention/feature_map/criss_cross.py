@@ -18,11 +18,14 @@ weights, batched matmuls elsewhere, one graph node for ``torch.compile``.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput, Record
+from ..probes import ProbeRows
 from ..registry import register
 from .criss_cross_op import criss_cross, energies, softmax_
 
@@ -51,6 +54,37 @@ def apply_weights(weights: Tensor, v: Tensor) -> Tensor:
     return column + torch.einsum("bijk,bikc->bijc", weights[..., height:], v)  # k over the columns of row i
 
 
+def cross_keys(index: Tensor, height: int, width: int) -> tuple[Tensor, Tensor]:
+    """The keys of the pixels at flat ``index`` (P,): their flat positions (P, W + H), the W
+    pixels of the row then the H of the column, and (P, W + H) bool, False at the pixel's own
+    entry of the column (it is counted in its row)."""
+    i, j = index // width, index % width
+    columns, rows = torch.arange(width, device=index.device), torch.arange(height, device=index.device)
+    positions = torch.cat([i[:, None] * width + columns, rows * width + j[:, None]], dim=1)
+    counted = torch.cat([torch.ones_like(positions[:, :width], dtype=torch.bool), rows != i[:, None]], dim=1)
+    return positions, counted
+
+
+def probe_rows(q: Tensor, k: Tensor, lse: Tensor, index: Tensor) -> ProbeRows:
+    """The rows of the pixels at flat ``index`` (P,) over all H W pixels, (B, P, H W), from q, k
+    (B, H, W, c) and the kernel's log-sum-exp (B, H, W): A_u,v = exp(q_u . k_v - lse_u) on the
+    cross of u, 0 elsewhere; with the energies and the cross as ``valid``. O(P (H + W) c)."""
+    batch, height, width, _ = q.shape
+    positions, counted = cross_keys(index, height, width)
+    flat_q, flat_k = q.flatten(1, 2), k.flatten(1, 2)  # (B, H W, c)
+    keys = flat_k[:, positions]  # (B, P, W + H, c)
+    energies = torch.einsum("bpc,bpkc->bpk", flat_q[:, index].to(lse.dtype), keys.to(lse.dtype))
+    weights = (energies - lse.flatten(1)[:, index, None]).exp() * counted
+    at = positions.expand(batch, -1, -1)
+    dense = energies.new_zeros(batch, len(index), height * width)
+    logits = dense.clone().scatter_(-1, at[..., width:], energies[..., width:])  # columns first: the row wins at u
+    logits.scatter_(-1, at[..., :width], energies[..., :width])
+    valid = torch.zeros(1, len(index), height * width, dtype=torch.bool, device=q.device)
+    valid.scatter_(-1, positions[None], counted[None])
+    valid.scatter_(-1, positions[None, :, :width], True)
+    return ProbeRows(dense.scatter_add_(-1, at, weights).to(q.dtype), valid, logits)
+
+
 @register(
     "criss_cross",
     kind="feature_map", placement="stage",
@@ -73,8 +107,12 @@ class CrissCrossAttention(AttentionBlock):
         per pass a (B, H, W, H + W) tensor: for query pixel (i, j), first the H weights of
         column j (the query's own entry 0), then the W weights of row i, as in CCNet;
         :meth:`pixel_map` draws one pixel's weights as an (B, H, W) map. The records carry
-        no gradient.
+        no gradient. A capture with probes gets per pass the probe pixels' rows over all
+        pixels, (B, P, H W), 0 off their cross, computed from q, k and the log-sum-exp that
+        the kernel returns (kept as the record's ``lse``), at O(P (H + W)) beyond the rows.
     """
+
+    gives_probe_rows = True
 
     def __init__(self, channels: int, reduction: int = 8, recurrence: int = 2) -> None:
         super().__init__()
@@ -101,17 +139,42 @@ class CrissCrossAttention(AttentionBlock):
                 with torch.no_grad():
                     weights = criss_cross_weights(q, k)
             if self.ablation is None:
-                out = criss_cross(q, k, v)[0]
+                out, lse = criss_cross(q, k, v)
             else:
                 weights = self.ablate(weights, own_pixel_excluded(*grid, x.device))
                 out = apply_weights(weights, v)
             if want:
                 self.record(weights, queries=grid, keys=grid)
+            if self.probing():
+                self._probe(q, k, *((lse, None) if self.ablation is None else (None, weights)))
             x = torch.addcmul(x, self.gamma, out.permute(0, 3, 1, 2))  # (B, C, H, W), channels last
         return self.finish(x, weights if need_weights else None, need_weights, recorded=True)  # one record per pass
 
+    def _probe(self, q: Tensor, k: Tensor, lse: Optional[Tensor], weights: Optional[Tensor]) -> None:
+        """The rows of a capture's probe pixels: from the kernel's log-sum-exp, or, when the
+        block is ablated, from the weights it used."""
+        grid = tuple(q.shape[1:3])
+
+        def rows(index: Tensor) -> ProbeRows:
+            if weights is None:
+                return probe_rows(q, k, lse, index)
+            positions, counted = cross_keys(index, *grid)
+            valid = torch.zeros(1, len(index), grid[0] * grid[1], dtype=torch.bool, device=q.device)
+            valid.scatter_(-1, positions[None], counted[None]).scatter_(-1, positions[None, :, :grid[1]], True)
+            maps = [self.pixel_map(weights, int(u) // grid[1], int(u) % grid[1]) for u in index]
+            return ProbeRows(torch.stack(maps, 1).flatten(2), valid)
+
+        self.record_rows(rows, queries=grid, keys=grid, device=q.device, lse=lse)
+
+    def grid_weights(self, record: Record) -> Tensor:
+        """(B, H W, H W): every pixel's weights over all pixels, 0 off its cross."""
+        height, width = record.weights.shape[1:3]
+        return torch.stack([self.pixel_map(record.weights, i, j) for i in range(height) for j in range(width)], 1).flatten(2)
+
     def looks(self, record: Record, query: tuple[int, ...] = ()) -> Tensor:
         """(B, H, W): the cross of weights with which pixel ``query`` = (i, j) attends."""
+        if record.probes is not None:
+            return super().looks(record, query)
         return self.pixel_map(record.weights, *query)
 
     @staticmethod

@@ -47,9 +47,14 @@ class PositionAttention(AttentionBlock):
         self.value = nn.Conv2d(channels, channels, 1)
         self.gamma = nn.Parameter(torch.zeros(1))
 
-    def attend(self, x: Tensor, want: bool) -> tuple[Tensor, Optional[Tensor]]:
-        """The gated attention term gamma * sum_j a_ij V(x)_j, without the residual, and a."""
-        out, weights = dot_product_attention(tokens(self.query(x)), tokens(self.key(x)), tokens(self.value(x)), self, want)
+    gives_probe_rows = True
+
+    def attend(self, x: Tensor, want: bool, recorder: Optional[AttentionBlock] = None) -> tuple[Tensor, Optional[Tensor]]:
+        """The gated attention term gamma * sum_j a_ij V(x)_j, without the residual, and a; the
+        rows of a capture's probe pixels go to ``recorder`` (default this block)."""
+        grid = tuple(x.shape[2:])
+        out, weights = dot_product_attention(tokens(self.query(x)), tokens(self.key(x)), tokens(self.value(x)), self, want,
+                                             grids=(grid, grid), recorder=recorder)
         return self.gamma * out.transpose(1, 2).unflatten(2, x.shape[2:]), weights
 
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
@@ -124,7 +129,8 @@ class DualAttention(AttentionBlock):
         ``AttentionOutput(output, weights=(position (B, HW, HW), channel (B, C, C)))``.
 
     Captured weights: the tuple (position weights (B, HW, HW), channel weights (B, C, C)),
-    one record per call.
+    one record per call; a capture with probes gets the probe pixels' rows of the position
+    branch, computed from Q and K.
 
     Paper: Fu, Liu, Tian, Li, Bao, Fang & Lu, "Dual Attention Network for Scene Segmentation",
     CVPR 2019.
@@ -139,12 +145,18 @@ class DualAttention(AttentionBlock):
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
         want = self.wants_weights(need_weights)
-        position, position_weights = self.position.attend(x, want)  # the branches ablate their own weights
+        position, position_weights = self.position.attend(x, want, self)  # the branches ablate their own weights
         channel, channel_weights = self.channel.attend(x)
         grid = tuple(x.shape[2:])
         return self.finish(x + position + channel, (position_weights, channel_weights) if want else None, need_weights,
                            queries=grid, keys=grid)
 
+    gives_probe_rows = True
+
+    def grid_weights(self, record: Record) -> Optional[Tensor]:
+        """The position branch's weights (the channel branch relates no pixels)."""
+        return super().grid_weights(replace(record, weights=record.weights[0]))
+
     def looks(self, record: Record, query: tuple[int, ...] = ()) -> Optional[Tensor]:
         """Where a pixel looks in the position branch (the channel branch relates no pixels)."""
-        return super().looks(replace(record, weights=record.weights[0]), query)
+        return super().looks(record if record.probes is not None else replace(record, weights=record.weights[0]), query)

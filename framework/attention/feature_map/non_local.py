@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
+from ..probes import ProbeRows
 from ..registry import register
 
 
@@ -17,19 +18,34 @@ def tokens(x: Tensor) -> Tensor:
     return x.flatten(2).transpose(1, 2)
 
 
-def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, block: AttentionBlock,
-                          want: bool, scale: float = 1.0) -> tuple[Tensor, Optional[Tensor]]:
+def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, block: AttentionBlock, want: bool, scale: float = 1.0,
+                          grids: Optional[tuple[tuple[int, ...], tuple[int, ...]]] = None,
+                          recorder: Optional[AttentionBlock] = None) -> tuple[Tensor, Optional[Tensor]]:
     """softmax(scale q k^T) v, unscaled by default, for q (..., M, d), k (..., N, d), v (..., N, dv)
     (any leading batch and head axes): (output, weights or None).
 
     Without ``want`` the fused ``scaled_dot_product_attention`` computes it and the (..., M, N)
     weights are never materialised; with it the same numbers come from an explicit softmax,
-    passed through ``block``'s ablation, and the weights are returned.
+    passed through ``block``'s ablation, and the weights are returned. ``grids``: the query and
+    key grids of the M queries and N keys, for the rows of a capture's probe queries, which
+    ``recorder`` (default ``block``) records when it is
+    :meth:`~framework.attention.AttentionBlock.probing` (cut from the weights where they were
+    computed, else softmax(scale q_P k^T) at O(P N) memory).
     """
-    if not want:
-        return F.scaled_dot_product_attention(q, k, v, scale=scale), None
-    weights = block.ablate(torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1))
-    return weights @ v, weights
+    recorder = recorder or block
+    weights = None
+    if want:
+        weights = block.ablate(torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1))
+        y = weights @ v
+    else:
+        y = F.scaled_dot_product_attention(q, k, v, scale=scale)
+    if grids is not None and recorder.probing():
+        def rows(index: Tensor) -> ProbeRows:
+            logits = (q.index_select(-2, index) @ k.transpose(-2, -1)) * scale
+            return ProbeRows(logits.softmax(-1) if weights is None else weights.index_select(-2, index), None, logits)
+
+        recorder.record_rows(rows, queries=grids[0], keys=grids[1], device=q.device)
+    return y, weights
 
 
 @register(
@@ -62,10 +78,13 @@ class NonLocal(AttentionBlock):
         x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
         ``AttentionOutput(output, weights (B, HW, N'))``, N' = HW without ``sub_sample``.
 
-    Captured weights: the (B, HW, N') softmax a, one record per call.
+    Captured weights: the (B, HW, N') softmax a, one record per call; a capture with probes gets
+    the probe pixels' rows from theta and phi, at O(P N') memory, on any path.
 
     Paper: Wang, Girshick, Gupta & He, "Non-local Neural Networks", CVPR 2018.
     """
+
+    gives_probe_rows = True
 
     def __init__(self, channels: int, inner_channels: Optional[int] = None, sub_sample: bool = False) -> None:
         super().__init__()
@@ -84,8 +103,8 @@ class NonLocal(AttentionBlock):
         self.expect("x", x, "B C H W", C=self.channels)
         want = self.wants_weights(need_weights)
         q, k, v = tokens(self.theta(x)), tokens(self.pool(self.phi(x))), tokens(self.pool(self.g(x)))
-        y, weights = dot_product_attention(q, k, v, self, want)
-        y = y.transpose(1, 2).unflatten(2, x.shape[2:])  # (B, C', H, W)
         (h, w), sub = x.shape[2:], self.sub_sample
         keys = (h // 2, w // 2) if sub else (h, w)
+        y, weights = dot_product_attention(q, k, v, self, want, grids=((h, w), keys))
+        y = y.transpose(1, 2).unflatten(2, x.shape[2:])  # (B, C', H, W)
         return self.finish(self.norm(self.out(y)) + x, weights, need_weights, queries=(h, w), keys=keys)

@@ -49,11 +49,13 @@ class SelfAttentionGAN(AttentionBlock):
         x (B, C, H, W). Output (B, C, H, W). With ``need_weights=True``:
         ``AttentionOutput(output, weights (B, HW, N'))``, N' = HW without ``pool``.
 
-    Captured weights: the (B, HW, N') softmax beta, one record per call.
+    Captured weights: the (B, HW, N') softmax beta, one record per call (probe rows from f and g).
 
     Paper: Zhang, Goodfellow, Metaxas & Odena, "Self-Attention Generative Adversarial Networks",
     ICML 2019.
     """
+
+    gives_probe_rows = True
 
     def __init__(self, channels: int, reduction: int = 8, value_reduction: int = 8, pool: bool = False) -> None:
         super().__init__()
@@ -74,7 +76,7 @@ class SelfAttentionGAN(AttentionBlock):
         if self.pool and min(grid) < 2:
             raise ShapeError(f"sagan: pool=True halves the keys' grid, so x needs H, W >= 2, got {tuple(x.shape)}")
         q, k, v = tokens(self.f(x)), tokens(self.pooling(self.g(x))), tokens(self.pooling(self.h(x)))
-        y, weights = dot_product_attention(q, k, v, self, self.wants_weights(need_weights))
-        out = x + self.gamma * self.v(y.transpose(1, 2).unflatten(2, grid))
         keys = (height // 2, width // 2) if self.pool else grid
+        y, weights = dot_product_attention(q, k, v, self, self.wants_weights(need_weights), grids=(grid, keys))
+        out = x + self.gamma * self.v(y.transpose(1, 2).unflatten(2, grid))
         return self.finish(out, weights, need_weights, queries=grid, keys=keys)

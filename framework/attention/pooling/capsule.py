@@ -69,6 +69,7 @@ class CapsuleAttention(Attention):
         if num_capsules < 1:
             raise ValueError(f"capsule: num_capsules must be at least 1, got {num_capsules}")
         super().__init__(dim, score="dot", project=False)
+        self.gives_probe_rows = False  # learned queries, no query grid: a capture keeps the whole weights
         self.num_capsules = num_capsules
         self.queries = nn.Parameter(torch.randn(num_capsules, dim) / dim**0.5)  # q_c
         self.probability = nn.Parameter(torch.randn(num_capsules, dim) / dim**0.5)  # w_c

@@ -55,6 +55,7 @@ class AttentionPooling(Attention):
     def __init__(self, dim: int, hidden: Optional[int] = None, num_queries: int = 1) -> None:
         hidden = hidden or dim
         super().__init__(hidden, hidden, dim, score="dot", project=False)
+        self.gives_probe_rows = False  # learned queries, no query grid: a capture keeps the whole weights
         self.token_dim, self.num_queries = dim, num_queries
         self.key_map = nn.Linear(dim, hidden)  # W_1, b
         self.queries = nn.Parameter(torch.randn(num_queries, hidden) / hidden**0.5)  # W_2

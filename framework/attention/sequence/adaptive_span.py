@@ -61,6 +61,7 @@ class AdaptiveSpanAttention(Attention):
     def __init__(self, dim: int, num_heads: int = 8, max_span: int = 64, ramp: int = 16, init_span: float = 0.5,
                  causal: bool = False, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout, bias=bias)
+        self.gives_probe_rows = False  # its own forward: a capture's probe rows are cut from the weights
         if max_span < 1 or ramp < 1 or not 0.0 <= init_span <= 1.0:
             raise ValueError(f"adaptive_span: needs max_span >= 1, ramp >= 1 and 0 <= init_span <= 1, "
                              f"got {max_span}, {ramp}, {init_span}")

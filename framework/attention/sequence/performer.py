@@ -76,6 +76,7 @@ class Performer(Attention):
     def __init__(self, dim: int, num_heads: int = 8, features: int = 64, redraw_interval: int = 1000,
                  causal: bool = False, bias: bool = True) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, bias=bias)
+        self.gives_probe_rows = False  # its own forward: a capture's probe rows are cut from the weights
         if features < 1 or redraw_interval < 0:
             raise ValueError(f"performer: features must be >= 1 and redraw_interval >= 0, got {features}, {redraw_interval}")
         self.features, self.redraw_interval = features, redraw_interval

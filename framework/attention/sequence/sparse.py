@@ -4,15 +4,17 @@ attention (the reference, and the path on the CPU) or through FlexAttention bloc
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Callable, Optional
 
 import torch
 from torch import Tensor
-from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
+from torch.nn.attention.flex_attention import AuxRequest, BlockMask, create_block_mask, flex_attention
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
+from ..probes import ProbeRows
 from ..registry import register
 
 PATTERNS = ("strided", "fixed")
@@ -110,7 +112,9 @@ class SparseAttention(Attention):
         Output (B, N, D); with ``need_weights=True`` an ``AttentionOutput(output, weights
         (B, h, N, N))``, zero outside the pattern.
 
-    Captured weights: the (B, h, N, N) weights of each call (zero outside the pattern).
+    Captured weights: the (B, h, N, N) weights of each call (zero outside the pattern). A
+    capture with probes gets the probe queries' rows on either path; on ``flex`` they are
+    normalised by the kernel's own log-sum-exp (``return_aux``), kept as the record's ``lse``.
     """
 
     def __init__(self, dim: int, pattern: str = "strided", stride: int = 32, summary: int = 4, num_heads: int = 8,
@@ -162,8 +166,28 @@ class SparseAttention(Attention):
         if mask is not None:
             def score_mod(score: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
                 return torch.where(mask[b, j], score, float("-inf"))
-        context = _flex(q, k, v, score_mod=score_mod, block_mask=blocks)
+        if not self.probing():
+            context = _flex(q, k, v, score_mod=score_mod, block_mask=blocks)
+        else:  # the kernel's log-sum-exp normalises the probe rows
+            context, aux = _flex(q, k, v, score_mod=score_mod, block_mask=blocks, return_aux=AuxRequest(lse=True))
+            self._flex_probe(q, k, mask, aux.lse)
         return self.out_proj(context.transpose(1, 2).flatten(2))
+
+    def _flex_probe(self, q: Tensor, k: Tensor, mask: Optional[Tensor], lse: Tensor) -> None:
+        """The rows of a capture's probe queries, exp(q_P k^T / sqrt(d) - lse_P) over the pattern
+        and the real keys, from FlexAttention's log-sum-exp lse (B, h, N)."""
+        n = q.shape[-2]
+        rule = pattern_rule(self.pattern, self.stride, self.summary, self.causal)
+
+        def rows(index: Tensor) -> ProbeRows:
+            valid = rule(index[:, None], torch.arange(n, device=q.device)[None, :])[None, None]  # (1, 1, P, N)
+            if mask is not None:
+                valid = valid & mask.bool()[:, None, None, :]
+            logits = (q.index_select(2, index) @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+            weights = torch.where(valid, (logits - lse.index_select(2, index).unsqueeze(-1)).exp(), 0.0)
+            return ProbeRows(weights, valid, logits)
+
+        self.record_rows(rows, queries=(n,), keys=(n,), device=q.device, lse=lse)
 
 
 register("sparse_strided", kind="sequence", category="efficient / sparse pattern (strided)",

@@ -75,6 +75,7 @@ class TransformerXLAttention(Attention):
     def __init__(self, dim: int, num_heads: int = 8, segment: int = 64, causal: bool = False, dropout: float = 0.0,
                  bias: bool = True) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout, bias=bias)
+        self.gives_probe_rows = False  # its own forward: a capture's probe rows are cut from the weights
         if segment < 1:
             raise ValueError(f"transformer_xl: segment must be >= 1, got {segment}")
         self.segment, self.head_dim = segment, dim // num_heads
