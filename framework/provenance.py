@@ -77,8 +77,9 @@ def data_record(datamodule: Any, data_config: Optional[dict]) -> dict[str, Any]:
     or folders larger than :data:`MAX_HASHED_BYTES`)."""
     sources = sorted({str(text).split(" (")[0] for text in (getattr(datamodule, "sources", None) or {}).values()})
     files: set[Path] = set()
-    for source in map(Path, sources):
-        files |= {source} if source.is_file() else {p for p in source.rglob("*") if p.is_file()} if source.is_dir() else set()
+    for source in sources:
+        for path in _paths(source):
+            files |= {path} if path.is_file() else {p for p in path.rglob("*") if p.is_file()} if path.is_dir() else set()
     size = sum(path.stat().st_size for path in files)
     return {"class": (data_config or {}).get("class_path") or type(datamodule).__name__, "sources": sources,
             "content_key": content_key(files) if files and size <= MAX_HASHED_BYTES else None}
@@ -91,3 +92,14 @@ def blocks_record(model: nn.Module) -> dict[str, dict[str, Optional[str]]]:
     return {name: {"class": f"{type(block).__module__}.{type(block).__qualname__}",
                    "backend": getattr(block, "backend", None)}
             for name, block in model.named_modules() if isinstance(block, AttentionBlock)}
+
+
+def _paths(source: str) -> list[Path]:
+    """The files or folders a reader's ``sources`` text names: one path, or ``folder/a, b, c``
+    (names after the first are beside it); text that names no path gives none."""
+    first, *rest = source.split(", ")
+    paths = [Path(first)] + [Path(first).parent / name for name in rest]
+    try:
+        return [path for path in paths if path.exists()]
+    except OSError:  # not a path at all (too long, ...)
+        return []

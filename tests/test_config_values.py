@@ -86,11 +86,13 @@ def resolved(capsys, *argv: str) -> dict:
 
 def test_a_section_that_names_another_class_keeps_nothing_of_the_old_one(capsys, tmp_path):
     other = tmp_path / "data.yaml"
-    other.write_text("class_path: domains.recommender.UserItemSequences\ninit_args:\n  path: interactions.txt\n")
+    interactions = tmp_path / "interactions.txt"  # --print_config builds the data module: it must be readable
+    interactions.write_text("".join(f"{user} {item}\n" for user in range(1, 21) for item in range(1, 8)))
+    other.write_text(f"class_path: domains.recommender.UserItemSequences\ninit_args:\n  path: {interactions}\n")
     data = resolved(capsys, "--config", "domains/recommender/sasrec_ml100k.yaml", f"--data={other}")["data"]["init_args"]
     # sasrec_ml100k's MovieLens section says 5 and 5; the new class's own defaults are 3 and 1
     assert (data["min_user_interactions"], data["min_item_interactions"]) == (3, 1)
-    assert data["path"] == "interactions.txt"
+    assert data["path"] == str(interactions)
 
 
 def test_a_section_of_the_same_class_still_merges_key_by_key(capsys):
