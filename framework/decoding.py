@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .errors import ConfigError
+
 State = dict[str, Tensor]
 
 
@@ -92,7 +94,7 @@ def beam_search(model: Decodable, source: Tensor, source_mask: Tensor, beam_size
     length-normalised when alpha > 0).
     """
     if beam_size < 1:
-        raise ValueError(f"task.beam_size must be at least 1, got {beam_size}")
+        raise ConfigError(f"task.beam_size must be at least 1, got {beam_size}")
     batch, k, device = len(source), beam_size, source.device
     state = reorder(model.start(source, source_mask), torch.arange(batch, device=device).repeat_interleave(k))
     scores = torch.full((batch, k), float("-inf"), device=device)

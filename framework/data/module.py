@@ -9,6 +9,7 @@ import torch
 from torch.utils.data import Dataset
 from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 
+from ..errors import ConfigError
 from .limits import check_limits, check_validation_interval
 from .paths import DataError
 from .sampling import EpochShuffle, loader_generator
@@ -58,9 +59,9 @@ class SplitDataModule(pl.LightningDataModule):
                  predict_split: str = "test") -> None:
         super().__init__()
         if batch_size < 1:
-            raise ValueError(f"data.batch_size must be at least 1, got {batch_size}")
+            raise ConfigError(f"data.batch_size must be at least 1, got {batch_size}")
         if predict_split not in SPLITS:
-            raise ValueError(f"data.predict_split must be one of {SPLITS}, got {predict_split!r}")
+            raise ConfigError(f"data.predict_split must be one of {SPLITS}, got {predict_split!r}")
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
         self.num_workers, self.predict_split = num_workers, predict_split
         self.splits: dict[str, Dataset] = {}

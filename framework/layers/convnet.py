@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from ..attention import FeatureMapBlock, build
 from ..data.sizes import require_sizes
+from ..errors import ConfigError
 
 
 class ConvStage(nn.Module):
@@ -53,7 +54,7 @@ class AttentiveConvNet(nn.Module):
         require_sizes("model", in_channels=in_channels, num_classes=num_classes)
         super().__init__()
         if not widths:
-            raise ValueError("model.widths must name at least one stage width")
+            raise ConfigError("model.widths must name at least one stage width")
         channels = [in_channels, *widths]
         self.stages = nn.Sequential(*(ConvStage(a, b, attention) for a, b in zip(channels, channels[1:])))
         self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(dropout), nn.Linear(widths[-1], num_classes))

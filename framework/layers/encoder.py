@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from ..attention import SequenceBlock, build
 from ..attention.spec import BlockArgumentsError
+from ..errors import ConfigError
 
 
 def sequence_block(attention: SequenceBlock, dim: int, causal: bool = False) -> nn.Module:
@@ -50,7 +51,7 @@ class AttentionEncoder(nn.Module):
                  dropout: float = 0.0, causal: bool = False) -> None:
         super().__init__()
         if depth < 0:
-            raise ValueError(f"model.depth must be >= 0 encoder layers, got {depth}")
+            raise ConfigError(f"model.depth must be >= 0 encoder layers, got {depth}")
         self.layers = nn.ModuleList(EncoderLayer(dim, attention, mlp_ratio, dropout, causal) for _ in range(depth))
         self.norm = nn.LayerNorm(dim)
 

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from ..data.sizes import SIZES, stated
+from ..errors import ConfigError
 from ..evaluation.protocol import EvaluationHooks
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ class Task(EvaluationHooks, nn.Module):
                 else:
                     wrong = isinstance(wanted, list) and isinstance(given, (list, tuple)) and list(given) != wanted
                 if wrong:
-                    raise ValueError(f"{owner}.{name} is {given} but the data has {wanted}: set {owner}.{name}="
+                    raise ConfigError(f"{owner}.{name} is {given} but the data has {wanted}: set {owner}.{name}="
                                      f"{wanted}{' or more' if rule == 'at least' else ''}")
 
     def predict(self, model: nn.Module, batch: Any) -> Any:

@@ -13,6 +13,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
 from ..attention import capture
 from ..data.sizes import require_sizes
+from ..errors import ConfigError
 from ..evaluation.protocol import ItemAttention, erase_tokens
 from .base import Task
 
@@ -33,7 +34,7 @@ class Classification(Task):
         require_sizes("task", num_classes=num_classes)
         super().__init__()
         if num_classes < 2:
-            raise ValueError(f"task.num_classes must be at least 2, got {num_classes}")
+            raise ConfigError(f"task.num_classes must be at least 2, got {num_classes}")
         self.num_classes, self.label_smoothing, self.ignore_index = num_classes, label_smoothing, ignore_index
 
     def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
