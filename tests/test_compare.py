@@ -243,3 +243,114 @@ def test_the_comparison_is_logged_to_wandb_offline_without_a_key(tmp_path):
     where = plots.log_to_wandb(summary, tmp_path, "attention-framework", "hand_made", images, paths["results.csv"])
     run = next((tmp_path / "wandb").glob("offline-run-*compare-hand_made"))
     assert str(run) in where and any(run.glob("*.wandb"))
+
+
+# -- failures, the live status, Ctrl-C -------------------------------------------------------------
+
+def test_a_failed_stage_is_explained_from_its_log():
+    said = "Seed set to 0\nerror: data.batch_size must be at least 1, got 0\n(set FRAMEWORK_TRACEBACK=1 ...)\n"
+    assert runner.failure("fit", 1, said) == ("fit: data.batch_size must be at least 1, got 0", False)
+    crashed = ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    f()\n"
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+               "wandb: You can sync this run to the cloud by running:\nwandb: wandb sync runs/x\n")
+    assert runner.failure("test", 1, crashed) == ("test: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                                                  "2.00 GiB", False)
+    assert runner.failure("fit", 143, "stopped by SIGTERM; resume it with ...") == ("fit stopped by SIGTERM", True)
+    assert runner.failure("fit", -9, "") == ("fit stopped by SIGKILL", True)
+    assert runner.failure("fit", 3, "something odd\n") == ("fit exit status 3: something odd", False)
+
+
+def test_the_status_line_counts_runs_names_epochs_and_projects_the_end(tmp_path, monkeypatch):
+    from framework.compare import progress
+
+    plans = [runner.RunPlan(cell=f"c{i}", label=f"c{i}", seed=0, run_dir=str(tmp_path / f"c{i}"), fit_args=[],
+                            test_args=[]) for i in range(4)]
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    with progress.GridProgress(plans, {"c0": 10, "c1": 10, "c2": 10, "c3": 10}, every=0) as status:
+        status.started(plans[0])
+        assert status.describe() == "0/4 runs done · running: c0 seed 0 epoch 1/10 · ETA after the first epoch"
+        clock[0] = 130.0
+        write_json_atomically(Path(plans[0].run_dir) / "summary.json", {"fit": {
+            "status": "running", "history": [{"epoch": 0}, {"epoch": 1}, {"epoch": 2}]}})
+        # 3 epochs in 30 s: 7 epochs left of c0 (70 s) and 3 runs of 10 epochs (300 s), one at a time
+        assert status.describe() == "0/4 runs done · running: c0 seed 0 epoch 4/10 · ETA 6 min"
+        status.finished(plans[0], runner.RunResult(plans[0].key, True, "fit+test", seconds=120.0))
+        status.started(plans[1])
+        status.started(plans[2])
+        clock[0] = 160.0  # c1, c2 before their first validation: the median run (120 s) less 30 s each
+        assert status.describe() == ("1/4 runs done · running: c1 seed 0 epoch 1/10, c2 seed 0 epoch 1/10 · "
+                                     "ETA 2 min")  # (90 + 90 + 120) s over the 2 runs seen at once
+        status.finished(plans[1], runner.RunResult(plans[1].key, False, "fit", error="fit: bad", log="x/fit.log"))
+        assert status.describe().startswith("2/4 runs done (1 failed) · running: c2 seed 0")
+    assert progress.duration(42) == "42 s" and progress.duration(5400) == "1 h 30 min"
+
+
+def test_on_a_terminal_the_status_is_redrawn_in_place_below_the_lines():
+    import io
+
+    from framework.progress import StatusLine
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    with StatusLine(lambda: "1/2 runs done · ETA 5 s", total=2, stream=screen) as status:
+        status.refresh()
+        status.print("[1/2] mhsa seed 0: fit+test in 3 s")
+        status.advance()
+        status.refresh()
+    drawn = screen.getvalue()
+    assert "\r|######      | 1/2 runs done · ETA 5 s" in drawn and "\n[1/2] mhsa seed 0: fit+test in 3 s\n" in drawn.replace("\r", "\n")
+    logged = io.StringIO()
+    with StatusLine(lambda: "0/2 runs done", total=2, every=0, stream=logged) as status:
+        status.refresh()
+        status.print("a line")
+    assert logged.getvalue() == "0/2 runs done\na line\n"  # no carriage returns in a log
+
+
+def test_a_cell_that_cannot_run_says_why_while_the_status_shows_the_grid(capsys, monkeypatch):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK")  # the runs print their one-line error, as for a user
+    with pytest.raises(SystemExit) as stop:
+        compare("--grid", "data.batch_size=[0,32]", "--name", "demo_bad", "--status_every", "0.5")
+    assert stop.value.code == 1
+    out, err = capsys.readouterr()
+    assert "running: 0 seed 0 epoch 1/2" in out and "running: 32 seed 0" in out and "ETA" in out
+    assert "[1/2] 0 seed 0: FAILED: fit: " in out and "[2/2] 32 seed 0: fit+test in" in out
+    reason = err.split("batch_size=0/seed0: ", 1)[1].splitlines()[0]
+    assert "data.batch_size must be at least 1, got 0" in reason and "fit.log" in reason
+    assert "failed for a reason a rerun does not change" in err and "run the same command again to resume" not in err
+    assert "| 32 | 1 |" in out  # the table of what finished
+
+
+def test_ctrl_c_stops_the_grid_prints_the_partial_table_and_the_same_command_resumes():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    args = [*DEMO, "--grid", "trainer.max_epochs=[1,10]", "--name", "demo_stop"]  # the second is long enough to stop
+    command = [sys.executable, "-m", "framework", "compare", *args]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = []
+    for line in process.stdout:  # the first run ends, the second one's fit has validated once
+        first.append(line)
+        if line.startswith("[1/2]"):
+            break
+    second = folder("demo_stop") / "runs" / "max_epochs=10" / "seed0"
+    while not read_summary(second).get("fit", {}).get("history") and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    out = "".join(first) + out
+    assert process.returncode == 130, out + err
+    assert "1 run(s) done, 0 failed, 1 stopped, 0 not started" in out and "10 seed 0: stopped (fit stopped by SIGTERM)" in out
+    assert "| 1 (baseline) | 1 |" in out and "Not finished (1): max_epochs=10/seed0" in out
+    assert "run the same command again" in err
+    assert runner.state(second) == "resume" and read_summary(second)["fit"]["status"] == "interrupted"
+    done = folder("demo_stop") / "runs" / "max_epochs=1" / "seed0" / "summary.json"
+    stamp = done.stat().st_mtime_ns
+    summary = compare_main(args)
+    assert [row["n"] for row in summary.rows] == [1, 1] and done.stat().st_mtime_ns == stamp
+    assert "--ckpt_path" in (second / "fit.log").read_text().split("\n$ ")[-1]  # the second attempt resumed

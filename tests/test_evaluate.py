@@ -294,10 +294,18 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     monkeypatch.setattr(Task, "step", lambda task, model, batch, stage: stages.append(stage) or step(task, model, batch, stage))
     monkeypatch.setattr(Task, "forward_pass", lambda task, model, batch: passes.append(model.training)
                         or forward_pass(task, model, batch))
+    from framework.evaluation import command
+
+    counted = []
+    close = command.Steps.__exit__
+    monkeypatch.setattr(command.Steps, "__exit__", lambda steps, *exc: counted.append((steps.done, steps.total))
+                        or close(steps, *exc))
     folder, best, _ = demo_run
     main(["evaluate", "--config", str(folder / "config.yaml"), "--ckpt_path", str(best), *QUIET, "--trainer.logger=false",
           "--examples=64", "--permutations=2", "--attribution_steps=4", "--ablation_modes=[uniform,none]"])
     printed = capsys.readouterr().out
+    # the status's steps: 3 ablated blocks (2 and all) x 2 modes, and one batch of 64 examples for 2 tests
+    assert counted == [(8, 8)]
     runs = sorted(folder.parent.glob("*_evaluate"))
     assert len(runs) == 1, "the evaluation gets its own folder beside the fit"
     table = _table(runs[0] / "evaluation.csv")
@@ -348,3 +356,21 @@ def test_evaluate_refuses_bad_options_naming_the_flag(demo_run):
         main(args)
     with pytest.raises(ConfigError, match="--tests: unknown 'speed'"):
         main([*args, "--ckpt_path", str(best), "--tests=[speed]"])
+
+
+def test_the_evaluation_status_counts_its_steps_and_projects_the_end(monkeypatch):
+    from framework.evaluation.command import Steps
+
+    clock = [0.0]
+    monkeypatch.setattr("framework.evaluation.command.time.monotonic", lambda: clock[0])
+    said = []
+    with Steps(total=4, say=said.append, every=0) as steps:
+        steps.say("evaluate: ablation uniform of encoder.layers.0.attention")
+        assert steps.describe() == "evaluate: 0/4 steps · ablation uniform of encoder.layers.0.attention"
+        clock[0] = 10.0
+        steps.say("evaluate: faithfulness (permutation, erasure, attribution)")  # no step of its own
+        batches = steps.batches("faithfulness", ["a", "b"])
+        assert next(batches) == "a" and steps.describe() == "evaluate: 1/4 steps · faithfulness, batch 1 · ETA 30 s"
+        assert list(batches) == ["b"] and steps.done == 3
+    assert said == ["evaluate: ablation uniform of encoder.layers.0.attention",
+                    "evaluate: faithfulness (permutation, erasure, attribution)"]

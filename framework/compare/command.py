@@ -12,11 +12,12 @@ from ..errors import ConfigError
 from . import executors, plots, results, sweep
 from .grid import CONFIG_KEY, parse_grid
 from .resolve import has_key, resolve, resolve_cells, wandb_project
-from .runner import RunPlan, RunResult, fit_arguments, state, TEST_FOLDER
+from .progress import GridProgress
+from .runner import RunPlan, RunResult, fit_arguments, state
 from .spec import Spec, check_resumable, comparison_folder, config_hash, default_name
 
 USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
-                                [--seeds N] [--jobs N] [--name NAME] [--baseline CELL] [any fit flag ...]"""
+                                [--seeds N] [--jobs N] [--name NAME] [--baseline CELL] [--status_every S] [any fit flag ...]"""
 EXAMPLE = """examples:
   python -m framework compare --config domains/vision/ccnet.yaml --grid model.attention=[criss_cross,danet,non_local,none] --seeds 5
   python -m framework compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,local,none] \\
@@ -29,7 +30,10 @@ EXAMPLE = """examples:
 
 Each cell x seed is `python -m framework fit ... --seed_everything=S --run_dir=runs/compare/<name>/runs/<cell>/seedS`,
 then `test` of its best checkpoint; finished runs are not run again. Results: results.md, results.csv, runs.csv,
-metric.png and curves.png in runs/compare/<name>/ (under $FRAMEWORK_RUNS_DIR when set)."""
+metric.png and curves.png in runs/compare/<name>/ (under $FRAMEWORK_RUNS_DIR when set).
+While it runs, a status line shows the runs done, the running ones with their epoch, and an ETA. Ctrl-C stops
+the grid (the running fits save a resumable last.ckpt), prints the table of the finished runs and exits 130;
+the same command resumes it."""
 RESERVED = ("--run_dir", "--seed_everything", "--ckpt_path", "--print_config", "--experiment")
 
 
@@ -68,6 +72,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--report", action="store_true", help="only write the tables and plots of the finished runs")
     p.add_argument("--sweep", action="store_true", help="write the W&B sweep definition (sweep.yaml) and stop")
     p.add_argument("--dry_run", action="store_true", help="print the runs and their commands, run nothing")
+    p.add_argument("--status_every", type=float, default=30.0, metavar="SECONDS",
+                   help="when stdout is no terminal (a log), print the status line every SECONDS (default 30; 0: "
+                        "never); on a terminal it is redrawn in place")
     return p
 
 
@@ -81,6 +88,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             raise ConfigError(f"{arg}: write --grid KEY=[values]")
     if options.seeds < 1:
         raise ConfigError(f"--seeds {options.seeds}: a comparison needs at least one seed per cell")
+    if options.status_every < 0:
+        raise ConfigError(f"--status_every {options.status_every}: seconds, 0 or more (0: no status lines in a log)")
     if options.jobs is not None and options.jobs < 1:
         raise ConfigError(f"--jobs {options.jobs}: at least one run at a time")
     if options.name is not None and (not options.name or "/" in options.name or options.name in (".", "..")):
@@ -118,6 +127,15 @@ def check_cells(spec: Spec) -> None:
         raise
     spec.resolved = {name: config_hash(text) for name, text in resolved.items()}
     spec.wandb_project = wandb_project(next(iter(resolved.values())))
+    spec.max_epochs = {name: max_epochs(text) for name, text in resolved.items()}
+
+
+def max_epochs(resolved_yaml: str) -> Optional[int]:
+    """The resolved config's ``trainer.max_epochs``; None when unset or unbounded (-1)."""
+    import yaml
+
+    value = ((yaml.safe_load(resolved_yaml) or {}).get("trainer") or {}).get("max_epochs")
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def plans(spec: Spec) -> list[RunPlan]:
@@ -127,24 +145,6 @@ def plans(spec: Spec) -> list[RunPlan]:
                     fit_args=fit_arguments(cell.config_args, spec.run_args, cell.args), test_args=spec.test_args,
                     test_ckpt=spec.test_ckpt, group=spec.name)
             for seed in spec.seeds for cell in spec.cells]
-
-
-def _reporter(total: int):
-    done = [0]
-
-    def report(plan: RunPlan, result: RunResult) -> None:
-        done[0] += 1
-        if result.ok:
-            test = results.read_summary(Path(plan.run_dir) / TEST_FOLDER).get("test", {}).get("metrics", {})
-            fit = results.read_summary(Path(plan.run_dir)).get("fit", {})
-            monitor = fit.get("monitor") or ""
-            key = f"test/{monitor[4:]}" if monitor.startswith("val/") and f"test/{monitor[4:]}" in test else next(iter(test), None)
-            shown = f", {key} {test[key]:.4f}" if key else ""
-            print(f"[{done[0]}/{total}] {plan.label} seed {plan.seed}: {result.did} in {result.seconds:.0f} s{shown}", flush=True)
-        else:
-            print(f"[{done[0]}/{total}] {plan.label} seed {plan.seed}: FAILED ({result.error}); log: {result.log}", flush=True)
-
-    return report
 
 
 def report(spec: Spec, options: argparse.Namespace) -> results.Summary:
@@ -190,21 +190,14 @@ def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
             print(f"{plan.key} ({state(Path(plan.run_dir))}): python -m framework fit {' '.join(plan.fit_args)} "
                   f"--seed_everything={plan.seed} --run_dir={plan.run_dir}")
         return None
+    outcome: list[RunResult] = []
     if not options.report:
         spec.save()
         todo = [p for p in all_plans if state(Path(p.run_dir)) != "done"]
         print(f"Comparison {spec.name}: {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s) = {len(all_plans)} runs, "
               f"{len(all_plans) - len(todo)} finished already; running {len(todo)} ({options.executor}) in {spec.folder}",
               flush=True)
-        start = time.perf_counter()
-        if todo:
-            if options.executor == "submitit":
-                outcome = executors.run_submitit(todo, spec.folder, options.jobs, options.submitit, _reporter(len(todo)))
-            else:
-                outcome = executors.run_local(todo, options.jobs, _reporter(len(todo)))
-            failed = [r for r in outcome if not r.ok]
-            print(f"{len(outcome) - len(failed)} run(s) done, {len(failed)} failed, in {time.perf_counter() - start:.0f} s",
-                  flush=True)
+        outcome = run(spec, options, todo) if todo else []
     summary = report(spec, options)
     if summary.missing:
         names = f"{', '.join(summary.missing[:5])}{' ...' if len(summary.missing) > 5 else ''}"
@@ -212,7 +205,50 @@ def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
             print(f"note: {len(summary.missing)} run(s) not finished ({names}); the tables count the finished ones",
                   file=sys.stderr, flush=True)
             return summary
-        print(f"error: {len(summary.missing)} run(s) did not finish: {names}; run the same command again to retry "
-              "them", file=sys.stderr, flush=True)
+        explain_failures(outcome, summary.missing)
         raise SystemExit(1)
     return summary
+
+
+def run(spec: Spec, options: argparse.Namespace, todo: list[RunPlan]) -> list[RunResult]:
+    """Run ``todo`` with a live status; Ctrl-C prints the table of the finished runs and exits 130."""
+    start = time.perf_counter()
+    try:
+        with GridProgress(todo, spec.max_epochs, options.status_every) as progress:
+            if options.executor == "submitit":
+                outcome = executors.run_submitit(todo, spec.folder, options.jobs, options.submitit, progress)
+            else:
+                outcome = executors.run_local(todo, options.jobs, progress)
+    except executors.GridStopped as stop:
+        ended = stop.results
+        print(f"stopped after {time.perf_counter() - start:.0f} s: {sum(r.ok for r in ended)} run(s) done, "
+              f"{sum(not r.ok and not r.stopped for r in ended)} failed, {sum(r.stopped for r in ended)} stopped, "
+              f"{len(todo) - len(ended)} not started", flush=True)
+        report(spec, options)
+        print("The table counts the finished runs. To go on, run the same command again: finished runs are not run "
+              "again, and stopped fits resume from their last.ckpt.", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+    failed = [r for r in outcome if not r.ok]
+    print(f"{len(outcome) - len(failed)} run(s) done, {len(failed)} failed, in {time.perf_counter() - start:.0f} s",
+          flush=True)
+    return outcome
+
+
+def explain_failures(outcome: list[RunResult], missing: list[str]) -> None:
+    """The error lines of the runs that did not finish: each failed run's reason (from its log),
+    and "run the same command again" only for those a rerun can fix (stopped or killed)."""
+    failed = {r.key: r for r in outcome if not r.ok}
+    fixed = [key for key in missing if key not in failed or not failed[key].retry]
+    lines = [f"error: {len(missing)} run(s) did not finish:"]
+    for key in missing[:10]:
+        result = failed.get(key)
+        lines.append(f"  {key}: {result.error if result else 'no result'}" + (f" (log: {result.log})" if result and result.log else ""))
+    if len(missing) > 10:
+        lines.append(f"  ... and {len(missing) - 10} more")
+    retried = len(missing) - len(fixed)
+    if retried:
+        lines.append(f"{retried} of them were stopped or killed: run the same command again to resume them.")
+    if fixed:
+        lines.append(f"{len(fixed)} failed for a reason a rerun does not change: fix the config (or the code), then run "
+                     "the same command again.")
+    print("\n".join(lines), file=sys.stderr, flush=True)

@@ -9,6 +9,12 @@
   ``--submitit KEY=VALUE`` flags go to ``AutoExecutor.update_parameters`` (``timeout_min=120``,
   ``slurm_partition=gpu``, ``gpus_per_node=1``, ``cpus_per_task=8`` ...), and ``cluster=local``,
   ``slurm`` or ``debug`` chooses the executor. ``--jobs`` caps the jobs running at once.
+
+Both tell a watcher (:class:`~.progress.GridProgress`) when a run starts and ends. Ctrl-C
+stops the grid: no run starts any more, the running ones are stopped (local processes get
+SIGTERM and write a resumable ``last.ckpt``; submitit jobs are cancelled), and
+:class:`GridStopped` carries the results of the runs that ended. A second Ctrl-C kills the
+local processes without waiting for their checkpoints.
 """
 
 from __future__ import annotations
@@ -22,14 +28,26 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Iterable, Optional, Protocol
 
 import yaml
 
 from ..errors import ConfigError
-from .runner import RunPlan, RunResult, execute, execute_dict
+from .runner import Launcher, RunPlan, RunResult, execute, execute_dict
 
-Report = Callable[[RunPlan, RunResult], None]
+
+class Watcher(Protocol):
+    def started(self, plan: RunPlan) -> None: ...
+
+    def finished(self, plan: RunPlan, result: RunResult) -> None: ...
+
+
+class GridStopped(Exception):
+    """Ctrl-C stopped the grid; ``results`` are those of the runs that ended (done, failed or stopped)."""
+
+    def __init__(self, results: list[RunResult]) -> None:
+        super().__init__(f"stopped after {len(results)} run(s)")
+        self.results = results
 #: A GPU whose memory is more used than this is busy (another user's job).
 BUSY_FRACTION = 0.1
 
@@ -77,28 +95,53 @@ def local_slots(jobs: Optional[int]) -> tuple[list[Optional[str]], int]:
     return slots, max(1, cpu_count() // jobs)
 
 
-def run_local(plans: list[RunPlan], jobs: Optional[int], report: Report) -> list[RunResult]:
+def run_local(plans: list[RunPlan], jobs: Optional[int], watcher: Watcher) -> list[RunResult]:
     """Run the plans on ``jobs`` local slots; results in the order the runs end."""
     slots, threads = local_slots(jobs)
     free: "queue.Queue[Optional[str]]" = queue.Queue()
     for slot in slots:
         free.put(slot)
+    launcher = Launcher()
 
     def work(plan: RunPlan) -> tuple[RunPlan, RunResult]:
         slot = free.get()
         try:
             plan.threads = plan.threads or threads
             plan.gpu = slot
-            return plan, execute(plan)
+            watcher.started(plan)
+            return plan, execute(plan, launcher)
         finally:
             free.put(slot)
 
-    results = []
-    with concurrent.futures.ThreadPoolExecutor(len(slots)) as pool:
-        for future in concurrent.futures.as_completed([pool.submit(work, plan) for plan in plans]):
-            plan, result = future.result()
-            report(plan, result)
-            results.append(result)
+    results: list[RunResult] = []
+    pool = concurrent.futures.ThreadPoolExecutor(len(slots))
+    futures = [pool.submit(work, plan) for plan in plans]
+    pending = set(futures)
+
+    def collect() -> None:
+        for future in concurrent.futures.as_completed(list(pending)):
+            pending.discard(future)
+            if not future.cancelled():
+                plan, result = future.result()
+                watcher.finished(plan, result)
+                results.append(result)
+
+    try:
+        collect()
+    except KeyboardInterrupt:
+        for future in futures:
+            future.cancel()
+        running = launcher.stop()
+        print(f"\nstopping the comparison: {running} running process(es) got SIGTERM and save a resumable "
+              "last.ckpt (Ctrl-C again: kill them now)", file=sys.stderr, flush=True)
+        while pending:
+            try:
+                collect()
+            except KeyboardInterrupt:
+                launcher.kill()
+        raise GridStopped(results) from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return results
 
 
@@ -113,7 +156,7 @@ def submitit_parameters(flags: Iterable[str]) -> dict:
 
 
 def run_submitit(plans: list[RunPlan], folder: Path, jobs: Optional[int], flags: list[str],
-                 report: Report) -> list[RunResult]:
+                 watcher: Watcher) -> list[RunResult]:
     """One job per run in a submitit job array (SLURM, or submitit's local executor)."""
     try:
         import submitit
@@ -141,16 +184,28 @@ def run_submitit(plans: list[RunPlan], folder: Path, jobs: Optional[int], flags:
         plan.threads = plan.threads or threads
         plan.python = sys.executable
     if executor.cluster == "local":  # submitit's local executor starts every job at once: keep `jobs` going
-        return _rolling(executor, plans, jobs or len(plans), folder, report)
+        return _rolling(executor, plans, jobs or len(plans), folder, watcher)
     submitted = executor.map_array(execute_dict, [asdict(plan) for plan in plans])
     print(f"submitted a job array of {len(submitted)} job(s) to {executor.cluster} (first id {submitted[0].job_id}); "
           f"their files are in {folder / 'submitit'}", flush=True)
     results = []
-    for plan, job in zip(plans, submitted):
-        result = _result(plan, job, folder)
-        report(plan, result)
-        results.append(result)
+    try:
+        for plan, job in zip(plans, submitted):
+            result = _result(plan, job, folder)
+            watcher.finished(plan, result)
+            results.append(result)
+    except KeyboardInterrupt:
+        _cancel(submitted)
+        raise GridStopped(results) from None
     return results
+
+
+def _cancel(jobs: list) -> None:
+    """Cancel submitit jobs (SLURM sends them SIGTERM: a fit writes a resumable last.ckpt)."""
+    for job in jobs:
+        if not job.done():
+            job.cancel(check=False)
+    print(f"\nstopping the comparison: cancelled the unfinished job(s) of {len(jobs)}", file=sys.stderr, flush=True)
 
 
 def _result(plan: RunPlan, job, folder: Path) -> RunResult:
@@ -162,16 +217,21 @@ def _result(plan: RunPlan, job, folder: Path) -> RunResult:
                          log=str(folder / "submitit" / str(job.job_id)))
 
 
-def _rolling(executor, plans: list[RunPlan], jobs: int, folder: Path, report: Report) -> list[RunResult]:
+def _rolling(executor, plans: list[RunPlan], jobs: int, folder: Path, watcher: Watcher) -> list[RunResult]:
     pending, active, results = list(plans), [], []
-    while pending or active:
-        while pending and len(active) < jobs:
-            plan = pending.pop(0)
-            active.append((plan, executor.submit(execute_dict, asdict(plan))))
-        time.sleep(0.5)
-        for plan, job in [item for item in active if item[1].done()]:
-            active.remove((plan, job))
-            result = _result(plan, job, folder)
-            report(plan, result)
-            results.append(result)
+    try:
+        while pending or active:
+            while pending and len(active) < jobs:
+                plan = pending.pop(0)
+                active.append((plan, executor.submit(execute_dict, asdict(plan))))
+                watcher.started(plan)
+            time.sleep(0.5)
+            for plan, job in [item for item in active if item[1].done()]:
+                active.remove((plan, job))
+                result = _result(plan, job, folder)
+                watcher.finished(plan, result)
+                results.append(result)
+    except KeyboardInterrupt:
+        _cancel([job for _, job in active])
+        raise GridStopped(results) from None
     return results

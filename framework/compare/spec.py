@@ -39,6 +39,7 @@ class Spec:
     wandb_project: Optional[str] = None  # set when the runs log to W&B
     cells: list[Cell] = field(default_factory=list)
     baseline: Optional[Cell] = None   # the cell of the significance test (not part of the spec)
+    max_epochs: dict[str, Optional[int]] = field(default_factory=dict)  # by cell, for the progress (not part of it)
 
     def __post_init__(self) -> None:
         if not self.cells:

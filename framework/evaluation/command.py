@@ -7,13 +7,17 @@ The config and checkpoint are read as ``test`` reads them (the model and task co
 checkpoint, ``--task.*`` flags win, ``--model.*`` flags that would change the model are
 refused). The run gets its own folder beside the checkpoint's run, ``<time>_evaluate``, with
 ``evaluation.csv``, the pictures under ``evaluation/`` and the loggers' files; the table is
-printed and, with W&B, logged as the table ``evaluation`` with the pictures.
+printed and, with W&B, logged as the table ``evaluation`` with the pictures. While the tests
+run, a status line (:class:`Steps`) shows the steps done of those planned, the one running and
+an ETA.
 """
 
 from __future__ import annotations
 
+import math
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,6 +31,7 @@ from ..config_values import check_values
 from ..lightning_cli import FrameworkCLI
 from ..errors import ConfigError, explained
 from ..pictures import as_image
+from ..progress import StatusLine, duration
 from .ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
 from .faithfulness import METHODS, faithfulness_rows
 from .intrinsic import intrinsic_rows
@@ -103,15 +108,21 @@ def check_options(config: Any) -> None:
         raise ConfigError(f"--erase_k: every k must be at least 1, got {config.erase_k}")
 
 
+def test_loader(cli: EvaluateCLI) -> Iterable[Any]:
+    """The loader of the faithfulness and intrinsic tests. A data module whose test batches can
+    carry gold attention gives them from ``evaluation_dataloader()`` (the digit scenes); the
+    others' test batches carry it already (bAbI's supporting facts, the dates' alignments) or
+    have none."""
+    data = cli.datamodule
+    return data.evaluation_dataloader() if callable(getattr(data, "evaluation_dataloader", None)) else data.test_dataloader()
+
+
 def test_batches(cli: EvaluateCLI, device: torch.device, examples: int) -> Iterator[Any]:
-    """The test split's batches as the faithfulness and intrinsic tests take them, on ``device``,
-    until ``examples`` examples were given. A data module whose test batches can carry gold
-    attention gives them from ``evaluation_dataloader()`` (the digit scenes); the others' test
-    batches carry it already (bAbI's supporting facts, the dates' alignments) or have none."""
-    task, model, data = cli.model.task, cli.model.model, cli.datamodule
-    loader = data.evaluation_dataloader() if callable(getattr(data, "evaluation_dataloader", None)) else data.test_dataloader()
+    """The batches of :func:`test_loader` as the tests take them, on ``device``, until
+    ``examples`` examples were given."""
+    task, model = cli.model.task, cli.model.model
     given = 0
-    for batch in loader:
+    for batch in test_loader(cli):
         batch = task.evaluation_batch(model, move_data_to_device(batch, device))
         yield batch
         given += len(task.split(batch)[1])
@@ -119,9 +130,75 @@ def test_batches(cli: EvaluateCLI, device: torch.device, examples: int) -> Itera
             return
 
 
+class Steps:
+    """The evaluation's live status (:class:`~framework.progress.StatusLine`, a plain line every
+    ``every`` seconds in a log): the steps done of the ``total`` planned (an ablated test run, a
+    batch of the faithfulness or intrinsic tests), the one running, and an ETA from the mean
+    time of a step so far. Lines go to ``say`` (default: printed above the bar)."""
+
+    def __init__(self, total: int, say: Any = None, every: float = 30.0) -> None:
+        self.total, self.done, self.current, self._running = total, 0, "", False
+        self.started = time.monotonic()
+        self.line = StatusLine(self.describe, total, every)
+        self._say = say or self.line.print
+
+    def begin(self, what: str) -> None:
+        """A step starts (the one before it ended)."""
+        self.end()
+        self.current, self._running = what, True
+
+    def end(self) -> None:
+        if self._running:
+            self.done += 1
+            self.line.advance()
+            self._running = False
+
+    def say(self, line: str) -> None:
+        """A line of the evaluation's output; an ablation announces its step with one."""
+        self._say(line)
+        if line.startswith("evaluate: ablation "):
+            self.begin(line.removeprefix("evaluate: "))
+
+    def batches(self, test: str, batches: Iterable[Any]) -> Iterator[Any]:
+        """``batches``, each a step of ``test``."""
+        for number, batch in enumerate(batches, 1):
+            self.begin(f"{test}, batch {number}")
+            yield batch
+        self.end()
+
+    def describe(self) -> str:
+        parts = [f"evaluate: {self.done}/{self.total} steps", self.current]
+        if self.done:
+            elapsed = time.monotonic() - self.started
+            parts.append(f"ETA {duration(elapsed / self.done * max(self.total - self.done, 0))}")
+        return " · ".join(part for part in parts if part)
+
+    def __enter__(self) -> "Steps":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+        self.line.close()
+
+
+def planned_steps(cli: EvaluateCLI, blocks: list[str]) -> int:
+    """The steps of :class:`Steps`: the ablated test runs, and the batches of the faithfulness and
+    intrinsic tests (``--examples`` at the loader's batch size, at most the loader's length)."""
+    config = cli.config
+    steps = (len(blocks) + (len(blocks) > 1)) * len(config.ablation_modes) if "ablation" in config.tests else 0
+    tests = sum(test in config.tests for test in ("faithfulness", "intrinsic"))
+    if tests:
+        loader = test_loader(cli)
+        size, length = getattr(loader, "batch_size", None), getattr(loader, "__len__", None)
+        count = length() if callable(length) else None
+        needed = math.ceil(config.examples / size) if size else count or 1
+        steps += tests * (min(needed, count) if count else needed)
+    return steps
+
+
 def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
-    """Run the chosen tests; print, write and log the table. Returns its rows."""
-    say = say or (lambda line: print(line, flush=True))
+    """Run the chosen tests; print (or ``say``), write and log the table. Returns its rows."""
+    given, say = say, say or (lambda line: print(line, flush=True))
     config, trainer, module, data = cli.config, cli.trainer, cli.model, cli.datamodule
     run_dir = Path(config.run_dir)
     model, task = module.model, module.task
@@ -131,15 +208,35 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
     say(f"evaluate: plain test of {config.ckpt_path or 'the untrained model'}")
     plain = test_metrics(trainer, module, data) if not config.ckpt_path else _plain(trainer, module, data, config.ckpt_path,
                                                                                        config.weights_only)
-    device = trainer.strategy.root_device
     metrics = list(config.metrics) or _primary(task, plain)
     missing = [m for m in metrics if m not in plain]
     if missing:
         raise ConfigError(f"--metrics: the test gives no {', '.join(missing)}; it gives {', '.join(sorted(plain))}")
     rows = [Row("test", "-", "plain", metric, plain.get(metric)) for metric in metrics]
-    drawn: dict[str, Any] = {}  # name -> picture (a figure of framework.pictures)
+    blocks: list[str] = []
     if "ablation" in config.tests:
         blocks = choose(model, config.ablation_blocks) if config.ablation_blocks else list(attention_blocks(model))
+    with Steps(planned_steps(cli, blocks), given) as steps:
+        found, drawn = run_tests(cli, plain, metrics, blocks, steps)
+    rows += found
+    report(rows, drawn, run_dir, trainer.loggers, say)
+    for logger in trainer.loggers:
+        if hasattr(logger, "finish_with_stage"):
+            logger.finish_with_stage = True
+            logger.finalize("success")
+    return rows
+
+
+def run_tests(cli: EvaluateCLI, plain: dict[str, float], metrics: list[str], blocks: list[str],
+              steps: Steps) -> tuple[list[Row], dict[str, Any]]:
+    """The rows of the chosen tests after the plain test, and their pictures by name (figures of
+    :mod:`framework.pictures`); ``steps`` shows how far they got."""
+    config, trainer, module, data = cli.config, cli.trainer, cli.model, cli.datamodule
+    model, task, say = module.model, module.task, steps.say
+    device = trainer.strategy.root_device
+    rows: list[Row] = []
+    drawn: dict[str, Any] = {}
+    if "ablation" in config.tests:
         if not blocks:
             rows.append(Row("ablation", "-", "-", "-", None, None, "n/a: the model has no attention block"))
         else:
@@ -151,12 +248,12 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
     model.to(device).eval()
     if "faithfulness" in config.tests:
         say("evaluate: faithfulness (permutation, erasure, attribution)")
-        rows += faithfulness_rows(model, task, test_batches(cli, device, config.examples), config.permutations,
-                                  config.erase_k, config.attributions, config.attribution_steps,
+        rows += faithfulness_rows(model, task, steps.batches("faithfulness", test_batches(cli, device, config.examples)),
+                                  config.permutations, config.erase_k, config.attributions, config.attribution_steps,
                                   seed=config.seed_everything or 0, say=say)
     if "intrinsic" in config.tests:
         say("evaluate: intrinsic measures against gold attention")
-        found, pictures = intrinsic_rows(model, task, test_batches(cli, device, config.examples),
+        found, pictures = intrinsic_rows(model, task, steps.batches("intrinsic", test_batches(cli, device, config.examples)),
                                          seed=config.seed_everything or 0, say=say)
         rows += found or [Row("intrinsic", "-", "-", "-", None, None, "n/a: no gold attention in this data")]
         drawn.update({f"gold/{name}": picture for name, picture in pictures.items()})
@@ -164,12 +261,7 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
         batch = next(iter(test_batches(cli, device, 1)))
         for stack, (last, rolled) in rollouts(model, lambda: task.forward_pass(model, batch)).items():
             drawn[f"rollout/{stack}"] = rollout_picture(last, rolled, stack)
-    report(rows, drawn, run_dir, trainer.loggers, say)
-    for logger in trainer.loggers:
-        if hasattr(logger, "finish_with_stage"):
-            logger.finish_with_stage = True
-            logger.finalize("success")
-    return rows
+    return rows, drawn
 
 
 def _plain(trainer: Any, module: Any, data: Any, ckpt_path: str, weights_only: Optional[bool]) -> dict[str, float]:
