@@ -3,7 +3,9 @@
 By default (``weight_decay_on: matrices``) the optimizer decays the weight matrices and
 convolution kernels only, as timm and nanoGPT do: a parameter is decayed when
 
-* it has at least two dimensions (a bias, a norm layer's scale, a gate are vectors), and
+* it has at least two dimensions (a bias, a norm layer's scale, a gate are vectors) and is
+  not named as a bias (``bias``, ``content_bias``, ``hidden_biases.0``: per-head biases are
+  matrices), and
 * it belongs to no embedding (``nn.Embedding``, ``nn.EmbeddingBag``) and no normalisation layer
   (batch, instance, layer, group and RMS norm), and
 * no module above it lists it in ``no_weight_decay()`` (timm's convention: names relative to
@@ -16,6 +18,7 @@ The others form a second group with ``weight_decay: 0``; the decayed group keeps
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fnmatch import fnmatchcase
@@ -25,6 +28,8 @@ from torch import nn
 
 #: What ``--weight_decay_on`` takes.
 DecayOn = Literal["matrices", "all"]
+#: The name of a bias: ``bias``, ``out_bias``, an element of a list ``hidden_biases``.
+BIAS = re.compile(r"bias(es)?(\.\d+)?$")
 #: Layers whose parameters are never decayed (whatever their shape).
 SPARED_LAYERS = (nn.Embedding, nn.EmbeddingBag, nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.RMSNorm,
                  nn.LocalResponseNorm)
@@ -32,9 +37,10 @@ SPARED_LAYERS = (nn.Embedding, nn.EmbeddingBag, nn.modules.batchnorm._NormBase, 
 
 def spared(module: nn.Module) -> set[int]:
     """The ids of ``module``'s parameters that weight decay leaves alone (see the module's docstring)."""
-    ids: set[int] = set()
+    ids = {id(p) for name, p in module.named_parameters() if p.ndim < 2 or BIAS.search(name)}
     for layer in module.modules():
-        ids.update(id(p) for p in layer.parameters(recurse=False) if p.ndim < 2 or isinstance(layer, SPARED_LAYERS))
+        if isinstance(layer, SPARED_LAYERS):
+            ids.update(id(p) for p in layer.parameters(recurse=False))
         if callable(getattr(layer, "no_weight_decay", None)):
             patterns = list(layer.no_weight_decay())
             ids.update(id(p) for name, p in layer.named_parameters() if any(fnmatchcase(name, x) for x in patterns))

@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import nn
 
+from framework.layers.positions import PositionalEncoding
 from framework.lightning_cli import FrameworkCLI
 from framework.optim import offered_in_groups, parameter_groups
 from framework.task_module import TaskModule
@@ -23,6 +24,8 @@ class Small(nn.Module):
         self.linear = nn.Linear(4, 3)
         self.position = nn.Parameter(torch.zeros(5, 4))  # a learned table, opted out below
         self.gate = nn.Parameter(torch.ones(4))
+        self.head_bias = nn.Parameter(torch.zeros(2, 1, 4))  # a bias per head: a matrix, but a bias
+        self.learned = PositionalEncoding(4, 6, learned=True)
 
     def no_weight_decay(self) -> set[str]:
         return {"posit*"}
@@ -38,7 +41,8 @@ def test_only_matrices_and_kernels_are_decayed():
     decayed, spared = parameter_groups(model)
     assert names(model, decayed) == {"conv.weight", "linear.weight"} and "weight_decay" not in decayed
     assert names(model, spared) == {"embedding.weight", "conv.bias", "batch_norm.weight", "batch_norm.bias",
-                                    "norm.weight", "norm.bias", "linear.bias", "position", "gate"}
+                                    "norm.weight", "norm.bias", "linear.bias", "position", "gate", "head_bias",
+                                    "learned.table"}
     assert spared["weight_decay"] == 0.0
     everything = parameter_groups(model, "all")
     assert [id(p) for p in everything] == [id(p) for p in model.parameters()]
@@ -75,10 +79,10 @@ def test_the_default_optimizer_decays_matrices_only():
 def test_offering_groups_leaves_the_module_as_it_was():
     model = Small()
     with offered_in_groups(model, "matrices", {"class_path": "torch.optim.SGD", "init_args": {"weight_decay": 0.1}}):
-        assert [len(g["params"]) for g in model.parameters()] == [2, 9]
-    assert len(list(model.parameters())) == 11 and "parameters" not in vars(model)
+        assert [len(g["params"]) for g in model.parameters()] == [2, 11]
+    assert len(list(model.parameters())) == 13 and "parameters" not in vars(model)
     with offered_in_groups(model, "matrices", {"class_path": "torch.optim.LBFGS", "init_args": {"lr": 1}}):
-        assert len(list(model.parameters())) == 11  # no weight_decay argument: LBFGS takes one group only
+        assert len(list(model.parameters())) == 13  # no weight_decay argument: LBFGS takes one group only
 
 
 SMALL = ["--config", "domains/demo/demo.yaml", "--data.train_size=64", "--data.val_size=16", "--data.test_size=16"]

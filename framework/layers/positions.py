@@ -37,6 +37,10 @@ class PositionalEncoding(nn.Module):
             self.register_buffer("table", table, persistent=False)
         self.dropout = nn.Dropout(dropout)
 
+    def no_weight_decay(self) -> set[str]:
+        """A learned table is an embedding: weight decay leaves it alone (:mod:`framework.optim`)."""
+        return {"table"}
+
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         end = offset + x.shape[-2]
         if end > self.max_len:
