@@ -247,7 +247,7 @@ def test_the_comparison_is_logged_to_wandb_offline_without_a_key(tmp_path):
 
 # -- failures, the live status, Ctrl-C -------------------------------------------------------------
 
-def test_a_failed_stage_is_explained_from_its_log():
+def test_a_failed_stage_is_explained_from_its_log(capsys):
     said = "Seed set to 0\nerror: data.batch_size must be at least 1, got 0\n(set FRAMEWORK_TRACEBACK=1 ...)\n"
     assert runner.failure("fit", 1, said) == ("fit: data.batch_size must be at least 1, got 0", False)
     crashed = ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    f()\n"
@@ -258,6 +258,13 @@ def test_a_failed_stage_is_explained_from_its_log():
     assert runner.failure("fit", 143, "stopped by SIGTERM; resume it with ...") == ("fit stopped by SIGTERM", True)
     assert runner.failure("fit", -9, "") == ("fit stopped by SIGKILL", True)
     assert runner.failure("fit", 3, "something odd\n") == ("fit exit status 3: something odd", False)
+    from framework.compare.command import explain_failures
+
+    explain_failures([runner.RunResult("a/seed0", False, "fit", error="fit stopped by SIGKILL", log="a.log", retry=True)],
+                     ["a/seed0"])
+    err = capsys.readouterr().err
+    assert "  a/seed0: fit stopped by SIGKILL (log: a.log)" in err and "run the same command again to resume" in err
+    assert "a rerun does not change" not in err
 
 
 def test_the_status_line_counts_runs_names_epochs_and_projects_the_end(tmp_path, monkeypatch):

@@ -238,16 +238,17 @@ def explain_failures(outcome: list[RunResult], missing: list[str]) -> None:
     """The error lines of the runs that did not finish: each failed run's reason (from its log),
     and "run the same command again" only for those a rerun can fix (stopped or killed)."""
     failed = {r.key: r for r in outcome if not r.ok}
-    fixed = [key for key in missing if key not in failed or not failed[key].retry]
+    fixed = [key for key in missing if key in failed and not failed[key].retry]
     lines = [f"error: {len(missing)} run(s) did not finish:"]
     for key in missing[:10]:
         result = failed.get(key)
-        lines.append(f"  {key}: {result.error if result else 'no result'}" + (f" (log: {result.log})" if result and result.log else ""))
+        where = f" (log: {result.log})" if result and result.log else ""
+        lines.append(f"  {key}: {result.error if result else 'not run'}{where}")
     if len(missing) > 10:
         lines.append(f"  ... and {len(missing) - 10} more")
     retried = len(missing) - len(fixed)
     if retried:
-        lines.append(f"{retried} of them were stopped or killed: run the same command again to resume them.")
+        lines.append(f"{retried} of them were stopped, killed or not run: run the same command again to resume them.")
     if fixed:
         lines.append(f"{len(fixed)} failed for a reason a rerun does not change: fix the config (or the code), then run "
                      "the same command again.")

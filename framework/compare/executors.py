@@ -214,7 +214,7 @@ def _result(plan: RunPlan, job, folder: Path) -> RunResult:
     except Exception as err:  # the job itself died (timeout, node failure, cancelled)
         lines = str(err).strip().splitlines() or [""]
         return RunResult(plan.key, False, "job", error=f"{type(err).__name__}: {lines[-1][:300]}",
-                         log=str(folder / "submitit" / str(job.job_id)))
+                         log=str(folder / "submitit" / str(job.job_id)), retry=True)
 
 
 def _rolling(executor, plans: list[RunPlan], jobs: int, folder: Path, watcher: Watcher) -> list[RunResult]:
