@@ -352,7 +352,7 @@ def test_ctrl_c_stops_the_grid_prints_the_partial_table_and_the_same_command_res
     out, err = process.communicate(timeout=120)
     out = "".join(first) + out
     assert process.returncode == 130, out + err
-    assert "1 run(s) done, 0 failed, 1 stopped, 0 not started" in out and "10 seed 0: stopped (fit stopped by SIGTERM)" in out
+    assert "1 run(s) done, 0 failed, 1 stopped, 0 not started" in out and "10 seed 0: fit stopped by SIGTERM; the same" in out
     assert "| 1 (baseline) | 1 |" in out and "Not finished (1): max_epochs=10/seed0" in out
     assert "run the same command again" in err
     assert runner.state(second) == "resume" and read_summary(second)["fit"]["status"] == "interrupted"

@@ -56,7 +56,7 @@ class GridProgress:
                 self.fits.append(result.seconds)
             done = self.done
         if result.stopped:
-            self.line.print(f"{plan.label} seed {plan.seed}: stopped ({result.error})")
+            self.line.print(f"{plan.label} seed {plan.seed}: {result.error}; the same command resumes it")
             return
         self.line.advance()
         self.line.print(run_line(plan, result, done, self.total))
