@@ -111,3 +111,13 @@ def test_a_wrong_switch_value_names_the_key(capsys, monkeypatch):
         FrameworkCLI([*SMALL, "--weight_decay_on=biases"], run=False)
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "weight_decay_on" in err and "Traceback" not in err
+
+
+def test_class_tokens_are_not_decayed():
+    from domains.nlp.models.transformer_cls import TransformerClassifier
+    from domains.vision.models.vit import ViTClassifier
+
+    for model in (TransformerClassifier(vocab_size=50, num_classes=3, dim=16, readout="cls"),
+                  ViTClassifier(num_classes=3, image_size=8, patch_size=4, dim=16, depth=1)):
+        spared = {id(p) for group in parameter_groups(model) if group.get("weight_decay") == 0.0 for p in group["params"]}
+        assert id(model.cls) in spared, type(model).__name__

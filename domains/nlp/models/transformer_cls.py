@@ -57,6 +57,10 @@ class TransformerClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(dim, num_classes)
 
+    def no_weight_decay(self) -> set[str]:
+        """The [CLS] embedding is not decayed (framework.optim)."""
+        return {"cls"}
+
     def forward(self, tokens: Tensor, mask: Tensor, need_weights: bool = False) -> Union[Tensor, ClassifierOutput]:
         x = self.positions(self.embed(tokens) * self.scale)
         if self.cls is None:

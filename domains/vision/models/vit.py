@@ -84,6 +84,10 @@ class ViTClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(dim, num_classes)
 
+    def no_weight_decay(self) -> set[str]:
+        """The [CLS] embedding is not decayed (framework.optim)."""
+        return {"cls"}
+
     def forward(self, x: Tensor) -> Tensor:
         expected = (self.in_chans, self.image_size, self.image_size)
         if x.ndim != 4 or tuple(x.shape[1:]) != expected:
