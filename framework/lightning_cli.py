@@ -38,8 +38,8 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 
 from . import config_sections, provenance, quiet, runs
-from .callbacks import (AttentionMaps, NonFiniteGuard, PredictionWriter, ProgressBar, ResumePoints, RunCheckpoint,
-                        RunSummary)
+from .callbacks import (AttentionCollapse, AttentionMaps, AttentionStatistics, NonFiniteGuard, PredictionWriter, ProgressBar,
+                        ResumePoints, RunCheckpoint, RunSummary)
 from .checkpoint import AtomicCheckpointIO, config_from_checkpoint
 from .config_files import check_config_files
 from .config_values import check_values
@@ -168,6 +168,8 @@ class FrameworkCLI(LightningCLI):
             "checkpoint.auto_insert_metric_name": False,
         })
         parser.add_lightning_class_args(AttentionMaps, "attention_maps")
+        parser.add_lightning_class_args(AttentionStatistics, "attention_stats")
+        parser.add_lightning_class_args(AttentionCollapse, "attention_collapse")
         parser.add_lightning_class_args(ResumePoints, "resume")
         parser.add_optimizer_args((torch.optim.Optimizer,))  # unset: TaskModule's default AdamW
         parser.add_argument("--weight_decay_on", type=DecayOn, default="matrices",

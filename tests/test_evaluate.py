@@ -311,7 +311,7 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     table = _table(runs[0] / "evaluation.csv")
     assert "permutation" in printed and "evaluation table:" in printed
     tests = {row["test"] for row in table}
-    assert tests == {"test", "ablation", "permutation", "erasure", "attribution", "intrinsic"}
+    assert tests == {"test", "ablation", "permutation", "erasure", "attribution", "intrinsic", "maps"}
     ablations = {(row["block"], row["setting"]) for row in table if row["test"] == "ablation"}
     blocks = ["encoder.layers.0.attention", "encoder.layers.1.attention", "all"]
     assert ablations == {(b, m) for b in blocks for m in ("uniform", "none")}
@@ -327,7 +327,8 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     assert intrinsic["against"].startswith("n/a"), "the demo has no gold attention"
     assert (runs[0] / "evaluation" / "rollout_encoder.layers.x.attention.png").is_file()
     assert set(stages) == {"test"}, "the probes run a test forward pass, never a training step"
-    assert passes == [False, False], "one forward pass in eval mode for the ablation probe, one for the rollout"
+    assert passes == [False, False, False], "forward passes in eval mode: the ablation probe, the rollout, the maps"
+    assert (runs[0] / "evaluation" / "maps_encoder.layers.1.attention.png").is_file()
 
 
 def test_test_with_ablation_on_the_command_line(demo_run):

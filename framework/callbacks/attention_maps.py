@@ -24,14 +24,23 @@ class AttentionMaps(Callback):
     (predicted masks, alignments ...) are logged under ``images/<name>``. Pictures reach
     the loggers as (H, W, 3) uint8 arrays (:func:`framework.pictures.as_image`).
 
+    The capture records the exact rows of ``probes`` queries per call (every query of a map
+    that has no more; :mod:`framework.attention.probes`), so a block over a large feature map
+    (non-local at 128 x 256, criss-cross at 97 x 97) draws where its probe pixel nearest the
+    middle looks without its N x N map, and fused paths stay fused.
+
     Args:
         every_n_epochs: how often; 0 turns the callback off.
         blocks: which blocks (glob patterns over module names, or registry names); all by default.
+        probes: probe queries per call of a block; 0 captures the full maps.
     """
 
-    def __init__(self, every_n_epochs: int = 1, blocks: Optional[list[str]] = None) -> None:
+    def __init__(self, every_n_epochs: int = 1, blocks: Optional[list[str]] = None, probes: int = 64) -> None:
+        if probes < 0:
+            raise ValueError(f"attention_maps: probes must be 0 (full maps) or more, got {probes}")
         self.every_n_epochs = every_n_epochs
         self.blocks = blocks or []
+        self.probes = probes
 
     def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: object,
                                 batch: object, batch_idx: int, dataloader_idx: int = 0) -> None:
@@ -43,7 +52,7 @@ class AttentionMaps(Callback):
         if not loggers:
             return
         # Every rank runs the forward pass (sharded models need all ranks); rank 0 logs.
-        with torch.no_grad(), capture(pl_module.model, *self.blocks) as maps:
+        with torch.no_grad(), capture(pl_module.model, *self.blocks, probes=self.probes or None) as maps:
             pl_module.task.step(pl_module.model, batch, "val")
         with torch.no_grad():
             pictures = pl_module.task.images(pl_module.model, batch)

@@ -14,6 +14,8 @@ W&B table), with pictures where they help. One purpose per module:
 * :mod:`.intrinsic`: attention correctness and AER against gold attention (bAbI supporting
   facts, dates alignments, the digit scenes' drawn digit, graph label agreement);
 * :mod:`.rollout`: attention rollout (Abnar & Zuidema) of stacked self-attention, drawn;
+* :mod:`.maps`: every block's maps and their statistics (entropy, top-k mass ...) from the exact
+  rows of probe queries, which large maps need (no N x N matrix);
 * :mod:`.supervision`: the supervised-attention loss that tasks add (``task.attention_supervision``);
 * :mod:`.table`: the table, printed, as CSV and for W&B; :mod:`.command`: the command;
 * :mod:`.protocol`: what a task offers the tests, its evaluation hooks (:class:`.EvaluationHooks`,

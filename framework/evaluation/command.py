@@ -35,10 +35,12 @@ from ..progress import StatusLine, duration
 from .ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
 from .faithfulness import METHODS, faithfulness_rows
 from .intrinsic import intrinsic_rows
+from .maps import map_rows
 from .rollout import rollout_picture, rollouts
+from . import standard
 from .table import Row, format_table, log_table, write_csv
 
-TESTS = ("ablation", "faithfulness", "intrinsic", "rollout")
+TESTS = ("ablation", "faithfulness", "intrinsic", "rollout", "maps")
 
 
 class EvaluateCLI(FrameworkCLI):
@@ -46,7 +48,7 @@ class EvaluateCLI(FrameworkCLI):
 
     prog = "python -m framework evaluate"
     description = ("Evaluate a checkpoint's attention on the test split: ablation, faithfulness, gold attention, "
-                   "rollout (one table, evaluation.csv, W&B).")
+                   "rollout, maps and their statistics (one table, evaluation.csv, W&B).")
 
     def __init__(self, args: list[str]) -> None:
         super().__init__(args=args, run=False)
@@ -58,7 +60,8 @@ class EvaluateCLI(FrameworkCLI):
         parser.add_argument("--weights_only", type=Optional[bool], default=None,
                             help="As for test: load the checkpoint with torch.load(weights_only=...).")
         parser.add_argument("--tests", type=list[str], default=list(TESTS),
-                            help=f"Which tests: any of {', '.join(TESTS)}.")
+                            help=f"Which tests: any of {', '.join(TESTS + standard.TESTS)} (default: "
+                                 f"{', '.join(TESTS)}).")
         parser.add_argument("--ablation_modes", type=list[str], default=list(MODES),
                             help=f"Ablation modes: any of {', '.join(MODES)} (none: the block skipped, where its "
                                  "output has its input's shape).")
@@ -71,6 +74,9 @@ class EvaluateCLI(FrameworkCLI):
         parser.add_argument("--attributions", type=list[str], default=list(METHODS),
                             help=f"Attribution methods compared with the attention: any of {', '.join(METHODS)}.")
         parser.add_argument("--attribution_steps", type=int, default=16, help="Steps of integrated gradients.")
+        standard.add_arguments(parser)
+        parser.add_argument("--probes", type=int, default=64,
+                            help="Probe queries per block of the maps test: their exact rows, not the N x N map.")
 
     def _parse_ckpt_path(self) -> None:
         """The model and task configs come from the checkpoint, as for ``test`` (see FrameworkCLI)."""
@@ -95,17 +101,18 @@ def check_options(config: Any) -> None:
     ablated one by one, is the CLI's; ``--ablation``, one mode for ``test``, is ``--ablation_modes`` here)."""
     if config.get("ablation") is not None:
         raise ConfigError("--ablation: evaluate takes a list of modes, --ablation_modes='[uniform, none]'")
-    for flag, given, allowed in (("--tests", config.tests, TESTS), ("--ablation_modes", config.ablation_modes, MODES),
+    for flag, given, allowed in (("--tests", config.tests, TESTS + standard.TESTS), ("--ablation_modes", config.ablation_modes, MODES),
                                  ("--attributions", config.attributions, METHODS)):
         wrong = [value for value in given if value not in allowed]
         if wrong:
             raise ConfigError(f"{flag}: unknown {', '.join(map(repr, wrong))}; choose from {', '.join(allowed)}")
     for flag, value, least in (("--examples", config.examples, 1), ("--permutations", config.permutations, 0),
-                               ("--attribution_steps", config.attribution_steps, 2)):
+                               ("--attribution_steps", config.attribution_steps, 2), ("--probes", config.probes, 1)):
         if value < least:
             raise ConfigError(f"{flag} must be at least {least}, got {value}")
     if any(k < 1 for k in config.erase_k):
         raise ConfigError(f"--erase_k: every k must be at least 1, got {config.erase_k}")
+    standard.check(config)
 
 
 def test_loader(cli: EvaluateCLI) -> Iterable[Any]:
@@ -186,7 +193,7 @@ def planned_steps(cli: EvaluateCLI, blocks: list[str]) -> int:
     intrinsic tests (``--examples`` at the loader's batch size, at most the loader's length)."""
     config = cli.config
     steps = (len(blocks) + (len(blocks) > 1)) * len(config.ablation_modes) if "ablation" in config.tests else 0
-    tests = sum(test in config.tests for test in ("faithfulness", "intrinsic"))
+    tests = sum(test in config.tests for test in ("faithfulness", "intrinsic")) + len(standard.passes(config.tests))
     if tests:
         loader = test_loader(cli)
         size, length = getattr(loader, "batch_size", None), getattr(loader, "__len__", None)
@@ -257,10 +264,18 @@ def run_tests(cli: EvaluateCLI, plain: dict[str, float], metrics: list[str], blo
                                          seed=config.seed_everything or 0, say=say)
         rows += found or [Row("intrinsic", "-", "-", "-", None, None, "n/a: no gold attention in this data")]
         drawn.update({f"gold/{name}": picture for name, picture in pictures.items()})
+    rows += standard.standard_rows(model, task, lambda name: steps.batches(name, test_batches(cli, device, config.examples)),
+                                   config, say)
     if "rollout" in config.tests:
         batch = next(iter(test_batches(cli, device, 1)))
         for stack, (last, rolled) in rollouts(model, lambda: task.forward_pass(model, batch)).items():
             drawn[f"rollout/{stack}"] = rollout_picture(last, rolled, stack)
+    if "maps" in config.tests:
+        say(f"evaluate: every block's maps and their statistics, from {config.probes} probe rows per block")
+        batch = next(iter(test_batches(cli, device, 1)))
+        found, pictures = map_rows(model, lambda: task.forward_pass(model, batch), config.probes)
+        rows += found or [Row("maps", "-", "-", "-", None, None, "n/a: no block weighs a grid of keys")]
+        drawn.update(pictures)
     return rows, drawn
 
 

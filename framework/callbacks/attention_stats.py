@@ -1,0 +1,115 @@
+"""Statistics of every block's attention, logged as metrics every validation epoch."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import Callback
+from torch import nn
+
+from ..attention import capture
+from ..attention.statistics import RowStatistics, row_statistics
+
+
+def probe_statistics(model: nn.Module, task: Any, batch: Any, *, probes: int, blocks: list[str],
+                     top_k: int) -> dict[str, RowStatistics]:
+    """One validation step of ``batch`` under a capture with ``probes``: the statistics of
+    every record that weighs a key grid, by the block's module name (``<name>/call<k>`` for a
+    block called more than once: recurrence, hops)."""
+    with torch.no_grad(), capture(model, *blocks, probes=probes) as rows:
+        task.step(model, batch, "val")
+    found = {}
+    for name, records in rows.items():
+        for call, record in enumerate(records):
+            stats = row_statistics(record, top_k)
+            if stats is not None:
+                found[name if len(records) == 1 else f"{name}/call{call + 1}"] = stats
+    return found
+
+
+class AttentionStatistics(Callback):
+    """Log, every validation epoch, statistics of each block's attention rows, per head, from
+    a capture with probes (the exact rows of ``probes`` queries per call; fused paths stay fused,
+    no N x N matrix is built): ``attention/<block>/<statistic>`` (heads averaged) and
+    ``attention/<block>/head<j>/<statistic>``, the statistics of
+    :mod:`framework.attention.statistics`: ``entropy``, ``entropy_ratio`` (to the uniform
+    entropy over the valid keys), ``max_weight``, ``top<k>_mass``, ``max_logit`` (where the
+    block has its energies) and ``lse`` (the kernel's log-sum-exp of every query, where it has
+    one: FlexAttention, criss-cross). Where the task knows gold attention for the batch
+    (:meth:`~framework.evaluation.protocol.EvaluationHooks.gold_views`: bAbI's supporting facts,
+    the dates' alignments, the digit scenes' drawn digit), the mass on the gold keys too,
+    ``attention/gold/<view>/mass``.
+
+    The first validation batch runs once more under the capture (training pays nothing; the
+    cost is measured by ``tools/bench_probes.py``). The metrics go through ``LightningModule.log``
+    to every logger (CSV, W&B) with the epoch's validation metrics.
+
+    Args:
+        every_n_epochs: how often; 0 turns the statistics off.
+        probes: probe queries per call of a block (spread evenly over its query grid; every
+            query of a grid that has no more).
+        top_k: k of the top-k mass.
+        blocks: which blocks (glob patterns over module names, or registry names); all by default.
+        per_head: also log each head's statistics (blocks of several heads).
+        gold: also log the mass on the gold keys, where the task has gold attention.
+    """
+
+    def __init__(self, every_n_epochs: int = 1, probes: int = 64, top_k: int = 5, blocks: Optional[list[str]] = None,
+                 per_head: bool = True, gold: bool = True) -> None:
+        if probes < 1 or top_k < 1 or every_n_epochs < 0:
+            raise ValueError(f"attention_stats: probes and top_k must be at least 1 and every_n_epochs at least 0, got "
+                             f"probes={probes}, top_k={top_k}, every_n_epochs={every_n_epochs}")
+        self.every_n_epochs, self.probes, self.top_k = every_n_epochs, probes, top_k
+        self.blocks, self.per_head, self.gold = blocks or [], per_head, gold
+        #: the statistics of the last validation that computed them, and when (epoch, global step)
+        self.results: dict[str, RowStatistics] = {}
+        self.computed_at: Optional[tuple[int, int]] = None
+
+    def fresh(self, trainer: pl.Trainer) -> Optional[dict[str, RowStatistics]]:
+        """The statistics of the validation now running or just run, if this callback computed them."""
+        return self.results if self.computed_at == (trainer.current_epoch, trainer.global_step) else None
+
+    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: object,
+                                batch: object, batch_idx: int, dataloader_idx: int = 0) -> None:
+        if batch_idx or dataloader_idx or trainer.sanity_checking or not self.every_n_epochs:
+            return
+        if (trainer.current_epoch + 1) % self.every_n_epochs:
+            return
+        model, task = pl_module.model, pl_module.task
+        self.results = probe_statistics(model, task, batch, probes=self.probes, blocks=self.blocks, top_k=self.top_k)
+        self.computed_at = (trainer.current_epoch, trainer.global_step)
+        metrics = self.metrics(self.results)
+        if self.gold:
+            metrics.update(gold_masses(model, task, batch))
+        for name, value in metrics.items():
+            pl_module.log(name, value, on_step=False, on_epoch=True, sync_dist=True, batch_size=1)
+
+    def metrics(self, results: dict[str, RowStatistics]) -> dict[str, float]:
+        """The logged numbers: each statistic with heads averaged, and per head (NaN left out)."""
+        metrics = {}
+        for key, stats in results.items():
+            for name, values in stats.values().items():
+                metrics[f"attention/{key}/{name}"] = float(values.nanmean())
+                if self.per_head and stats.heads > 1:
+                    metrics.update({f"attention/{key}/head{h}/{name}": float(v) for h, v in enumerate(values)})
+        return {name: value for name, value in metrics.items() if math.isfinite(value)}
+
+
+def gold_masses(model: nn.Module, task: Any, batch: Any) -> dict[str, float]:
+    """``attention/gold/<view>/mass``: the weight mass on the gold keys (attention correctness)
+    of each of the task's gold views of ``batch`` with boolean gold, over the queries with gold."""
+    from ..evaluation.measures import attention_correctness
+
+    with torch.no_grad():
+        views = task.gold_views(model, batch)
+    masses = {}
+    for view in views:
+        if view.gold.dtype != torch.bool:
+            continue  # a graded reference (graphs): for rank correlation, not a mass
+        mass = float(attention_correctness(view.weights.float(), view.gold & view.keys.bool(), view.queries))
+        if math.isfinite(mass):
+            masses[f"attention/gold/{view.name}/mass"] = mass
+    return masses
