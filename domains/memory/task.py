@@ -12,8 +12,8 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from framework.errors import ConfigError
-from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, repeat_batch
-from framework.evaluation.supervision import attention_supervision_loss
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, replaying
+from framework.evaluation.supervision import AttentionTraining
 from framework.tasks import Task
 
 from .metrics import OVERALL, AnswerMetric, BitErrors
@@ -34,7 +34,7 @@ def memory_blocks(model: nn.Module) -> tuple[str, ...]:
     return tuple(name for name, m in model.named_modules() if getattr(m, "block_name", None) == "memory_read")
 
 
-class QuestionAnswering(Task):
+class QuestionAnswering(AttentionTraining, Task):
     """Cross-entropy over the vocabulary against the answer word; per-task accuracy and error.
 
     Logs ``acc``, ``error``, ``mean_error`` (the error averaged over the tasks, as the bAbI
@@ -52,6 +52,11 @@ class QuestionAnswering(Task):
             Weston et al. 2015): the loss adds lambda x the cross-entropy of every hop's weights
             against the supporting facts (one unit of mass spread over them), logged as
             ``<stage>/attention_loss``; skipped while linear start has the softmax off. 0 = off.
+        decouple_attention: weight mu of the decoupled family: the loss adds mu x -log(1 - m) of
+            every hop, m its mass on the supporting facts (logged as ``<stage>/decoupling_loss``;
+            skipped under linear start too). 0 = off.
+        random_attention: every hop's weights drawn at random, in training and at test.
+        (:mod:`framework.evaluation.supervision` says what the three families are for.)
 
     Evaluation (``python -m framework evaluate``): the items are the story's sentences (the
     hops' weights averaged), erased by emptying them; the gold is the supporting facts, and
@@ -61,11 +66,10 @@ class QuestionAnswering(Task):
     monitor = "val/acc"
     mode = "max"
 
-    def __init__(self, tasks: Sequence[int] = (1, 2), attention_supervision: float = 0.0) -> None:
+    def __init__(self, tasks: Sequence[int] = (1, 2), attention_supervision: float = 0.0, decouple_attention: float = 0.0,
+                 random_attention: bool = False) -> None:
         super().__init__()
-        if attention_supervision < 0:
-            raise ConfigError(f"task.attention_supervision must be >= 0, got {attention_supervision}")
-        self.attention_supervision = attention_supervision
+        self.attention_options(attention_supervision, decouple_attention, random_attention)
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
         if not self.tasks or any(not isinstance(t, int) or t < 1 for t in self.tasks) or len(set(self.tasks)) < len(self.tasks):
             raise ConfigError(f"task.tasks must be distinct task numbers (1, 2, ...), got {tasks!r}")
@@ -83,10 +87,11 @@ class QuestionAnswering(Task):
             raise ConfigError(f"task.tasks={self.tasks} but the data holds tasks {list(data_tasks)}: set task.tasks to "
                              "data.tasks")
         super().check(model, data)
+        self.randomise(model)
 
     def split(self, batch: dict[str, Tensor]) -> tuple[dict[str, Tensor], Tensor]:
         inputs = {"story": batch["story"], "question": batch["question"]}
-        if self.attention_supervision and "support" in batch:
+        if self.trains_on_gold and "support" in batch:
             inputs["support"] = batch["support"]
         return inputs, batch["target"]
 
@@ -97,8 +102,7 @@ class QuestionAnswering(Task):
             return model(inputs["story"], inputs["question"])
         logits, weights = model(inputs["story"], inputs["question"], need_weights=True)
         if weights is None:
-            raise ConfigError(f"task.attention_supervision={self.attention_supervision} needs a model with a memory read; "
-                             "the model's attention is off")
+            raise ConfigError(f"{self.gold_options()} needs a model with a memory read; the model's attention is off")
         return HopOutput(logits, weights, support, inputs["story"].ne(0).any(-1))
 
     def preds(self, output: Any) -> Tensor:
@@ -108,9 +112,8 @@ class QuestionAnswering(Task):
         loss = F.cross_entropy(self.preds(output), target)
         if not isinstance(output, HopOutput):
             return loss, {}
-        supervision = attention_supervision_loss(output.weights.float(), output.support.unsqueeze(1),
-                                                 output.mask.unsqueeze(1))
-        return loss + self.attention_supervision * supervision, {"attention_loss": supervision.detach()}
+        extra, logs = self.gold_losses(output.weights.float(), output.support.unsqueeze(1), output.mask.unsqueeze(1))
+        return loss + extra, logs
 
     def metric_inputs(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         """The bAbI task of each question, for the per-task figures."""
@@ -156,16 +159,12 @@ class QuestionAnswering(Task):
             hook.remove()
         story = seen[0]  # (B, N, tables, d)
 
-        def forward(vectors: Tensor) -> Tensor:
-            times = len(vectors) // len(story)
+        def swap(vectors: Tensor) -> Any:
             replaced = vectors.reshape(len(vectors), *story.shape[1:])
-            swap = layer.register_forward_hook(lambda m, args, out: replaced if out.dim() == 4 else None)
-            try:
-                return self.decision(model, repeat_batch(batch, times))
-            finally:
-                swap.remove()
+            return layer.register_forward_hook(lambda m, args, out: replaced if out.dim() == 4 else None)
 
-        return ItemForward(story.flatten(2).detach(), forward)
+        return ItemForward(story.flatten(2).detach(), replaying(batch, len(story), swap, lambda b: self.decision(model, b)),
+                           replaying(batch, len(story), swap, lambda b: self.item_attention(model, b).weights))
 
     def gold_attention(self, batch: dict[str, Tensor]) -> Optional[Tensor]:
         return batch.get("support")

@@ -16,7 +16,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardInd
 from framework.attention import Record, capture
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
-from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, repeat_batch
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, replaying
 from framework.tasks import Classification, Task, call_model, split_batch
 
 from .models import SegmentationOutput
@@ -226,16 +226,13 @@ class Segmentation(Task):
             hook.remove()
         features = seen[0]  # (B, C, h, w)
 
-        def forward(vectors: Tensor) -> Tensor:
-            times = len(vectors) // len(features)
+        def swap(vectors: Tensor) -> Any:
             replaced = vectors.transpose(1, 2).reshape(len(vectors), *features.shape[1:]).to(features.dtype)
-            swap = block.register_forward_pre_hook(lambda module, args: (replaced, *args[1:]))
-            try:
-                return self.decision(model, repeat_batch(batch, times))
-            finally:
-                swap.remove()
+            return block.register_forward_pre_hook(lambda module, args: (replaced, *args[1:]))
 
-        return ItemForward(features.flatten(2).transpose(1, 2).detach(), forward)
+        return ItemForward(features.flatten(2).transpose(1, 2).detach(),
+                           replaying(batch, len(features), swap, lambda b: self.decision(model, b)),
+                           replaying(batch, len(features), swap, lambda b: self.item_attention(model, b).weights))
 
     def gold_views(self, model: nn.Module, batch: Any) -> list[GoldView]:
         """With gold (digit scenes): each pass of the first pixel block, and the passes composed,

@@ -84,7 +84,8 @@ class capture(Mapping[str, list]):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _ACTIVE.remove(self)
+        # by identity: == compares two captures' records (a Mapping's equality), tensors included
+        _ACTIVE.pop(next(i for i, active in enumerate(_ACTIVE) if active is self))
 
     def __getitem__(self, name: str) -> list:
         return self._records[name]

@@ -16,7 +16,12 @@ W&B table), with pictures where they help. One purpose per module:
 * :mod:`.rollout`: attention rollout (Abnar & Zuidema) of stacked self-attention, drawn;
 * :mod:`.maps`: every block's maps and their statistics (entropy, top-k mass ...) from the exact
   rows of probe queries, which large maps need (no N x N matrix);
-* :mod:`.supervision`: the supervised-attention loss that tasks add (``task.attention_supervision``);
+* :mod:`.eraser`, :mod:`.plausibility`, :mod:`.captum_metrics`, :mod:`.graph_fidelity`: the measures
+  the explainability literature reports by default (ERASER's comprehensiveness, sufficiency and
+  AOPC; token F1, IOU F1 and AUPRC against gold evidence; Captum's infidelity and max-sensitivity;
+  PyG's fidelity+/- and characterization), named for the command by :mod:`.standard`;
+* :mod:`.supervision`: the attention-training families that tasks offer (``task.attention_supervision``,
+  ``task.decouple_attention``, ``task.random_attention``);
 * :mod:`.table`: the table, printed, as CSV and for W&B; :mod:`.command`: the command;
 * :mod:`.protocol`: what a task offers the tests, its evaluation hooks (:class:`.EvaluationHooks`,
   which :class:`framework.tasks.Task` inherits), and the types they return.

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 from torch import Tensor, nn
@@ -51,6 +51,39 @@ def random_k(valid: Tensor, k: int, generator: Optional[torch.Generator] = None)
     noise = torch.rand(valid.shape, generator=generator).to(valid.device).masked_fill(~valid, -1.0)
     chosen = torch.zeros_like(valid)
     return chosen.scatter(-1, noise.topk(k, -1).indices, True) & valid
+
+
+class Erasure(NamedTuple):
+    """How a batch's decision changes when items go (:func:`erasure`): ``probabilities`` maps
+    the erased items (B, N) bool to the decision's probabilities (B, K), or is None where the
+    task can do neither; ``how`` says which way; ``forward`` is the task's item forward."""
+
+    probabilities: Optional[Callable[[Tensor], Tensor]]
+    how: str
+    forward: Optional[ItemForward]
+
+
+def erasure(model: nn.Module, task: EvaluationHooks, batch: Any, valid: Tensor, needs_vectors: bool = False) -> Erasure:
+    """Items removed from the input where the task can (:meth:`~framework.evaluation.protocol.EvaluationHooks.erase_items`),
+    else their vectors at the item layer set to zero (:meth:`~framework.evaluation.protocol.EvaluationHooks.item_forward`,
+    also made when ``needs_vectors``)."""
+    erased_input = task.erase_items(batch, torch.zeros_like(valid)) is not None
+    forward = task.item_forward(model, batch) if needs_vectors or not erased_input else None
+
+    def removed(erased: Tensor) -> Tensor:
+        with torch.no_grad():
+            return task.decision(model, task.erase_items(batch, erased)).float().softmax(-1)
+
+    def zeroed(erased: Tensor) -> Tensor:
+        kept = (~erased).unsqueeze(-1).to(forward.vectors.dtype)
+        with torch.no_grad():
+            return forward.forward(forward.vectors * kept).float().softmax(-1)
+
+    if erased_input:
+        return Erasure(removed, "removed from the input", forward)
+    if forward is not None:
+        return Erasure(zeroed, "vectors set to zero", forward)
+    return Erasure(None, "", None)
 
 
 def attributions(forward: ItemForward, target: Tensor, methods: Sequence[str] = METHODS, steps: int = 16) -> dict[str, Tensor]:
@@ -82,7 +115,7 @@ def attributions(forward: ItemForward, target: Tensor, methods: Sequence[str] = 
     return {name: value.detach() for name, value in found.items()}
 
 
-class _Collected:
+class Collected:
     """Per-example figures of the batches seen so far."""
 
     def __init__(self) -> None:
@@ -108,7 +141,7 @@ def faithfulness_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable
     """The rows of the permutation, erasure and attribution tests over ``batches`` (already as
     :meth:`~framework.evaluation.protocol.EvaluationHooks.evaluation_batch` gives them, on the model's device)."""
     generator = torch.Generator().manual_seed(seed)
-    got = _Collected()
+    got = Collected()
     blocks: tuple[str, ...] = ()
     how = ""
     for batch in batches:
@@ -150,7 +183,7 @@ def faithfulness_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable
     return rows
 
 
-def _batch_figures(model: nn.Module, task: EvaluationHooks, batch: Any, items: ItemAttention, got: _Collected, permutations: int,
+def _batch_figures(model: nn.Module, task: EvaluationHooks, batch: Any, items: ItemAttention, got: Collected, permutations: int,
                    ks: Sequence[int], methods: Sequence[str], steps: int, generator: torch.Generator) -> str:
     weights, valid = items.weights.float(), items.valid.bool()
     with torch.no_grad():
@@ -167,22 +200,7 @@ def _batch_figures(model: nn.Module, task: EvaluationHooks, batch: Any, items: I
             got.add("permutation/tvd", torch.stack(tvd, 1).median(1).values)
             got.add("permutation/jsd", torch.stack(jsd, 1).median(1).values)
             got.add("permutation/flip", torch.stack(flip, 1).mean(1))
-    forward: Optional[ItemForward] = None
-    needs_vectors = bool(methods)
-    erased_input = task.erase_items(batch, torch.zeros_like(valid)) is not None
-    if needs_vectors or not erased_input:
-        forward = task.item_forward(model, batch)
-    how = "removed from the input" if erased_input else "vectors set to zero" if forward is not None else ""
-
-    def erased_decision(erased: Tensor) -> Optional[Tensor]:
-        with torch.no_grad():
-            if erased_input:
-                return task.decision(model, task.erase_items(batch, erased)).float().softmax(-1)
-            if forward is None:
-                return None
-            kept = (~erased).unsqueeze(-1).to(forward.vectors.dtype)
-            return forward.forward(forward.vectors * kept).float().softmax(-1)
-
+    erased_decision, how, forward = erasure(model, task, batch, valid, needs_vectors=bool(methods))
     counts = valid.sum(-1)
     for k in ks:
         enough = counts >= 2 * k
@@ -191,9 +209,9 @@ def _batch_figures(model: nn.Module, task: EvaluationHooks, batch: Any, items: I
         top = top_k(weights, valid, k)
         other = random_k(valid & ~top, k, generator)
         for name, erased in (("top", top), ("random", other)):
-            q = erased_decision(erased)
-            if q is None:
+            if erased_decision is None:
                 break
+            q = erased_decision(erased)
             got.add(f"erasure/{name}{k}/flip", (q.argmax(-1) != predicted).double()[enough])
             got.add(f"erasure/{name}{k}/jsd", jensen_shannon(p, q)[enough])
     if forward is not None and methods:

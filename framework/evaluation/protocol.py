@@ -17,8 +17,9 @@ has a default that means "not available here"::
     views    = task.gold_views(model, batch)       # GoldView per hop, layer and head: weights against gold
 
 Beside the hooks, the helpers their implementations share (:func:`repeat_batch`,
-:func:`erase_tokens` ...). This module imports torch alone: ``framework.tasks`` imports it and
-nothing else of the evaluation package, which in turn reads tasks only through this protocol.
+:func:`replaying`, :func:`erase_tokens` ...). This module imports torch alone: ``framework.tasks``
+imports it and the training options of :mod:`.supervision`, nothing else of the evaluation
+package, which in turn reads tasks only through this protocol.
 """
 
 from __future__ import annotations
@@ -50,10 +51,14 @@ class ItemForward(NamedTuple):
     vectors (B, N, D), detached; forward maps vectors (S * B, N, D), the batch repeated S
     times along the first axis (as Captum's integrated gradients stacks its steps), to the
     decision's logits (S * B, K). Attribution methods take gradients through ``forward``.
+    attention, where the task gives it, maps the same vectors to the item attention's
+    weights (S * B, N) (what :meth:`EvaluationHooks.item_attention` reads with those vectors):
+    the explanation whose sensitivity to the vectors Captum's ``sensitivity_max`` measures.
     """
 
     vectors: Tensor
     forward: Callable[[Tensor], Tensor]
+    attention: Optional[Callable[[Tensor], Tensor]] = None
 
 
 class GoldView(NamedTuple):
@@ -92,6 +97,22 @@ def repeat_batch(inputs: Any, times: int) -> Any:
     if isinstance(inputs, (tuple, list)):
         return type(inputs)(repeat_batch(value, times) for value in inputs)
     return inputs
+
+
+def replaying(batch: Any, size: int, swap: Callable[[Tensor], Any], call: Callable[[Any], Any]) -> Callable[[Tensor], Any]:
+    """A function of item vectors (S * B, N, D): ``call`` of the ``batch`` (``size`` = B
+    examples) repeated S times, while ``swap(vectors)`` (a hook's handle, removed after the
+    call) puts the vectors in place of the item layer's. How :class:`ItemForward`'s functions
+    are made."""
+
+    def run(vectors: Tensor) -> Any:
+        handle = swap(vectors)
+        try:
+            return call(repeat_batch(batch, len(vectors) // size))
+        finally:
+            handle.remove()
+
+    return run
 
 
 def first_tensor(value: Any) -> Optional[Tensor]:
@@ -204,16 +225,16 @@ class EvaluationHooks:
             hook.remove()
         like = seen[0]
 
-        def forward(vectors: Tensor) -> Tensor:
-            times = vectors.shape[0] // size
-            replaced = from_items(vectors, (like.shape[0] * times, *like.shape[1:]))
-            swap = layer.register_forward_hook(lambda module, args, output: replace_first_tensor(output, replaced))
-            try:
-                return self.decision(model, repeat_batch(batch, times))
-            finally:
-                swap.remove()
+        def swap(vectors: Tensor) -> Any:
+            replaced = from_items(vectors, (like.shape[0] * (len(vectors) // size), *like.shape[1:]))
+            return layer.register_forward_hook(lambda module, args, output: replace_first_tensor(output, replaced))
 
-        return ItemForward(as_items(like, size).detach(), forward)
+        def attention(repeated: Any) -> Optional[Tensor]:
+            items = self.item_attention(model, repeated)
+            return None if items is None else items.weights
+
+        return ItemForward(as_items(like, size).detach(), replaying(batch, size, swap, lambda b: self.decision(model, b)),
+                           replaying(batch, size, swap, attention))
 
     def gold_attention(self, batch: Any) -> Optional[Tensor]:
         """The gold items (B, N) bool of each example, where the data knows them (bAbI's

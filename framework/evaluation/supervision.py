@@ -1,20 +1,33 @@
-"""Supervised attention: a loss that pulls a block's weights towards gold attention vectors.
+"""Training attention against gold evidence: the families of models whose faithfulness is known by construction.
 
-The surveys' joint objective (Liu, Utiyama, Finch & Sumita, "Neural Machine Translation with
-Supervised Attention", COLING 2016; the strong supervision of memory networks, Weston et al.
-2015 and Sukhbaatar et al. 2015, §4): loss = task loss + lambda * CE(gold vector, weights),
-where the gold vector spreads one unit of mass uniformly over the gold keys of a query
-(the supporting facts of a bAbI question, the source characters aligned to an output
-character). Tasks add it when ``task.attention_supervision`` is above 0 and log it as
-``<stage>/attention_loss``.
+* **Supervised** (``task.attention_supervision`` = lambda > 0): the surveys' joint objective
+  (Liu, Utiyama, Finch & Sumita, "Neural Machine Translation with Supervised Attention", COLING
+  2016; the strong supervision of memory networks, Weston et al. 2015 and Sukhbaatar et al.
+  2015, §4): loss = task loss + lambda * CE(gold vector, weights), where the gold vector spreads
+  one unit of mass uniformly over the gold keys of a query (the supporting facts of a bAbI
+  question, the source characters aligned to an output character, the queried pair of an
+  associative recall). Logged as ``<stage>/attention_loss``.
+* **Decoupled** (``task.decouple_attention`` = mu > 0): the attention pushed away from the
+  evidence while the decision keeps being trained on the labels, as Wiegreffe & Pinter's
+  adversary ("Attention is not not Explanation", EMNLP 2019, §5; Jain & Wallace 2019, §4.2)
+  keeps a model's predictions while its attention moves: loss = task loss + mu * -log(1 - m),
+  m the weight mass on the gold keys. A model that still decides right reads the evidence
+  some other way (earlier layers, the vectors' norms), so its attention is not what its
+  decision rests on. Logged as ``<stage>/decoupling_loss``.
+* **Random** (``task.random_attention``): every attention block draws its weights at random
+  (the ablation's ``random`` mode, a Dirichlet(1) point over the valid keys) in training and
+  at test: attention that by construction explains nothing.
+
+:class:`AttentionTraining` is the tasks' share of it (a mixin of the tasks that offer the options).
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from torch import Tensor
+from torch import Tensor, nn
 
+from ..errors import ConfigError
 from .measures import gold_distribution
 
 
@@ -28,3 +41,88 @@ def attention_supervision_loss(weights: Tensor, gold: Tensor, keys: Optional[Ten
         return weights.sum() * 0
     cross_entropy = -(target * weights.clamp(min=eps).log()).sum(-1)
     return cross_entropy[counted].mean()
+
+
+def attention_decoupling_loss(weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None, eps: float = 1e-6) -> Tensor:
+    """-log(1 - m + eps), m = sum_k w_k [k gold and valid] the weight mass of a query on its gold
+    keys (``weights`` (..., Q, K), ``gold`` and ``keys`` (..., Q, K) bool, broadcastable),
+    averaged over the queries that have gold keys (0 when none has): 0 when no weight is on
+    the evidence, growing without bound as all of it is."""
+    gold = gold.expand_as(weights).bool()
+    if keys is not None:
+        gold = gold & keys.expand_as(weights).bool()
+    counted = gold.any(-1)
+    if not counted.any():
+        return weights.sum() * 0
+    mass = (weights * gold.to(weights.dtype)).sum(-1)
+    return -(1 - mass + eps).clamp(min=eps).log()[counted].mean()
+
+
+def randomise_attention(model: nn.Module) -> list[str]:
+    """Every attention block of ``model`` whose weights are not replaced already draws them at
+    random from now on (``ablation = "random"``, see :func:`framework.attention.ablation`); an
+    ablation context entered later replaces them for its duration and gives them back. The
+    names of the blocks set."""
+    chosen = [name for name, module in model.named_modules() if hasattr(module, "block_name") and module.ablation is None]
+    for name in chosen:
+        model.get_submodule(name).ablation = "random"
+    return chosen
+
+
+class AttentionTraining:
+    """The attention-training options of a task whose batches carry gold evidence.
+
+    ``attention_supervision`` (lambda >= 0), ``decouple_attention`` (mu >= 0) and
+    ``random_attention`` (see the module's docstring); a task calls :meth:`attention_options`
+    in its ``__init__``, adds :meth:`gold_losses` of its weights to its loss while
+    :attr:`trains_on_gold`, and :meth:`randomise` in its ``check`` (the hook where a run's
+    task first sees the model, in fit, test and evaluate alike).
+    """
+
+    attention_supervision: float = 0.0
+    decouple_attention: float = 0.0
+    random_attention: bool = False
+
+    def attention_options(self, attention_supervision: float = 0.0, decouple_attention: float = 0.0,
+                          random_attention: bool = False) -> None:
+        for key, value in (("attention_supervision", attention_supervision), ("decouple_attention", decouple_attention)):
+            if value < 0:
+                raise ConfigError(f"task.{key} must be >= 0, got {value}")
+        if random_attention and (attention_supervision or decouple_attention):
+            raise ConfigError("task.random_attention=true draws the weights at random: it takes no "
+                              "task.attention_supervision or task.decouple_attention (set them to 0)")
+        self.attention_supervision, self.decouple_attention = attention_supervision, decouple_attention
+        self.random_attention = bool(random_attention)
+
+    @property
+    def trains_on_gold(self) -> bool:
+        """Whether the loss reads the gold evidence (supervision or decoupling)."""
+        return bool(self.attention_supervision or self.decouple_attention)
+
+    def gold_options(self) -> str:
+        """The options that read gold, as a config would set them (for error messages)."""
+        given = [f"task.{key}={getattr(self, key)}" for key in ("attention_supervision", "decouple_attention")
+                 if getattr(self, key)]
+        return " and ".join(given)
+
+    def gold_losses(self, weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None) -> tuple[Tensor, dict[str, Tensor]]:
+        """lambda * :func:`attention_supervision_loss` + mu * :func:`attention_decoupling_loss` of
+        ``weights`` (..., Q, K) against ``gold``, and the two losses to log (those that count)."""
+        total, logs = weights.sum() * 0, {}
+        if self.attention_supervision:
+            supervision = attention_supervision_loss(weights, gold, keys)
+            total = total + self.attention_supervision * supervision
+            logs["attention_loss"] = supervision.detach()
+        if self.decouple_attention:
+            decoupling = attention_decoupling_loss(weights, gold, keys)
+            total = total + self.decouple_attention * decoupling
+            logs["decoupling_loss"] = decoupling.detach()
+        return total, logs
+
+    def randomise(self, model: nn.Module) -> None:
+        """With ``random_attention``, :func:`randomise_attention` of the model (an error naming the
+        option when the model has no attention block)."""
+        if self.random_attention and not randomise_attention(model) and not any(
+                getattr(m, "ablation", None) for m in model.modules()):
+            raise ConfigError(f"task.random_attention=true needs a model with attention; {type(model).__name__} has "
+                              "no attention block")

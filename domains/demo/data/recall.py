@@ -6,7 +6,9 @@ An example lists key-value pairs, one token per pair, and ends with a query key:
 
 The answer is the value of the pair whose key matches the query: a content-based look-up
 that one attention layer performs, and that a model without attention cannot (it stays near
-chance, 1 / V). The number of pairs varies, so batches carry a padding mask.
+chance, 1 / V). The number of pairs varies, so batches carry a padding mask. The evidence is
+known by construction: batches mark the queried pair as ``gold``, which ``evaluate`` and the
+attention-training options (``task.attention_supervision`` ...) read.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from framework.errors import ConfigError
 
 
 class RecallDataset(TensorExamples):
-    """``size`` examples generated from ``seed``; each is a dict of tokens, mask and target.
+    """``size`` examples generated from ``seed``; each is a dict of tokens, mask, target and gold.
 
     Tokens: pair (k, v) is ``k * num_values + v``; the query for key k is
     ``num_keys * num_values + k``; padding is the last id, ``num_keys * (num_values + 1)``.
+    Gold (bool, the tokens' shape): the queried pair.
     """
 
-    fields = ("tokens", "mask", "target")
+    fields = ("tokens", "mask", "target", "gold")
 
     def __init__(self, size: int, num_keys: int, num_values: int, min_pairs: int, max_pairs: int, seed: int) -> None:
         g = torch.Generator().manual_seed(seed)
@@ -38,6 +41,8 @@ class RecallDataset(TensorExamples):
         self.tokens[:, :max_pairs] = torch.where(self.mask[:, :max_pairs], keys * num_values + values, pad)
         self.tokens[rows, pairs] = num_keys * num_values + keys[rows, asked]
         self.target = values[rows, asked]
+        self.gold = torch.zeros_like(self.mask)
+        self.gold[rows, asked] = True
 
 
 
@@ -61,6 +66,7 @@ class AssociativeRecall(SplitDataModule):
         self.save_hyperparameters()
         self.vocab_size = num_keys * (num_values + 1) + 1  # pairs, queries, padding
         self.num_classes = num_values
+        self.gold_evidence = True  # batches mark the queried pair (the task's attention options read it)
 
     def make_splits(self) -> dict[str, RecallDataset]:
         h = self.hparams
