@@ -21,7 +21,7 @@ from framework.evaluation.measures import (alignment_counts, alignment_error_rat
                                            jensen_shannon, kendall_tau, total_variation, uniform_correctness)
 from framework.evaluation.protocol import erase_tokens
 from framework.evaluation.rollout import attention_rollout, self_attention_stacks
-from framework.evaluation.supervision import attention_supervision_loss
+from framework.tasks.attention_training import attention_supervision_loss
 from framework.evaluation.table import COLUMNS, Row, as_records, format_table, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from framework.evaluation.eraser import (eraser_rows, probability_drop, random_l
 from framework.evaluation.graph_fidelity import explainer, fidelities, graph_fidelity_rows, top_edges
 from framework.evaluation.plausibility import auprc, hard_rationale, iou, plausibility_rows, token_f1
 from framework.evaluation.protocol import EvaluationHooks, ItemAttention, ItemForward, replaying
-from framework.evaluation.supervision import (AttentionTraining, attention_decoupling_loss, attention_supervision_loss,
+from framework.tasks.attention_training import (AttentionTraining, attention_decoupling_loss, attention_supervision_loss,
                                               randomise_attention)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from torchmetrics import MetricCollection
 
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, replaying
-from framework.evaluation.supervision import AttentionTraining
+from framework.tasks.attention_training import AttentionTraining
 from framework.tasks import Task
 
 from .metrics import OVERALL, AnswerMetric, BitErrors
@@ -56,7 +56,7 @@ class QuestionAnswering(AttentionTraining, Task):
             every hop, m its mass on the supporting facts (logged as ``<stage>/decoupling_loss``;
             skipped under linear start too). 0 = off.
         random_attention: every hop's weights drawn at random, in training and at test.
-        (:mod:`framework.evaluation.supervision` says what the three families are for.)
+        (:mod:`framework.tasks.attention_training` says what the three families are for.)
 
     Evaluation (``python -m framework evaluate``): the items are the story's sentences (the
     hops' weights averaged), erased by emptying them; the gold is the supporting facts, and

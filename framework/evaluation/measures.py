@@ -130,10 +130,3 @@ def alignment_error_rate(alignment: Tensor, sure: Tensor, possible: Tensor, quer
     """Och & Ney's alignment error rate of ``alignment`` against sure and possible links (see
     :func:`alignment_counts`): 0 for an alignment inside P that covers S, 1 for one that misses P."""
     return alignment_counts(alignment, sure, possible, queries).aer
-
-
-def gold_distribution(gold: Tensor, keys: Optional[Tensor] = None) -> Tensor:
-    """Gold attention vectors: uniform over the gold keys of each query (zero where none)."""
-    gold = gold.bool() if keys is None else gold.bool() & keys.bool()
-    target = gold.float()
-    return target / target.sum(-1, keepdim=True).clamp(min=1)

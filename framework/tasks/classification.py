@@ -15,7 +15,7 @@ from ..attention import capture
 from ..data.sizes import require_sizes
 from ..errors import ConfigError
 from ..evaluation.protocol import ItemAttention, erase_tokens
-from ..evaluation.supervision import AttentionTraining
+from .attention_training import AttentionTraining
 from .base import Task, inputs_of
 
 #: The batch entry of token batches that holds the gold evidence (B, N) bool (the queried pair
@@ -40,7 +40,7 @@ class Classification(AttentionTraining, Task):
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
         ignore_index: labels with this value count in neither loss nor metrics.
         attention_supervision, decouple_attention, random_attention: the attention-training
-            families of :mod:`framework.evaluation.supervision`, for token batches that carry
+            families of :mod:`framework.tasks.attention_training`, for token batches that carry
             gold evidence (``gold``, the demo's associative recall): the loss adds lambda x the
             cross-entropy, or mu x -log(1 - m), of the read-out's attention over the tokens (the
             last attention block's row of the last real token, heads averaged) against the gold

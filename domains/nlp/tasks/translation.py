@@ -14,7 +14,7 @@ from torchmetrics.text import Perplexity, SacreBLEUScore
 from framework.attention import capture
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView
-from framework.evaluation.supervision import attention_supervision_loss
+from framework.tasks.attention_training import attention_supervision_loss
 from framework.tasks import Task
 
 from ..data.tokenization import EOS, PAD, token_names

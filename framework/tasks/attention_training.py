@@ -28,7 +28,14 @@ from typing import Optional
 from torch import Tensor, nn
 
 from ..errors import ConfigError
-from .measures import gold_distribution
+
+
+def gold_distribution(gold: Tensor, keys: Optional[Tensor] = None) -> Tensor:
+    """Gold attention vectors: uniform over the gold keys of each query (zero where none);
+    ``gold`` and ``keys`` (..., Q, K) bool."""
+    gold = gold.bool() if keys is None else gold.bool() & keys.bool()
+    target = gold.float()
+    return target / target.sum(-1, keepdim=True).clamp(min=1)
 
 
 def attention_supervision_loss(weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None, eps: float = 1e-8) -> Tensor:
