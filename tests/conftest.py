@@ -73,10 +73,12 @@ def shared_data():
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
     """No W&B account, no W&B files outside tmp, runs and caches (ours, TorchInductor's, Triton's)
-    under tmp, no inherited run folder, and errors raised as they are (the one-line messages of
-    the command line are tested in test_bad_inputs.py)."""
+    under tmp, no inherited run folder or W&B service (an in-process ``wandb.init`` of an earlier
+    test publishes its service in ``WANDB_SERVICE``: a fit in a child process would share it, and
+    the run of a child killed with SIGKILL would stay open there, refusing its resume), and errors
+    raised as they are (the one-line messages of the command line are tested in test_bad_inputs.py)."""
     home = tmp_path_factory.mktemp("wandb-home")
-    for key in ("WANDB_API_KEY", "WANDB_MODE", "FRAMEWORK_RUN_DIR"):
+    for key in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_SERVICE", "FRAMEWORK_RUN_DIR"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("FRAMEWORK_TRACEBACK", "1")
     compiled = tmp_path_factory.getbasetemp() / "compiled"

@@ -149,7 +149,8 @@ def _table(path: Path) -> list[dict[str, str]]:
 
 def test_evaluate_on_a_trained_sasrec_run(tmp_path, device):
     """sasrec.yaml on 300 generated users of 100 items, 4 epochs (val/ndcg@10 about 0.3), then
-    ``evaluate``: every test of the table, on the read-out block."""
+    ``evaluate``: every test of the table, on the read-out block, and the probe maps' statistics
+    of both blocks."""
     from framework.__main__ import main
 
     folder = tmp_path / "runs" / "sasrec" / "fit"
@@ -163,7 +164,10 @@ def test_evaluate_on_a_trained_sasrec_run(tmp_path, device):
           "--permutations=2", "--attribution_steps=4", "--ablation_modes=[uniform,none]"])
     (run,) = sorted(folder.parent.glob("*_evaluate"))
     table = _table(run / "evaluation.csv")
-    assert {row["test"] for row in table} == {"test", "ablation", "permutation", "erasure", "attribution", "intrinsic"}
+    assert {row["test"] for row in table} == {"test", "ablation", "permutation", "erasure", "attribution", "intrinsic", "maps"}
+    ratios = [row for row in table if row["test"] == "maps" and row["measure"] == "entropy_ratio"]
+    assert {row["block"] for row in ratios} == {"encoder.layers.0.attention", "encoder.layers.1.attention"}
+    assert all(0 < float(row["value"]) <= 1 for row in ratios)
     assert {row["block"] for row in table if row["test"] in ("permutation", "erasure")} == {"encoder.layers.1.attention"}
     ablations = {(row["block"], row["setting"]) for row in table if row["test"] == "ablation"}
     assert ablations == {(b, m) for b in ("encoder.layers.0.attention", "encoder.layers.1.attention", "all")
