@@ -19,7 +19,7 @@ from framework.evaluation.ablation import choose, skippable, skipped
 from framework.evaluation.faithfulness import random_k, top_k
 from framework.evaluation.measures import (alignment_counts, alignment_error_rate, attention_correctness, hard_alignment,
                                            jensen_shannon, kendall_tau, total_variation, uniform_correctness)
-from framework.evaluation.protocol import erase_tokens
+from framework.evaluation.protocol import erase_tokens, probe_forward
 from framework.evaluation.rollout import attention_rollout, self_attention_stacks
 from framework.tasks.attention_training import attention_supervision_loss
 from framework.evaluation.table import COLUMNS, Row, as_records, format_table, write_csv
@@ -189,6 +189,26 @@ def test_none_skips_blocks_whose_output_has_their_input_shape_only():
     assert choose(model, ["mhsa"]) == ["attention"]
 
 
+def test_the_probes_forward_pass_is_a_test_pass_without_loss_gradient_or_dropout():
+    from framework.tasks import Task
+
+    class NoTraining(Task):
+        def losses(self, output, target):
+            raise AssertionError("a probe computed a loss")
+
+        def step(self, model, batch, stage):
+            raise AssertionError(f"a probe ran a {stage} step")
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 3)).train()
+    batch = (torch.randn(5, 4), torch.zeros(5, dtype=torch.long))
+    first, second = probe_forward(NoTraining(), model, batch), probe_forward(NoTraining(), model, batch)
+    assert not model.training and not first.requires_grad
+    torch.testing.assert_close(first, second)  # no dropout mask drawn
+    torch.testing.assert_close(first, model[2](model[0](batch[0])).detach())  # the layers alone, dropout the identity
+    assert all(p.grad is None for p in model.parameters())
+
+
 def test_rollout_finds_stacks_of_self_attention():
     from domains.demo import SequenceClassifier
     from domains.nlp import TransformerSeq2Seq
@@ -292,8 +312,8 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     stages, passes = [], []
     step, forward_pass = Task.step, Task.forward_pass
     monkeypatch.setattr(Task, "step", lambda task, model, batch, stage: stages.append(stage) or step(task, model, batch, stage))
-    monkeypatch.setattr(Task, "forward_pass", lambda task, model, batch: passes.append(model.training)
-                        or forward_pass(task, model, batch))
+    monkeypatch.setattr(Task, "forward_pass", lambda task, model, batch: passes.append(
+        (model.training, torch.is_grad_enabled())) or forward_pass(task, model, batch))
     from framework.evaluation import command
 
     counted = []
@@ -328,7 +348,8 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
         "the read-out attends the queried pair (the demo's gold) more than uniform attention does"
     assert (runs[0] / "evaluation" / "rollout_encoder.layers.x.attention.png").is_file()
     assert set(stages) == {"test"}, "the probes run a test forward pass, never a training step"
-    assert passes == [False, False, False], "forward passes in eval mode: the ablation probe, the rollout, the maps"
+    assert passes == [(False, False)] * 3, \
+        "forward passes in eval mode without gradients: the ablation probe, the rollout, the maps"
     assert (runs[0] / "evaluation" / "maps_encoder.layers.1.attention.png").is_file()
 
 

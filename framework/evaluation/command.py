@@ -36,6 +36,7 @@ from .ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trai
 from .faithfulness import METHODS, faithfulness_rows
 from .intrinsic import intrinsic_rows
 from .maps import map_rows
+from .protocol import probe_forward
 from .rollout import rollout_picture, rollouts
 from . import standard
 from .table import Row, format_table, log_table, write_csv
@@ -250,7 +251,7 @@ def run_tests(cli: EvaluateCLI, plain: dict[str, float], metrics: list[str], blo
             probe_batch = next(iter(test_batches(cli, device, 1)))
             model.to(device).eval()
             rows += ablation_rows(quiet_trainer(trainer), module, data, plain, metrics, blocks, config.ablation_modes,
-                                  probe=lambda: task.forward_pass(model.to(device).eval(), probe_batch),
+                                  probe=lambda: probe_forward(task, model.to(device), probe_batch),
                                   seed=config.seed_everything or 0, say=say)
     model.to(device).eval()
     if "faithfulness" in config.tests:
@@ -268,12 +269,12 @@ def run_tests(cli: EvaluateCLI, plain: dict[str, float], metrics: list[str], blo
                                    config, say)
     if "rollout" in config.tests:
         batch = next(iter(test_batches(cli, device, 1)))
-        for stack, (last, rolled) in rollouts(model, lambda: task.forward_pass(model, batch)).items():
+        for stack, (last, rolled) in rollouts(model, lambda: probe_forward(task, model, batch)).items():
             drawn[f"rollout/{stack}"] = rollout_picture(last, rolled, stack)
     if "maps" in config.tests:
         say(f"evaluate: every block's maps and their statistics, from {config.probes} probe rows per block")
         batch = next(iter(test_batches(cli, device, 1)))
-        found, pictures = map_rows(model, lambda: task.forward_pass(model, batch), config.probes)
+        found, pictures = map_rows(model, lambda: probe_forward(task, model, batch), config.probes)
         rows += found or [Row("maps", "-", "-", "-", None, None, "n/a: no block weighs a grid of keys")]
         drawn.update(pictures)
     return rows, drawn

@@ -7,7 +7,7 @@ audio frames, pixels) says so, and the faithfulness and intrinsic tests run on i
 has a default that means "not available here"::
 
     batch    = task.evaluation_batch(model, batch) # the test batch as examples (graphs: one subgraph per node)
-    output   = task.forward_pass(model, batch)     # one test forward pass: what the ablation probe and rollout watch
+    output   = task.forward_pass(model, batch)     # one test forward pass: what the ablation probe, rollout and maps watch
     logits   = task.decision(model, batch)         # (B, K): the decision whose faithfulness is tested
     items    = task.item_attention(model, batch)   # ItemAttention: (B, N) weights over the items, their validity
     erased   = task.erase_items(batch, mask)       # the batch without the chosen items (None: cannot)
@@ -16,7 +16,9 @@ has a default that means "not available here"::
     gold     = task.gold_attention(batch)          # (B, N) bool: the gold items, where the data knows them
     views    = task.gold_views(model, batch)       # GoldView per hop, layer and head: weights against gold
 
-Beside the hooks, the helpers their implementations share (:func:`repeat_batch`,
+The evaluation's probes (which blocks the ablation can skip, the rollout, the maps) call
+``forward_pass`` through :func:`probe_forward`: the model in eval mode, no gradient, no loss,
+never the training step. Beside the hooks, the helpers their implementations share (:func:`repeat_batch`,
 :func:`replaying`, :func:`erase_tokens` ...). This module imports torch alone: ``framework.tasks``
 imports it and the training options of :mod:`.supervision`, nothing else of the evaluation
 package, which in turn reads tasks only through this protocol.
@@ -167,6 +169,15 @@ def erase_tokens(tokens: Tensor, mask: Tensor, erased: Tensor, pad: Optional[int
         pad = int(padded[0]) if len(padded) else 0
     moved, kept = tokens.gather(-1, order), keep.gather(-1, order)
     return moved.masked_fill(~kept, pad), kept
+
+
+def probe_forward(task: "EvaluationHooks", model: nn.Module, batch: Any) -> Any:
+    """One test forward pass of ``batch`` through the task's :meth:`EvaluationHooks.forward_pass`,
+    as the evaluation's probes watch it: ``model`` put in eval mode (no dropout, no training-only
+    noise such as MemN2N's random time noise), no gradient recorded, no loss computed."""
+    model.eval()
+    with torch.no_grad():
+        return task.forward_pass(model, batch)
 
 
 class EvaluationHooks:
