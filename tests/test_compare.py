@@ -1,12 +1,13 @@
-"""``python -m framework compare``: the grid, the runs (real fit and test processes), resuming,
-the tables against the runs' own summary.json, the statistics, submitit, the W&B sweep."""
+"""``python -m framework compare``: the grid, the runs (real fits and tests in warm workers), resuming,
+the tables against the runs' own summary.json, the statistics, submitit, the W&B sweep. The pool's
+crash isolation is in test_compare_pool.py, --cells and --verify in test_compare_cells.py, --search in
+test_compare_search.py, preemption (SLURM, submitit) in test_preemption.py."""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
-import os
 import statistics
 from pathlib import Path
 
@@ -18,20 +19,9 @@ from framework.__main__ import main
 from framework.compare import agent, grid, results, runner
 from framework.compare import main as compare_main
 from framework.errors import ConfigError
+from tests.comparisons import DEMO, compare, folder
 
-#: The demo, tiny: a run (fit + test) is two processes of a few seconds.
-DEMO = ["--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml",
-        "--data.train_size=128", "--data.val_size=32", "--data.test_size=32", "--trainer.max_epochs=2",
-        "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0"]
 GRID = ["--grid", "model.attention=[mhsa,none]"]
-
-
-def compare(*args: str) -> results.Summary:
-    return compare_main([*DEMO, *args])
-
-
-def folder(name: str) -> Path:
-    return Path(os.environ["FRAMEWORK_RUNS_DIR"]).resolve() / "compare" / name
 
 
 # -- the grid ------------------------------------------------------------------------------------
@@ -257,6 +247,7 @@ def test_a_failed_stage_is_explained_from_its_log(capsys):
                                                   "2.00 GiB", False)
     assert runner.failure("fit", 143, "stopped by SIGTERM; resume it with ...") == ("fit stopped by SIGTERM", True)
     assert runner.failure("fit", -9, "") == ("fit stopped by SIGKILL", True)
+    assert runner.failure("fit", -11, "Fatal Python error: Segmentation fault") == ("fit crashed: SIGSEGV", False)
     assert runner.failure("fit", 3, "something odd\n") == ("fit exit status 3: something odd", False)
     from framework.compare.command import explain_failures
 
@@ -274,7 +265,7 @@ def test_the_status_line_counts_runs_names_epochs_and_projects_the_end(tmp_path,
                             test_args=[]) for i in range(4)]
     clock = [100.0]
     monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
-    with progress.GridProgress(plans, {"c0": 10, "c1": 10, "c2": 10, "c3": 10}, every=0) as status:
+    with progress.GridProgress(len(plans), {"c0": 10, "c1": 10, "c2": 10, "c3": 10}, every=0) as status:
         status.started(plans[0])
         assert status.describe() == "0/4 runs done · running: c0 seed 0 epoch 1/10 · ETA after the first epoch"
         clock[0] = 130.0

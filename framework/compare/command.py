@@ -10,27 +10,36 @@ from typing import Optional
 
 from ..errors import ConfigError
 from . import executors, plots, results, sweep
-from .grid import CONFIG_KEY, parse_grid
+from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
 from .resolve import has_key, resolve, resolve_cells, wandb_project
 from .progress import GridProgress
 from .runner import RunPlan, RunResult, fit_arguments, state
 from .spec import Spec, check_resumable, comparison_folder, config_hash, default_name
 
 USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
-                                [--seeds N] [--jobs N] [--name NAME] [--baseline CELL] [--status_every S] [any fit flag ...]"""
+                                [--cells 'NAME: FLAGS' ...] [--seeds N] [--jobs N] [--name NAME] [--baseline CELL]
+                                [--status_every S] [any fit flag ...]
+       python -m framework compare --config CONFIG --search KEY=SPACE [--search ...] [--trials N] [--pruner P] ...
+       python -m framework compare <the comparison's arguments> --verify CELL [--seed S] [--tolerance T]"""
 EXAMPLE = """examples:
   python -m framework compare --config domains/vision/ccnet.yaml --grid model.attention=[criss_cross,danet,non_local,none] --seeds 5
   python -m framework compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,local,none] \\
       --grid optimizer.init_args.lr=[0.003,0.001] --seeds 3 --jobs 2 --baseline none --trainer.max_epochs=4
   python -m framework compare --grid config=[domains/graph/gat_cora.yaml,domains/graph/gcn_cora.yaml] --seeds 10 \\
       --config configs/logger/csv.yaml
+  python -m framework compare --cells 'mhsa: --config domains/demo/demo.yaml' \\
+      'baseline: --config domains/demo/demo.yaml --model.attention=none --model.dim=32' --seeds 3
+  python -m framework compare --config domains/demo/demo.yaml --search optimizer.init_args.lr=loguniform(1e-4,1e-2) \\
+      --search model.dim=int(32,128) --search model.attention=[mhsa,local] --trials 20 --pruner median
+  ... --verify mhsa --seed 0    # rerun one recorded run: are its numbers the recorded ones?
   ... --executor submitit --submitit slurm_partition=gpu --submitit gpus_per_node=1 --submitit timeout_min=240
   ... --sweep          # write runs/compare/<name>/sweep.yaml, a W&B grid sweep, and stop
   ... --report         # only the tables and plots of the runs that finished
 
 Each cell x seed is `python -m framework fit ... --seed_everything=S --run_dir=runs/compare/<name>/runs/<cell>/seedS`,
-then `test` of its best checkpoint; finished runs are not run again. Results: results.md, results.csv, runs.csv,
-metric.png and curves.png in runs/compare/<name>/ (under $FRAMEWORK_RUNS_DIR when set).
+then `test` of its best checkpoint, both in a warm worker process (one per --jobs slot); finished runs are not run
+again. Results: results.md, results.csv, runs.csv, metric.png and curves.png in runs/compare/<name>/ (under
+$FRAMEWORK_RUNS_DIR when set); a search adds study.db (Optuna, resumable) and best.yaml (fit --config best.yaml).
 While it runs, a status line shows the runs done, the running ones with their epoch, and an ETA. Ctrl-C stops
 the grid (the running fits save a resumable last.ckpt), prints the table of the finished runs and exits 130;
 the same command resumes it."""
@@ -47,6 +56,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--grid", action="append", default=[], metavar="KEY=[V1,V2,...]",
                    help="a config key and its values (YAML list); several --grid make the product; "
                         "the key `config` takes config files")
+    p.add_argument("--cells", action="extend", nargs="+", default=[], metavar="'NAME: FLAGS'",
+                   help="cells listed one by one, each a name and its flags (its --config files and overrides), or "
+                        "a YAML file of NAME: FLAGS entries; crossed with any --grid")
+    p.add_argument("--search", action="append", default=[], metavar="KEY=SPACE",
+                   help="search a config key with Optuna's TPE instead of a grid: uniform(A,B), loguniform(A,B), "
+                        "int(A,B[,STEP]), logint(A,B) or a list [V1,V2,...] of choices")
+    p.add_argument("--trials", type=int, default=10, help="--search: the trials of the search, in all (default 10)")
+    p.add_argument("--pruner", choices=["median", "hyperband", "none"], default="median",
+                   help="--search: stop trials whose validation metric falls behind (Optuna's pruners; default median)")
+    p.add_argument("--verify", default=None, metavar="CELL",
+                   help="rerun one recorded run of CELL (with --seed) into a temporary folder and say whether its "
+                        "test metrics are the recorded ones")
+    p.add_argument("--seed", type=int, default=None, help="--verify: the seed of the run (default the first)")
+    p.add_argument("--tolerance", type=float, default=1e-3,
+                   help="--verify: the largest difference accepted where the recorded run was not deterministic on "
+                        "this device (default 1e-3; a deterministic run on the same device must match exactly)")
     p.add_argument("--seeds", type=int, default=1, help="runs per cell, seeds FIRST .. FIRST+N-1 (default 1)")
     p.add_argument("--first_seed", type=int, default=0, help="the first seed (default 0)")
     p.add_argument("--name", default=None, help="the comparison's folder under runs/compare/ (default: config and grid keys)")
@@ -86,6 +111,17 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             raise ConfigError(f"{name}: set by compare for every run; it cannot be given to a comparison")
         if name == "--grid" or name.startswith("--grid."):
             raise ConfigError(f"{arg}: write --grid KEY=[values]")
+    if options.search and (options.grid or options.cells):
+        raise ConfigError("--search: a search chooses its own cells (trials); give it no --grid or --cells")
+    if options.search and (options.verify or options.sweep):
+        raise ConfigError(f"{'--verify' if options.verify else '--sweep'} takes a --grid or --cells comparison, not a "
+                          "--search")
+    if options.sweep and options.cells:
+        raise ConfigError("--sweep: a W&B sweep takes --grid keys; --cells cannot be one")
+    if options.trials < 1:
+        raise ConfigError(f"--trials {options.trials}: a search needs at least one trial")
+    if options.tolerance < 0:
+        raise ConfigError(f"--tolerance {options.tolerance}: a difference, 0 or more")
     if options.seeds < 1:
         raise ConfigError(f"--seeds {options.seeds}: a comparison needs at least one seed per cell")
     if options.status_every < 0:
@@ -98,10 +134,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def build_spec(options: argparse.Namespace, run_args: list[str]) -> Spec:
-    axes = parse_grid(options.grid)
+    listed = parse_cells(options.cells)
+    axes = ([listed] if listed else []) + parse_grid(options.grid)
     has_config = any(a in ("--config", "-c") or a.startswith("--config=") for a in run_args)
-    if not has_config and not any(axis.key == CONFIG_KEY for axis in axes):
-        raise ConfigError("compare needs a config: --config CONFIG (or --grid config=[A,B])")
+    if not has_config and not any(axis.key == CONFIG_KEY for axis in axes) and not (
+            listed and all(split_config_flags(list(flags))[0] for flags in listed.flags)):
+        raise ConfigError("compare needs a config: --config CONFIG (or --grid config=[A,B], or a --config in every "
+                          "cell of --cells)")
     name = options.name or default_name(run_args, axes)
     seeds = list(range(options.first_seed, options.first_seed + options.seeds))
     spec = Spec(name=name, folder=comparison_folder(name).resolve(), run_args=run_args, axes=axes, seeds=seeds,
@@ -122,7 +161,7 @@ def check_cells(spec: Spec) -> None:
 
             config = yaml.safe_load(base) or {}
             for key in spec.keys:
-                if key != CONFIG_KEY and not has_key(config, key):
+                if key not in (CONFIG_KEY, CELLS_KEY) and not has_key(config, key):
                     raise ConfigError(f"--grid {key}: the config has no key {key}") from None
         raise
     spec.resolved = {name: config_hash(text) for name, text in resolved.items()}
@@ -169,7 +208,17 @@ def report(spec: Spec, options: argparse.Namespace) -> results.Summary:
 
 def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
     options, run_args = parse(sys.argv[1:] if argv is None else argv)
+    if options.search:
+        from .search import search
+
+        return search(options, run_args)
     spec = build_spec(options, run_args)
+    if options.verify:
+        from .verify import verify
+
+        check_resumable(spec)
+        verify(spec, options)
+        return None
     if not options.report:
         check_cells(spec)
     else:  # the tables of what exists: the saved spec knows where the runs log
@@ -214,7 +263,7 @@ def run(spec: Spec, options: argparse.Namespace, todo: list[RunPlan]) -> list[Ru
     """Run ``todo`` with a live status; Ctrl-C prints the table of the finished runs and exits 130."""
     start = time.perf_counter()
     try:
-        with GridProgress(todo, spec.max_epochs, options.status_every) as progress:
+        with GridProgress(len(todo), spec.max_epochs, options.status_every) as progress:
             if options.executor == "submitit":
                 outcome = executors.run_submitit(todo, spec.folder, options.jobs, options.submitit, progress)
             else:

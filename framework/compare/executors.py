@@ -1,28 +1,30 @@
 """Where the runs of a comparison execute.
 
-* ``local`` (the default): ``--jobs`` worker slots on this machine, one run at a time per slot.
-  On a machine with GPUs a slot is a GPU (``CUDA_VISIBLE_DEVICES`` set per run; ``--jobs``
-  defaults to the number of free GPUs); on a CPU machine a slot is a process with
-  ``cores // jobs`` threads (``OMP_NUM_THREADS``).
+* ``local`` (the default): ``--jobs`` warm workers on this machine (:class:`~.pool.Pool`), each
+  taking runs one after another. On a machine with GPUs a slot is a GPU (``CUDA_VISIBLE_DEVICES``
+  set per worker; ``--jobs`` defaults to the number of free GPUs); on a CPU machine a slot is a
+  worker with ``cores // jobs`` threads (``OMP_NUM_THREADS``).
 * ``submitit``: a job array through `submitit <https://github.com/facebookincubator/submitit>`_,
-  one job per run: SLURM where ``sbatch`` exists, else submitit's local executor;
+  one job per run (:class:`Job`): SLURM where ``sbatch`` exists, else submitit's local executor;
   ``--submitit KEY=VALUE`` flags go to ``AutoExecutor.update_parameters`` (``timeout_min=120``,
   ``slurm_partition=gpu``, ``gpus_per_node=1``, ``cpus_per_task=8`` ...), and ``cluster=local``,
-  ``slurm`` or ``debug`` chooses the executor. ``--jobs`` caps the jobs running at once.
+  ``slurm`` or ``debug`` chooses the executor. ``--jobs`` caps the jobs running at once. A job
+  that is preempted or runs out of time (submitit's signal, SIGUSR2) stops its run as SIGTERM
+  does (a fit writes ``last.ckpt``) and is requeued; the requeued job resumes the run.
 
 Both tell a watcher (:class:`~.progress.GridProgress`) when a run starts and ends. Ctrl-C
-stops the grid: no run starts any more, the running ones are stopped (local processes get
-SIGTERM and write a resumable ``last.ckpt``; submitit jobs are cancelled), and
+stops the grid: no run starts any more, the running ones are stopped (local workers get
+SIGTERM and a fit writes a resumable ``last.ckpt``; submitit jobs are cancelled), and
 :class:`GridStopped` carries the results of the runs that ended. A second Ctrl-C kills the
-local processes without waiting for their checkpoints.
+local workers without waiting for their checkpoints.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import os
-import queue
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -30,10 +32,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Iterable, Optional, Protocol
 
+import submitit
 import yaml
+from submitit.core.job_environment import JobEnvironment
+from submitit.helpers import Checkpointable
 
 from ..errors import ConfigError
-from .runner import Launcher, RunPlan, RunResult, execute, execute_dict
+from .pool import Pool
+from .runner import RunPlan, RunResult, execute
 
 
 class Watcher(Protocol):
@@ -48,6 +54,8 @@ class GridStopped(Exception):
     def __init__(self, results: list[RunResult]) -> None:
         super().__init__(f"stopped after {len(results)} run(s)")
         self.results = results
+
+
 #: A GPU whose memory is more used than this is busy (another user's job).
 BUSY_FRACTION = 0.1
 
@@ -96,53 +104,66 @@ def local_slots(jobs: Optional[int]) -> tuple[list[Optional[str]], int]:
 
 
 def run_local(plans: list[RunPlan], jobs: Optional[int], watcher: Watcher) -> list[RunResult]:
-    """Run the plans on ``jobs`` local slots; results in the order the runs end."""
+    """Run the plans on ``jobs`` warm local workers; results in the order the runs end."""
     slots, threads = local_slots(jobs)
-    free: "queue.Queue[Optional[str]]" = queue.Queue()
-    for slot in slots:
-        free.put(slot)
-    launcher = Launcher()
-
-    def work(plan: RunPlan) -> tuple[RunPlan, RunResult]:
-        slot = free.get()
-        try:
-            plan.threads = plan.threads or threads
-            plan.gpu = slot
-            watcher.started(plan)
-            return plan, execute(plan, launcher)
-        finally:
-            free.put(slot)
-
     results: list[RunResult] = []
-    pool = concurrent.futures.ThreadPoolExecutor(len(slots))
-    futures = [pool.submit(work, plan) for plan in plans]
-    pending = set(futures)
+    with Pool(slots[:max(1, len(plans))], threads) as pool:
+        futures = {pool.submit(plan, watcher.started): plan for plan in plans}
+        pending = set(futures)
 
-    def collect() -> None:
-        for future in concurrent.futures.as_completed(list(pending)):
-            pending.discard(future)
-            if not future.cancelled():
-                plan, result = future.result()
-                watcher.finished(plan, result)
-                results.append(result)
+        def collect() -> None:
+            for future in concurrent.futures.as_completed(list(pending)):
+                pending.discard(future)
+                if not future.cancelled():
+                    result = future.result()
+                    watcher.finished(futures[future], result)
+                    results.append(result)
 
-    try:
-        collect()
-    except KeyboardInterrupt:
-        for future in futures:
-            future.cancel()
-        running = launcher.stop()
-        print(f"\nstopping the comparison: {running} running process(es) got SIGTERM and save a resumable "
-              "last.ckpt (Ctrl-C again: kill them now)", file=sys.stderr, flush=True)
-        while pending:
-            try:
-                collect()
-            except KeyboardInterrupt:
-                launcher.kill()
-        raise GridStopped(results) from None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        try:
+            collect()
+        except KeyboardInterrupt:
+            for future in futures:
+                future.cancel()
+            running = pool.stop()
+            print(f"\nstopping the comparison: {running} running run(s) got SIGTERM and save a resumable "
+                  "last.ckpt (Ctrl-C again: kill them now)", file=sys.stderr, flush=True)
+            while pending:
+                try:
+                    collect()
+                except KeyboardInterrupt:
+                    pool.kill()
+            raise GridStopped(results) from None
     return results
+
+
+class Job(Checkpointable):
+    """A submitit job: one run (:func:`.runner.execute`, in the job's process), requeued when
+    preempted or out of time.
+
+    submitit announces those with a signal (SIGUSR2; ``#SBATCH --signal=USR2@90`` on SLURM) and
+    then calls :meth:`checkpoint` and requeues the job. Here that signal first stops the run as
+    SIGTERM does (Lightning finishes the step, a fit writes ``last.ckpt`` and ends); then
+    submitit's own handler checkpoints (this job and its plan, unchanged: the run's folder says
+    what is left) and requeues, and the requeued job resumes the fit from ``last.ckpt``.
+    """
+
+    def __call__(self, plan: dict) -> dict:
+        preemption = JobEnvironment._usr_sig()
+        submitit_handler = signal.getsignal(preemption)
+        told: list[int] = []
+
+        def stop_the_run(signum: int, frame: object) -> None:
+            told.append(signum)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(preemption, stop_the_run)
+        try:
+            result = execute(RunPlan(**plan))
+        finally:
+            signal.signal(preemption, submitit_handler)
+        if told and callable(submitit_handler):  # checkpoint and requeue (exits this job)
+            submitit_handler(told[0], None)
+        return asdict(result)
 
 
 def submitit_parameters(flags: Iterable[str]) -> dict:
@@ -158,10 +179,6 @@ def submitit_parameters(flags: Iterable[str]) -> dict:
 def run_submitit(plans: list[RunPlan], folder: Path, jobs: Optional[int], flags: list[str],
                  watcher: Watcher) -> list[RunResult]:
     """One job per run in a submitit job array (SLURM, or submitit's local executor)."""
-    try:
-        import submitit
-    except ImportError:
-        raise ConfigError("--executor submitit needs the submitit package: pip install submitit") from None
     parameters = submitit_parameters(flags)
     cluster = parameters.pop("cluster", None)
     executor = submitit.AutoExecutor(folder=folder / "submitit" / "%j", cluster=cluster)
@@ -182,10 +199,9 @@ def run_submitit(plans: list[RunPlan], folder: Path, jobs: Optional[int], flags:
         raise ConfigError(f"--submitit: {err}") from None
     for plan in plans:
         plan.threads = plan.threads or threads
-        plan.python = sys.executable
     if executor.cluster == "local":  # submitit's local executor starts every job at once: keep `jobs` going
         return _rolling(executor, plans, jobs or len(plans), folder, watcher)
-    submitted = executor.map_array(execute_dict, [asdict(plan) for plan in plans])
+    submitted = executor.map_array(Job(), [asdict(plan) for plan in plans])
     print(f"submitted a job array of {len(submitted)} job(s) to {executor.cluster} (first id {submitted[0].job_id}); "
           f"their files are in {folder / 'submitit'}", flush=True)
     results = []
@@ -223,7 +239,7 @@ def _rolling(executor, plans: list[RunPlan], jobs: int, folder: Path, watcher: W
         while pending or active:
             while pending and len(active) < jobs:
                 plan = pending.pop(0)
-                active.append((plan, executor.submit(execute_dict, asdict(plan))))
+                active.append((plan, executor.submit(Job(), asdict(plan))))
                 watcher.started(plan)
             time.sleep(0.5)
             for plan, job in [item for item in active if item[1].done()]:

@@ -27,13 +27,12 @@ NAMED = 3
 
 
 class GridProgress:
-    """Told when each run starts (:meth:`started`, from any thread) and ends (:meth:`finished`);
+    """Of ``total`` runs, told when each run starts (:meth:`started`, from any thread) and ends (:meth:`finished`);
     shows :meth:`describe` as a :class:`~framework.progress.StatusLine`, every ``every`` seconds
     as a plain line when stdout is no terminal (0: never)."""
 
-    def __init__(self, plans: list[RunPlan], max_epochs: Optional[dict[str, Optional[int]]] = None,
-                 every: float = 30.0) -> None:
-        self.total, self.max_epochs = len(plans), max_epochs or {}
+    def __init__(self, total: int, max_epochs: Optional[dict[str, Optional[int]]] = None, every: float = 30.0) -> None:
+        self.total, self.max_epochs = total, max_epochs or {}
         self.done = self.failed = self.peak = 0
         self.fits: list[float] = []  # seconds of the finished fit+test runs
         self.running: dict[str, tuple[RunPlan, float, int]] = {}  # key: plan, start, epochs done at its start

@@ -12,16 +12,18 @@ from typing import Any, Optional
 import yaml
 
 from ..errors import ConfigError
-from .grid import CONFIG_KEY, Cell
+from .grid import CELLS_KEY, CONFIG_KEY, Cell
 
 
-def resolve(args: list[str]) -> tuple[Optional[str], str]:
-    """The resolved config of ``fit <args>`` as YAML, or None and the parser's message."""
+def resolve(args: list[str], filled: bool = False) -> tuple[Optional[str], str]:
+    """The resolved config of ``fit <args>`` as YAML, or None and the parser's message; with
+    ``filled``, the sizes and the checkpoint metric that the data and the task fill in (building
+    those two), else the config as its files and flags say, nothing built."""
+    from ..errors import TRACEBACK_ENV
     from ..lightning_cli import FrameworkCLI, main
 
-    class AsWritten(FrameworkCLI):  # the cell's config as its files and flags say, nothing built
-        fill_printed_config = False
-    from ..errors import TRACEBACK_ENV
+    class AsWritten(FrameworkCLI):
+        fill_printed_config = filled
 
     out, err = io.StringIO(), io.StringIO()
     code: Any = 0
@@ -60,10 +62,12 @@ def resolve_cells(cells: list[Cell], run_args: list[str], keys: list[str]) -> di
     for cell in cells:
         text, message = resolve([*cell.config_args, *run_args, *cell.args])
         if text is None:
-            named = [k for k in keys if k != CONFIG_KEY and k in message]
+            named = [k for k in keys if k not in (CONFIG_KEY, CELLS_KEY) and k in message]
             if named:
                 flag = next(a for a in cell.args if a.startswith(f"--{named[0]}="))
                 raise ConfigError(f"--grid {named[0]}: {flag} is refused by the config: {message}")
+            if CELLS_KEY in cell.values:
+                raise ConfigError(f"--cells {cell.values[CELLS_KEY]}: the cell {cell.label} cannot start: {message}")
             raise ConfigError(f"the runs of the cell {cell.label} cannot start: {message}")
         resolved[cell.name] = text
     return resolved

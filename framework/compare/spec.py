@@ -18,7 +18,7 @@ from typing import Any, Optional
 from ..callbacks.summary import write_json_atomically
 from ..errors import ConfigError
 from ..runs import RUNS_ROOT_ENV
-from .grid import Axis, Cell, cells, value_text
+from .grid import CELLS_KEY, Axis, Cell, cells, split_config_flags, value_text
 
 SPEC_FILE = "spec.json"
 FORMAT = 1
@@ -40,6 +40,7 @@ class Spec:
     cells: list[Cell] = field(default_factory=list)
     baseline: Optional[Cell] = None   # the cell of the significance test (not part of the spec)
     max_epochs: dict[str, Optional[int]] = field(default_factory=dict)  # by cell, for the progress (not part of it)
+    search: dict[str, str] = field(default_factory=dict)  # --search: key -> its space; the cells are its trials
 
     def __post_init__(self) -> None:
         if not self.cells:
@@ -52,19 +53,21 @@ class Spec:
     def run_dir(self, cell: Cell, seed: int) -> Path:
         return self.folder / "runs" / cell.name / f"seed{seed}"
 
-    def cell(self, text: str) -> Cell:
-        """The cell named by ``text`` (label, folder name or value); a ConfigError listing them otherwise."""
+    def cell(self, text: str, flag: str = "--baseline") -> Cell:
+        """The cell named by ``text`` (label, folder name or value); a ConfigError naming ``flag``
+        and listing them otherwise."""
         for cell in self.cells:
             if cell.matches(text):
                 return cell
-        raise ConfigError(f"--baseline {text}: no such cell; the cells are {', '.join(c.label for c in self.cells)}")
+        raise ConfigError(f"{flag} {text}: no such cell; the cells are {', '.join(c.label for c in self.cells)}")
 
     def as_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "name": self.name, "run_args": self.run_args,
                 "grid": [axis.as_dict() for axis in self.axes], "test_args": self.test_args,
                 "test_ckpt": self.test_ckpt, "resolved_configs": self.resolved, "seeds": self.seeds,
                 "monitor": self.monitor, "mode": self.mode, "wandb_project": self.wandb_project,
-                "cells": [{"name": c.name, "label": c.label, "values": c.values} for c in self.cells]}
+                "cells": [] if self.search else [{"name": c.name, "label": c.label, "values": c.values} for c in self.cells],
+                **({"search": self.search} if self.search else {})}
 
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -80,6 +83,7 @@ def comparison_folder(name: str) -> Path:
 def default_name(run_args: list[str], axes: list[Axis]) -> str:
     """``<first config's name>-<grid keys>``: ``ccnet-attention``, ``demo-attention-lr``."""
     configs = [Path(v).stem for axis in axes if axis.key == "config" for v in axis.values[:1]]
+    configs += [Path(v).stem for axis in axes if axis.key == CELLS_KEY for v in split_config_flags(list(axis.flags[0]))[0][1::2]]
     configs += [Path(run_args[i + 1]).stem for i, a in enumerate(run_args[:-1]) if a in ("--config", "-c")]
     configs += [Path(a.split("=", 1)[1]).stem for a in run_args if a.startswith("--config=")]
     parts = [configs[0] if configs else "compare"] + [axis.key.rsplit(".", 1)[-1] for axis in axes if axis.key != "config"]
@@ -110,6 +114,10 @@ def check_resumable(spec: Spec) -> None:
     here = spec.as_dict()
     where = f"{spec.folder} was made with"
     hint = "; resume it with the same arguments, or choose another --name (or remove the folder)"
+    if saved.get("search", {}) != here.get("search", {}):
+        spaces = [" ".join(f"--search {k}={v}" for k, v in spec.get("search", {}).items()) or "no --search"
+                  for spec in (saved, here)]
+        raise ConfigError(f"{where} {spaces[0]}, here {spaces[1]}{hint}")
     if saved.get("run_args") != here["run_args"]:
         raise ConfigError(f"{where} the run arguments {' '.join(saved.get('run_args', []))!r}, not "
                           f"{' '.join(here['run_args'])!r}{hint}")
@@ -121,7 +129,12 @@ def check_resumable(spec: Spec) -> None:
         if key not in old:
             raise ConfigError(f"{where} no --grid {key}; here it is {_list(new[key])}{hint}")
         if [value_text(v) for v in old[key]] != [value_text(v) for v in new[key]]:
-            raise ConfigError(f"{where} --grid {key}={_list(old[key])}, here {_list(new[key])}{hint}")
+            flag = "--cells" if key == CELLS_KEY else f"--grid {key}="
+            raise ConfigError(f"{where} {flag}{_list(old[key])}, here {_list(new[key])}{hint}")
+    listed = [({g["key"]: g.get("flags") for g in grid}).get(CELLS_KEY) for grid in (saved.get("grid", []), here["grid"])]
+    if listed[0] != listed[1]:
+        changed = [name for name, a, b in zip(new.get(CELLS_KEY, []), *listed) if a != b]
+        raise ConfigError(f"{where} other flags for the cell(s) {', '.join(changed)} of --cells{hint}")
     if list(old) != list(new):
         raise ConfigError(f"{where} the --grid keys in the order {', '.join(old)}, here {', '.join(new)}{hint}")
     for key in ("test_args", "test_ckpt"):
