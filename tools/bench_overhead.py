@@ -4,8 +4,12 @@ Both train the same network (same initial weights) on the same batches with the 
 optimizer and precision; an epoch is the training batches, one validation pass that
 computes the task's metrics, and one checkpoint written to disk. ``fit`` runs with the
 config's defaults (W&B logger offline, progress bar, attention pictures, checkpoints);
-the hand loop is what a user would write in plain PyTorch. Start-up (imports, building the
-model, data set-up, the first epoch's warm-up) is excluded: the first epoch is not timed.
+the hand loop is what a user would write in plain PyTorch. The two take turns in one process,
+an epoch of ``fit`` then an epoch of the loop (run from a callback between ``fit``'s epochs, on
+its own copy of the module), so that both see the same load of a shared machine; the ratio is
+of the medians. Start-up (imports, building the model, data set-up, the first epoch's warm-up)
+is excluded: the first epoch of each is not timed. The 1-minute load average is printed with
+the figures: compare ratios measured under similar loads.
 
     python -m tools.bench_overhead                          # the three models on this machine's device
     python -m tools.bench_overhead --models ccnet --device cpu --epochs 4
@@ -57,89 +61,93 @@ def build(config: str, device: str, train_batches: Optional[int], val_batches: O
 
 
 class EpochClock:
-    """Time stamps at epoch boundaries: wall-clock time, CUDA synchronised; or, with ``cpu_time``,
-    the CPU time of this process (steadier than wall time on a machine that runs other work)."""
+    """The time at epoch boundaries: wall-clock time, CUDA synchronised; or, with ``cpu_time``,
+    the CPU time of this process (all its threads)."""
 
     cpu_time = False
 
-    def __init__(self) -> None:
-        self.stamps: list[float] = []
-
-    def _stamp(self) -> None:
+    @classmethod
+    def now(cls) -> float:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
-        self.stamps.append(time.process_time() if self.cpu_time else time.perf_counter())
-
-    def epochs(self) -> list[float]:
-        return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
+        return time.process_time() if cls.cpu_time else time.perf_counter()
 
 
-def time_fit(cli) -> list[float]:
-    import lightning.pytorch as pl
+class HandLoop:
+    """Plain PyTorch: the same network, task, optimizer, precision and batches as ``fit``, on a
+    copy of the module taken before ``fit`` (the same initial weights, an optimizer of its own)."""
 
-    clock = EpochClock()
+    def __init__(self, cli, module, train_batches: Optional[int], val_batches: Optional[int], device: str,
+                 folder: Path) -> None:
+        self.module = module.to(device)
+        optimizer = module.configure_optimizers()
+        optimizer = optimizer[0][0] if isinstance(optimizer, tuple) else optimizer
+        self.optimizer = optimizer["optimizer"] if isinstance(optimizer, dict) else optimizer
+        self.clip = cli.trainer.gradient_clip_val
+        self.autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda")
+        data = cli.datamodule
+        data.setup("fit")
+        self.train, self.val = data.train_dataloader(), data.val_dataloader()
+        self.batches, self.device, self.file = (train_batches, val_batches), device, folder / "loop.ckpt"
 
-    class Stamps(pl.Callback):
-        def on_train_epoch_start(self, trainer, module) -> None:
-            clock._stamp()
+    def epoch(self) -> float:
+        """Seconds of one epoch: training, a validation that computes the metrics, a checkpoint."""
+        from lightning.pytorch.utilities import move_data_to_device
 
-        def on_train_end(self, trainer, module) -> None:
-            clock._stamp()
-
-    cli.trainer.callbacks.append(Stamps())
-    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
-    return clock.epochs()[1:]
-
-
-def time_loop(cli, module, epochs: int, train_batches: Optional[int], val_batches: Optional[int], device: str,
-              folder: Path) -> list[float]:
-    """Plain PyTorch: the same network, task, optimizer, precision and batches as ``fit``."""
-    from lightning.pytorch.utilities import move_data_to_device
-
-    module = module.to(device)  # fit's teardown left it on the CPU; all of it, or the optimizer mixes devices
-    model, task, metrics = module.model, module.task, module.val_metrics
-    optimizer = module.configure_optimizers()
-    optimizer = optimizer[0][0] if isinstance(optimizer, tuple) else optimizer
-    optimizer = optimizer["optimizer"] if isinstance(optimizer, dict) else optimizer
-    # LightningCLI hands out the optimizer fit used, its moments moved to the CPU by fit's teardown:
-    # the loop starts it afresh, as fit started.
-    optimizer.state.clear()
-    for group in optimizer.param_groups:
-        group["lr"] = group.get("initial_lr", group["lr"])
-    clip = cli.trainer.gradient_clip_val
-    autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda")
-    data = cli.datamodule
-    data.setup("fit")
-    train, val = data.train_dataloader(), data.val_dataloader()
-    clock = EpochClock()
-    for _ in range(epochs):
-        clock._stamp()
+        model, task, metrics, optimizer = self.module.model, self.module.task, self.module.val_metrics, self.optimizer
+        start = EpochClock.now()
         model.train()
-        for i, batch in enumerate(train):
-            if i == train_batches:  # None: the whole split
+        for i, batch in enumerate(self.train):
+            if i == self.batches[0]:  # None: the whole split
                 break
-            batch = move_data_to_device(batch, device)
-            with autocast:
+            batch = move_data_to_device(batch, self.device)
+            with self.autocast:
                 loss = task.step(model, batch, "train").loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            if clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            if self.clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), self.clip)
             optimizer.step()
         model.eval()
         with torch.no_grad():
-            for i, batch in enumerate(val):
-                if i == val_batches:
+            for i, batch in enumerate(self.val):
+                if i == self.batches[1]:
                     break
-                batch = move_data_to_device(batch, device)
-                with autocast:
+                batch = move_data_to_device(batch, self.device)
+                with self.autocast:
                     step = task.step(model, batch, "val")
                 metrics.update(step.preds, step.target, **(step.metric_inputs or {}))
         metrics.compute()
         metrics.reset()
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, folder / "loop.ckpt")
-    clock._stamp()
-    return clock.epochs()[1:]
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, self.file)
+        return EpochClock.now() - start
+
+
+def time_interleaved(cli, loop: HandLoop) -> tuple[list[float], list[float]]:
+    """Seconds of each epoch of ``fit`` and of ``loop``, taken in turns (a fit epoch, a loop epoch,
+    a fit epoch ...), so that both see the same load of the machine; the first of each is not timed."""
+    import lightning.pytorch as pl
+
+    fit_epochs, loop_epochs = [], []
+
+    class Turns(pl.Callback):
+        started: Optional[float] = None
+
+        def _end_fit_epoch(self) -> None:
+            if self.started is not None:
+                fit_epochs.append(EpochClock.now() - self.started)
+                loop_epochs.append(loop.epoch())
+
+        def on_train_epoch_start(self, trainer, module) -> None:
+            self._end_fit_epoch()
+            self.started = EpochClock.now()
+
+        def on_train_end(self, trainer, module) -> None:
+            self._end_fit_epoch()
+
+    cli.trainer.callbacks.append(Turns())
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    return fit_epochs[1:], loop_epochs[1:]
 
 
 def gpu_activity(cli, module, device: str, steps: int = 10) -> tuple[float, float]:
@@ -221,12 +229,13 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     train_batches, val_batches = limits(name, args)
     cli = build(MODELS[name], args.device, train_batches, val_batches, args.epochs + 1, args.override)
     initial = copy.deepcopy(cli.model.state_dict())
-    fit_epochs = time_fit(cli)
-    cli.model.load_state_dict(initial)
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
-        loop_epochs = time_loop(cli, cli.model, args.epochs + 1, train_batches, val_batches, args.device, Path(folder))
+        loop = HandLoop(cli, copy.deepcopy(cli.model), train_batches, val_batches, args.device, Path(folder))
+        fit_epochs, loop_epochs = time_interleaved(cli, loop)
     row = {"model": name, "fit_s": statistics.median(fit_epochs), "loop_s": statistics.median(loop_epochs),
-           "batches": f"{train_batches or 'all'} / {val_batches or 'all'}"}
+           "batches": f"{train_batches or 'all'} / {val_batches or 'all'}", "load": (load, os.getloadavg()[0]),
+           "pairs": [f / l for f, l in zip(fit_epochs, loop_epochs)]}
     row["ratio"] = row["fit_s"] / row["loop_s"]
     if args.device == "cuda":
         cli.model.load_state_dict(initial)
@@ -268,15 +277,19 @@ def main() -> None:
         return
     rows = [measure(name, args) for name in args.models]
     clock = "process CPU time" if args.cpu_time else "wall time"
-    print(f"\nFramework overhead on {args.device} ({torch.get_num_threads()} threads, {clock}, median of {args.epochs} epochs)")
-    columns = "| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop |" + (" kernels/step | GPU busy |" if args.device == "cuda" else "")
+    print(f"\nFramework overhead on {args.device} ({torch.get_num_threads()} threads, {clock}, median of {args.epochs} epochs "
+          "each, fit and loop epochs in turns; load: the 1-minute load average before and after)")
+    columns = "| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop | load |" + (" kernels/step | GPU busy |" if args.device == "cuda" else "")
     print(columns)
     print("|" + "---|" * (columns.count("|") - 1))
     for row in rows:
-        line = f"| {row['model']} | {row['batches']} | {row['fit_s']:.3f} | {row['loop_s']:.3f} | {row['ratio']:.3f}x |"
+        line = (f"| {row['model']} | {row['batches']} | {row['fit_s']:.3f} | {row['loop_s']:.3f} | {row['ratio']:.3f}x | "
+                f"{row['load'][0]:.1f}, {row['load'][1]:.1f} |")
         if args.device == "cuda":
             line += f" {row['kernels_per_step']:.0f} | {row['gpu_busy']:.0%} |"
         print(line)
+    for row in rows:
+        print(f"{row['model']}: fit / loop of each pair of epochs: {', '.join(f'{r:.3f}' for r in row['pairs'])}")
 
 
 if __name__ == "__main__":
