@@ -11,7 +11,9 @@ resumed from a checkpoint inside a run folder continues in that folder. Processe
 Lightning launches for DDP inherit the folder through ``FRAMEWORK_RUN_DIR``. Launchers that
 start every rank themselves name the folder after their job, the same on every rank and
 node: ``slurm-<job id>[-<array task>]_<subcommand>`` under SLURM, ``torchrun-<rdzv id>_<subcommand>``
-under torchrun with ``--rdzv-id``; otherwise pass the same ``--run_dir`` to every rank.
+under torchrun with ``--rdzv-id``; otherwise pass the same ``--run_dir`` to every rank. A SLURM
+batch job is named so with one task too: requeued (preempted, out of time), it starts again in
+its folder, and its ``fit`` resumes from the newest of ``last.ckpt`` and Lightning's ``hpc_ckpt``.
 """
 
 from __future__ import annotations
@@ -109,14 +111,30 @@ def run_dir_of_checkpoint(ckpt_path: Optional[str]) -> Optional[Path]:
 
 def launcher_job() -> Optional[str]:
     """The job of a launcher that started every rank itself, the same on all of them: SLURM's job
-    (and array task), or torchrun's rendezvous id; None for one process or Lightning's own launch."""
-    if int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1"))) < 2:
-        return None
-    if job := os.environ.get("SLURM_JOB_ID"):
+    (and array task), or torchrun's rendezvous id; None for one process or Lightning's own launch.
+    A SLURM batch job with one task counts too (what Lightning's ``SLURMEnvironment.detect`` takes
+    for one, which turns on its auto-requeue): requeued, it finds its folder under the same id."""
+    several = int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1"))) >= 2
+    batch = "SLURM_NTASKS" in os.environ and os.environ.get("SLURM_JOB_NAME") not in ("bash", "interactive")
+    if (job := os.environ.get("SLURM_JOB_ID")) and (several or batch):
         task = os.environ.get("SLURM_ARRAY_TASK_ID")
         return f"slurm-{job}" + (f"-{task}" if task else "")
+    if not several:
+        return None
     rendezvous = os.environ.get("TORCHELASTIC_RUN_ID")
     return f"torchrun-{rendezvous}" if rendezvous and rendezvous != "none" else None
+
+
+def requeued_checkpoint(run_dir: Path) -> Optional[str]:
+    """What a requeued job's fit resumes from in its job folder: ``last.ckpt`` when it is newer
+    than Lightning's ``hpc_ckpt_N.ckpt`` (written on SLURM's requeue signal, in the middle of a
+    step; ``last.ckpt`` follows at the step's end when the job is then stopped), else None, and
+    Lightning resumes from its hpc checkpoint itself, if any."""
+    last = run_dir / "checkpoints" / "last.ckpt"
+    if not last.is_file():
+        return None
+    hpc = [path.stat().st_mtime for path in run_dir.glob("hpc_ckpt_*.ckpt")]
+    return str(last) if not hpc or last.stat().st_mtime >= max(hpc) else None
 
 
 def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ckpt_path: Optional[str]) -> Path:
@@ -201,7 +219,10 @@ def place_run(config: Any, stage: str) -> None:
     of a fit's checkpoint continues the fit's W&B run."""
     experiment = config.experiment = check_experiment(config.experiment) if config.experiment else \
         _experiment_name(config.get("config"))
-    run_dir = resolve_run_dir(stage, experiment, config.run_dir, config.get("ckpt_path"))
+    named = config.run_dir
+    run_dir = resolve_run_dir(stage, experiment, named, config.get("ckpt_path"))
+    if stage == "fit" and not named and not config.get("ckpt_path") and launcher_job():
+        config.ckpt_path = requeued_checkpoint(run_dir)
     config.run_dir = str(run_dir)
     config.trainer.default_root_dir = str(run_dir)
     if config.checkpoint.dirpath is None:

@@ -1,0 +1,101 @@
+"""Preemption: a SLURM job told by SLURM that its time is up (``--signal=SIGUSR1@90``) saves,
+requeues itself through Lightning's auto-requeue and resumes in its own folder when it starts
+again; a submitit job of ``compare`` that is preempted stops its run, checkpoints and is requeued,
+and the requeued job resumes the run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+import submitit
+from lightning.pytorch.callbacks import Callback
+
+from framework.callbacks.summary import read_summary
+from framework.compare.executors import Job
+from framework.compare.runner import RunPlan, fit_arguments
+from tests.comparisons import DEMO
+
+
+class WaitForStop(Callback):
+    """After training step ``step``, once: writes its process id to ``marker`` and waits (a
+    minute at most) until the run is told to stop (SIGTERM), so that a signal sent then finds
+    the run in the middle of training."""
+
+    def __init__(self, marker: str, step: int = 2) -> None:
+        self.marker, self.step = Path(marker), step
+
+    def on_train_batch_end(self, trainer, *args) -> None:
+        if trainer.global_step != self.step or self.marker.exists():
+            return
+        self.marker.write_text(str(os.getpid()))
+        deadline = time.monotonic() + 60
+        while not trainer.received_sigterm and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def waiting(marker: Path) -> str:
+    return f'--trainer.callbacks+={{"class_path": "tests.test_preemption.WaitForStop", "init_args": {{"marker": "{marker}"}}}}'
+
+
+def waited(marker: Path, still: Callable[[], bool]) -> int:
+    """The process id the callback wrote, once it waits; fails when ``still()`` turns false first."""
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert still() and time.monotonic() < deadline, "the run ended or hung before its training step"
+        time.sleep(0.05)
+    time.sleep(0.1)  # the pid's bytes
+    return int(marker.read_text())
+
+
+def fits(log: Path) -> list[str]:
+    return [line for line in log.read_text().splitlines() if line.startswith("$ python -m framework fit")]
+
+
+def test_a_slurm_job_told_its_time_is_up_saves_requeues_itself_and_resumes_in_its_folder(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "scontrol.log"}\nkill -TERM $PPID\n')
+    (fake / "scontrol").chmod(0o755)  # SLURM stops a requeued job with SIGTERM: so does the fake
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242", "SLURM_NTASKS": "1",
+           "SLURM_JOB_NAME": "train", "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0",
+           "SLURM_NODELIST": "node1"}
+    marker = tmp_path / "waiting"
+    command = [sys.executable, "-m", "framework", "fit", *DEMO, waiting(marker)]  # as an sbatch script's line
+    job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    os.kill(waited(marker, lambda: job.poll() is None), signal.SIGUSR1)
+    out, _ = job.communicate(timeout=120)
+    assert job.returncode == 128 + signal.SIGTERM, out[-3000:]
+    assert (tmp_path / "scontrol.log").read_text() == "requeue 4242\n"
+    run = Path(os.environ["FRAMEWORK_RUNS_DIR"]) / "demo" / "demo" / "slurm-4242_fit"
+    assert (run / "hpc_ckpt_1.ckpt").is_file() and (run / "checkpoints" / "last.ckpt").is_file()
+    assert read_summary(run)["fit"]["status"] == "interrupted"
+
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)  # the requeued job
+    assert again.returncode == 0, again.stderr[-3000:]
+    fit = read_summary(run)["fit"]
+    assert fit["status"] == "finished" and len(fit["history"]) == 2
+    assert not list(run.parent.glob("*_fit"))[1:]  # one folder: the job's
+
+
+def test_a_preempted_submitit_job_of_compare_checkpoints_is_requeued_and_resumes_its_run(tmp_path):
+    marker = tmp_path / "waiting"
+    plan = RunPlan(cell="mhsa", label="mhsa", seed=0, run_dir=str(tmp_path / "run"), test_args=[], group="preempted",
+                   fit_args=fit_arguments([], [*DEMO, waiting(marker)], []), threads=1)
+    executor = submitit.AutoExecutor(folder=tmp_path / "submitit", cluster="local")
+    executor.update_parameters(timeout_min=60)  # a signal long before the time is up: preempted, not timed out
+    job = executor.submit(Job(), asdict(plan))
+    preemption = submitit.JobEnvironment._usr_sig()  # what SLURM sends (USR2 unless SUBMITIT_PREEMPT_SIGNAL says)
+    os.kill(waited(marker, lambda: not job.done()), preemption)
+    result = job.result()
+    assert result["ok"] and result["did"] == "resume+test", result
+    assert f"Caught signal {preemption.name}" in job.stderr() and "this job is preempted" in job.stderr()
+    commands = fits(tmp_path / "run" / "fit.log")
+    assert len(commands) == 2 and "--ckpt_path" not in commands[0] and "last.ckpt" in commands[1]
+    assert read_summary(tmp_path / "run")["fit"]["status"] == "finished"
