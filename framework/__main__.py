@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("framework.lightning_cli", "write a checkpoint's predictions into its run folder"),
     "evaluate": ("framework.evaluation", "is the attention right? ablation, faithfulness, gold attention"),
     "compare": ("framework.compare", "a grid of configs over seeds, with tables and statistics"),
+    "parity": ("framework.parity", "each block's paths (eager, sdpa, flex, triton, compiled) against eager, timed"),
     "blocks": ("framework.catalogue", "the attention catalogue: every block, its kind and paper"),
 }
 #: Commands that are LightningCLI's subcommands: their module reads the command word too.

@@ -177,6 +177,11 @@ class FrameworkCLI(LightningCLI):
                                  "kernels; not biases, norm layers or embeddings) or all parameters.")
         parser.add_argument("--untrained", type=bool, default=False,
                             help="validate, test or predict the model as configured, without a checkpoint")
+        parser.add_argument("--attention_backend", type=Optional[Union[str, dict[str, str]]], default=None,
+                            help="The path the attention blocks run on: eager, sdpa, linear, flex, triton, portable "
+                                 "or compiled for every block that has it, or per block {pattern: path} (globs over "
+                                 "module names, or registry names); default: each block's own "
+                                 "(framework.attention.backends, `python -m framework parity` compares them).")
         parser.add_argument("--traceback", type=bool, default=False,
                             help="show the traceback of errors the framework explains in one line")
         self.add_ablation_arguments(parser)
@@ -270,6 +275,7 @@ class FrameworkCLI(LightningCLI):
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
         self.trainer = self.instantiate_trainer()
+        use_backends(built.model, config.get("attention_backend"), self.trainer.strategy.root_device)
         self._record_config_hash(config)
 
     def _record_config_hash(self, config: Namespace) -> None:
@@ -306,6 +312,17 @@ def resolve_run_values(config: Namespace, data: Optional[LightningDataModule]) -
         parser.add_subclass_arguments(Task, "task", fail_untyped=False)
         task = parser.instantiate_classes(parser.parse_object({"task": config.task.as_dict()})).task
         config.checkpoint.monitor, config.checkpoint.mode = task.monitor, task.mode
+
+
+def use_backends(model: nn.Module, choice: Any, device: torch.device) -> None:
+    """``--attention_backend``: the blocks run on the chosen paths, which ``device`` must have."""
+    from .attention import backends
+
+    try:
+        backends.use(model, choice.as_dict() if isinstance(choice, Namespace) else choice)
+        backends.check(model, device)
+    except ValueError as err:
+        raise ConfigError(f"--attention_backend: {err}") from None
 
 
 def instantiate_data(data_config: Any) -> Optional[LightningDataModule]:

@@ -178,7 +178,7 @@ def test_the_help_names_every_command_and_imports_no_lightning_wandb_or_matplotl
     assert done.stdout.splitlines()[-1] == "[]", "the help imported what it does not need"
     assert done.stdout.startswith("usage: python -m framework <command>")
     listed = [line.split()[0] for line in done.stdout.split("commands:\n")[1].split("\n\n")[0].splitlines()]
-    assert listed == list(COMMANDS) == ["fit", "validate", "test", "predict", "evaluate", "compare", "blocks"]
+    assert listed == list(COMMANDS) == ["fit", "validate", "test", "predict", "evaluate", "compare", "parity", "blocks"]
 
 
 def test_an_unknown_command_is_one_line_with_the_close_name(capsys):

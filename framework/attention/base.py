@@ -103,11 +103,27 @@ class AttentionBlock(nn.Module):
     #: Whether the block computes the rows of a capture's probe queries itself, on its fast path,
     #: without its full weights (:meth:`probing`, :meth:`record_rows`).
     gives_probe_rows: bool = False
+    #: The paths this block computes its attention on when no weights are wanted, its default first
+    #: (names of :data:`~framework.attention.backends.BACKENDS`; empty for a block with one path).
+    backends: tuple[str, ...] = ()
+    #: The path chosen with :func:`~framework.attention.backends.use` (None: the default).
+    chosen_backend: Optional[str] = None
+
+    @property
+    def backend(self) -> Optional[str]:
+        """The path this block's forward pass takes when no weights are wanted: the chosen one, else
+        its default (``backends[0]``); None for a block with one path. The run's summary records it."""
+        return self.chosen_backend or (self.backends[0] if self.backends else None)
+
+    def backend_missing(self, name: str, device: torch.device) -> Optional[str]:
+        """Why the path ``name`` (one of ``backends``) cannot run on ``device``; None when it can."""
+        return None
 
     def wants_weights(self, need_weights: bool = False) -> bool:
         """Whether the weights must be computed: asked for, watched by a capture (one with probes
-        only where the block gives no probe rows of its own), or ablated."""
-        return need_weights or self.ablation is not None or is_capturing(self)
+        only where the block gives no probe rows of its own), ablated, or the ``eager`` backend chosen
+        (explicit weights and softmax, the reference of the fused paths)."""
+        return need_weights or self.ablation is not None or is_capturing(self) or self.chosen_backend == "eager"
 
     def probing(self) -> bool:
         """Whether a capture with probes wants this block's probe rows (from :meth:`record_rows`)."""

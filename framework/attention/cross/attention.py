@@ -23,7 +23,7 @@ from ..base import AttentionBlock, AttentionOutput
 from ..probes import ProbeRows
 from ..registry import register, unknown_name_message
 from .distribution import DISTRIBUTIONS, Hard, Normalize, Softmax
-from .score import SCORES, KernelScore
+from .score import SCORES, KernelScore, Score
 
 
 @lru_cache(maxsize=32)
@@ -154,6 +154,19 @@ class Attention(AttentionBlock):
             pairs = sorted(n for n, c in DISTRIBUTIONS.items() if c.pairs), sorted(n for n, c in SCORES.items() if c.pairs)
             raise ValueError(f"attention: distribution {distribution!r} and score {score!r} do not fit: the pair "
                              f"distributions {pairs[0]} take the pair scores {pairs[1]}, and only those")
+
+    @property
+    def backends(self) -> tuple[str, ...]:  # type: ignore[override]
+        """``sdpa`` (the fused kernel) for a softmax over a dot-product score, ``linear`` for a kernel
+        score with its normalisation (a causal one only over as many queries as keys, without
+        ``attn_mask`` or dropout), then ``eager``; none for the other scores and distributions."""
+        if self.multi_dimensional:
+            return ()
+        if isinstance(self.distribution, Softmax) and type(self.score).as_dot_product is not Score.as_dot_product:
+            return ("sdpa", "eager")
+        if isinstance(self.score, KernelScore) and isinstance(self.distribution, Normalize):
+            return ("linear", "eager")
+        return ()
 
     def forward(
         self,

@@ -90,6 +90,8 @@ class AxialAttention(AttentionBlock):
         self.channels = channels
         self.rows, self.columns = AxisPass(channels, num_heads), AxisPass(channels, num_heads)
 
+    backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
+
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B C H W", C=self.channels)
         want = self.wants_weights(need_weights)

@@ -27,14 +27,19 @@ from torch import Tensor, nn
 from ..base import AttentionBlock, AttentionOutput, Record
 from ..probes import ProbeRows
 from ..registry import register
-from .criss_cross_op import criss_cross, energies, softmax_
+from .criss_cross_op import criss_cross, statistics_dtype, uses_triton
 
 
 def criss_cross_weights(q: Tensor, k: Tensor) -> Tensor:
     """The captured record (B, H, W, H + W): for pixel (i, j) the weights of column j
-    (its own entry 0), then those of row i; q, k (B, H, W, c)."""
-    p_row, p_col, _ = softmax_(*energies(q, k))
-    return torch.cat([p_col.transpose(1, 2), p_row], dim=-1).to(q.dtype)
+    (its own entry 0), then those of row i; q, k (B, H, W, c). Differentiable: the ``eager``
+    backend's weights, with einsum, in the operator's statistics dtype."""
+    dtype, acc = q.dtype, statistics_dtype(q.dtype)
+    q, k = q.to(acc), k.to(acc)
+    own = torch.eye(q.shape[1], dtype=torch.bool, device=q.device)[:, None, :]  # (H, 1, H): i' = i
+    e_col = torch.einsum("bijc,bkjc->bijk", q, k).masked_fill(own, float("-inf"))  # k over the rows of column j
+    e_row = torch.einsum("bijc,bikc->bijk", q, k)  # k over the columns of row i
+    return torch.cat([e_col, e_row], dim=-1).softmax(-1).to(dtype)
 
 
 def own_pixel_excluded(height: int, width: int, device: torch.device) -> Tensor:
@@ -114,6 +119,21 @@ class CrissCrossAttention(AttentionBlock):
 
     gives_probe_rows = True
 
+    @property
+    def backends(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The operator's path, ``triton`` (CUDA) or ``portable`` (matmuls, elsewhere), then ``eager``
+        (explicit weights, einsum) and the other operator path, which the device refuses."""
+        weight = self.gamma
+        return ("triton", "eager", "portable") if uses_triton(weight) else ("portable", "eager", "triton")
+
+    def backend_missing(self, name: str, device: torch.device) -> Optional[str]:
+        probe = torch.empty(0, device=device)
+        if name == "triton" and not uses_triton(probe):
+            return f"the Triton kernels run on CUDA (and under TRITON_INTERPRET=1), not on {device.type}"
+        if name == "portable" and uses_triton(probe):
+            return f"the operator runs its Triton kernels on {device.type}; choose triton or eager"
+        return None
+
     def __init__(self, channels: int, reduction: int = 8, recurrence: int = 2) -> None:
         super().__init__()
         if recurrence < 1:
@@ -135,10 +155,13 @@ class CrissCrossAttention(AttentionBlock):
         for _ in range(self.recurrence):
             qkv = F.conv2d(x, weight, bias).permute(0, 2, 3, 1)  # (B, H, W, 2C' + C), a view
             q, k, v = qkv.split([self.inner, self.inner, self.channels], dim=-1)
+            eager = self.chosen_backend == "eager"
             if want:
-                with torch.no_grad():
+                with torch.set_grad_enabled(eager and torch.is_grad_enabled()):
                     weights = criss_cross_weights(q, k)
-            if self.ablation is None:
+            if self.ablation is None and not eager:
+                if self.chosen_backend and (missing := self.backend_missing(self.chosen_backend, q.device)):
+                    raise ValueError(f"{self.block_name}: backend {self.chosen_backend!r}: {missing}")
                 out, lse = criss_cross(q, k, v)
             else:
                 weights = self.ablate(weights, own_pixel_excluded(*grid, x.device))

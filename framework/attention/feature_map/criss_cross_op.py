@@ -124,14 +124,15 @@ def portable_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor
         return dq, dk, dv
 
 
-def _uses_triton(t: Tensor) -> bool:
+def uses_triton(t: Tensor) -> bool:
+    """Whether the operator runs its Triton kernels on ``t`` (else its portable path)."""
     return _triton is not None and _triton.runs_on(t)
 
 
 @torch.library.custom_op("framework::criss_cross", mutates_args=())
 def criss_cross(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
     """Criss-cross attention core: q, k (B, H, W, c), v (B, H, W, C) -> (y, lse)."""
-    if _uses_triton(q):
+    if uses_triton(q):
         return _triton.forward(q, k, v)
     return portable_forward(q, k, v)
 
@@ -145,7 +146,7 @@ def _(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
 def criss_cross_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Gradients (dq, dk, dv) of :func:`criss_cross` from dy (B, H, W, C)."""
     grad = grad.contiguous()
-    if _uses_triton(q):
+    if uses_triton(q):
         return _triton.backward(grad, q, k, v, out, lse)
     return portable_backward(grad, q, k, v, out, lse)
 

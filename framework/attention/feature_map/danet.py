@@ -48,6 +48,7 @@ class PositionAttention(AttentionBlock):
         self.gamma = nn.Parameter(torch.zeros(1))
 
     gives_probe_rows = True
+    backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
     def attend(self, x: Tensor, want: bool, recorder: Optional[AttentionBlock] = None) -> tuple[Tensor, Optional[Tensor]]:
         """The gated attention term gamma * sum_j a_ij V(x)_j, without the residual, and a; the
@@ -152,6 +153,7 @@ class DualAttention(AttentionBlock):
                            queries=grid, keys=grid)
 
     gives_probe_rows = True
+    backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
     def grid_weights(self, record: Record) -> Optional[Tensor]:
         """The position branch's weights (the channel branch relates no pixels)."""

@@ -89,6 +89,7 @@ class NonLocal(AttentionBlock):
     """
 
     gives_probe_rows = True
+    backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
     def __init__(self, channels: int, inner_channels: Optional[int] = None, sub_sample: bool = False) -> None:
         super().__init__()

@@ -56,6 +56,7 @@ class SelfAttentionGAN(AttentionBlock):
     """
 
     gives_probe_rows = True
+    backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
     def __init__(self, channels: int, reduction: int = 8, value_reduction: int = 8, pool: bool = False) -> None:
         super().__init__()

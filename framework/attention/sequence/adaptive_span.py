@@ -83,6 +83,8 @@ class AdaptiveSpanAttention(Attention):
         """S + R: no head attends further (m = 0 beyond)."""
         return self.max_span + self.ramp
 
+    backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
+
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
                 need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B N D", D=self.dim)

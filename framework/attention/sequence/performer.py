@@ -105,6 +105,8 @@ class Performer(Attention):
         features = torch.exp(logits - top.detach()) / math.sqrt(self.features)
         return features if valid is None else features * valid
 
+    backends = ("linear", "eager")  # running sums of the features; explicit weights (framework.attention.backends)
+
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
                 need_weights: bool = False) -> Tensor | AttentionOutput:
         self.expect("x", x, "B N D", D=self.dim)

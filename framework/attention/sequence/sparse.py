@@ -131,18 +131,30 @@ class SparseAttention(Attention):
             raise ValueError("sparse attention: impl='flex' has no attention dropout; set dropout=0 or impl='dense'")
         self.pattern, self.stride, self.summary, self.impl = pattern, stride, summary, impl
 
+    @property
+    def backends(self) -> tuple[str, ...]:  # type: ignore[override]
+        """``flex``, ``sdpa`` (``dense`` without weights) and ``eager`` (``dense`` with explicit
+        weights), the default first: ``impl``'s, and for ``auto`` on the parameters' device."""
+        device = next(self.parameters()).device
+        flex = self.impl == "flex" or (self.impl == "auto" and device.type == "cuda" and self._flex_fits() and not self.dropout)
+        return ("flex", "sdpa", "eager") if flex else ("sdpa", "eager", "flex")
+
+    def _flex_fits(self) -> bool:
+        """Whether the head width is what the CUDA kernels of FlexAttention take (a power of two >= 16)."""
+        head_dim = self.dim // self.num_heads
+        return head_dim >= 16 and head_dim & (head_dim - 1) == 0
+
     def uses_flex(self, x: Tensor, need_weights: bool, attn_mask: Optional[Tensor]) -> bool:
-        """Whether this call runs on FlexAttention (see ``impl``)."""
-        if self.impl == "dense":
+        """Whether this call runs on FlexAttention (see ``impl``; a chosen backend overrides it)."""
+        impl = {"flex": "flex", "sdpa": "dense", "eager": "dense"}.get(self.chosen_backend or "", self.impl)
+        if impl == "dense":
             return False
-        if self.impl == "flex":
+        if impl == "flex":
             if self.wants_weights(need_weights) or attn_mask is not None:
                 raise ValueError(f"{self.block_name}: impl='flex' gives no weights and takes no attn_mask; "
                                  "use impl='dense' (or 'auto') to have them")
             return True
-        head_dim = self.dim // self.num_heads
-        flex_fits = head_dim >= 16 and head_dim & (head_dim - 1) == 0  # what the CUDA kernels take
-        return (x.is_cuda and flex_fits and not self.wants_weights(need_weights) and attn_mask is None
+        return (x.is_cuda and self._flex_fits() and not self.wants_weights(need_weights) and attn_mask is None
                 and not (self.training and self.dropout))
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]

@@ -83,6 +83,8 @@ class TransformerXLAttention(Attention):
         self.content_bias = nn.Parameter(torch.zeros(num_heads, self.head_dim))  # u
         self.position_bias = nn.Parameter(torch.zeros(num_heads, self.head_dim))  # v
 
+    backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
+
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
                 need_weights: bool = False, memory: Optional[Tensor] = None) -> Tensor | AttentionOutput:
         self.expect("x", x, "B N D", D=self.dim)

@@ -1,0 +1,102 @@
+"""``python -m framework parity``: every attention block with several paths, each path against eager
+on one batch of the config's data (:mod:`framework.attention.parity`), printed as a table.
+
+    python -m framework parity --config domains/demo/demo.yaml
+    python -m framework parity --config domains/vision/ccnet.yaml --backends='[eager, triton, compiled]' --device cuda
+
+It builds the model (untrained, or from ``--ckpt_path``'s weights), the task and the data, no
+trainer, no run folder and no logger.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+import torch
+from lightning.pytorch.cli import LightningArgumentParser
+from torch import nn
+
+from .config_files import check_config_files
+from .config_values import check_values
+from .errors import ConfigError, explained
+from .lightning_cli import FrameworkCLI, instantiate_data, resolve_run_values
+from .tasks import Task
+
+
+class ParityCLI(FrameworkCLI):
+    """The CLI's parser, building the model, task and data only, plus the report's options."""
+
+    prog = "python -m framework parity"
+    description = ("Each attention block's paths (eager, sdpa, flex, triton, compiled ...) on one batch: max |d output| "
+                   "and |d gradient| against eager in float64 on the CPU, time, TFLOP/s and peak memory.")
+
+    def __init__(self, args: list[str]) -> None:
+        super().__init__(args=args, run=False)
+
+    def add_arguments_to_parser(self, parser: Any) -> None:
+        super().add_arguments_to_parser(parser)
+        parser.add_argument("--backends", type=Optional[list[str]], default=None,
+                            help="The paths compared with eager (default: every path of every block).")
+        parser.add_argument("--device", type=Optional[str], default=None,
+                            help="Where the paths are timed (default: cuda when there is one, else cpu).")
+        parser.add_argument("--repeats", type=int, default=5, help="Timed passes per path (the median is shown).")
+        parser.add_argument("--ckpt_path", type=Optional[str], default=None,
+                            help="Weights of a fit to load into the model (default: the untrained model).")
+
+    def before_instantiate_classes(self) -> None:
+        from .attention.backends import BACKENDS
+
+        config = self.config
+        wrong = [name for name in config.backends or [] if name not in BACKENDS]
+        if wrong:
+            raise ConfigError(f"--backends: unknown {', '.join(map(repr, wrong))}; choose from {', '.join(BACKENDS)}")
+        if config.repeats < 1:
+            raise ConfigError(f"--repeats must be at least 1, got {config.repeats}")
+        check_values(config)
+
+    def instantiate_classes(self) -> None:
+        config = self.config
+        self.datamodule = instantiate_data(config.data)
+        resolve_run_values(config, self.datamodule)
+        parser = LightningArgumentParser(exit_on_error=False)  # the model and the task alone: no trainer, no logger
+        parser.add_subclass_arguments(nn.Module, "model", fail_untyped=False)
+        parser.add_subclass_arguments(Task, "task", fail_untyped=False)
+        built = parser.instantiate_classes(parser.parse_object({"model": config.model.as_dict(),
+                                                                "task": config.task.as_dict()}))
+        self.network, self.task = built.model, built.task
+        if config.ckpt_path:
+            state = torch.load(config.ckpt_path, map_location="cpu", weights_only=True)["state_dict"]
+            self.network.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+
+
+def report(cli: ParityCLI) -> list:
+    """Run the comparison on the first validation batch and print the table."""
+    from .attention.parity import format_table, parity
+
+    config = cli.config
+    device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: this machine has no CUDA device (use --device cpu)")
+    data = cli.datamodule
+    data.setup("validate")
+    batch = next(iter(data.val_dataloader()))
+    network = cli.network.eval()
+    rows = parity(network, lambda: cli.task.run_model(network, cli.task.split(batch)[0]), config.backends, device,
+                  config.repeats)
+    if not rows:
+        raise ConfigError("parity: the model has no attention block with several paths (see `python -m framework "
+                          "blocks`; each block's paths are its `backends`)")
+    print(format_table(rows, str(device)))
+    return rows
+
+
+def main(argv: Optional[list[str]] = None) -> Optional[list]:
+    """``python -m framework parity ...``: an error the framework explains is one or two lines, status 1."""
+    argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
+
+    def run() -> list:
+        check_config_files(argv)
+        return report(ParityCLI(argv))
+
+    return explained(argv, run)
