@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, Literal, Optional, Union
 
 import lightning.pytorch as pl
@@ -67,6 +68,8 @@ class TaskModule(pl.LightningModule):
         self._means: dict[str, dict[str, MeanMetric]] = {stage: {} for stage in STAGES}
         #: the training loss of the last logging step, as a number (for the progress bar).
         self.last_loss: Optional[float] = None
+        #: per stage, what the stage's next ``task.step`` runs inside (:meth:`watch_next_step`); never saved.
+        self._watchers: dict[str, list[AbstractContextManager]] = {stage: [] for stage in STAGES}
         #: the config of the data the module is trained on, kept in its checkpoints (set by the CLI),
         #: so that a checkpoint of another experiment is recognised as such.
         self.data_config: Optional[dict[str, Any]] = None
@@ -93,8 +96,19 @@ class TaskModule(pl.LightningModule):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.model(*args, **kwargs)
 
+    def watch_next_step(self, stage: str, context: AbstractContextManager) -> None:
+        """Run the next ``task.step`` of ``stage`` (its loss, predictions and metrics; not the
+        decoding of a generating task) inside ``context``, such as an attention
+        :class:`~framework.attention.capture`: callbacks read the attention of the step itself
+        instead of running the batch through the model once more."""
+        self._watchers[stage].append(context)
+
     def _step(self, batch: Any, stage: str) -> Tensor:
-        step = self.task.step(self.model, batch, stage)
+        with ExitStack() as watching:
+            for context in self._watchers[stage]:
+                watching.enter_context(context)
+            self._watchers[stage].clear()
+            step = self.task.step(self.model, batch, stage)
         size = len(step.target)
         self._accumulate(stage, "loss", step.loss, size)
         for name, value in (step.logs or {}).items():

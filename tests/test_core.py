@@ -16,7 +16,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
 from framework import TaskModule
-from framework.callbacks import AttentionMaps, RunSummary
+from framework.callbacks import AttentionMaps, AttentionStatistics, RunSummary
 from framework.checkpoint import AtomicCheckpointIO
 from framework.data import DataNotFoundError, SplitDataModule, cache_dir, content_key, dataset_dir, load_or_rebuild
 from domains.demo import AssociativeRecall, SequenceClassifier
@@ -134,6 +134,50 @@ def test_the_task_pictures_are_logged_beside_the_attention_maps(tmp_path):
     (image,) = logger.images["images/tokens"]
     first = next(iter(data.val_dataloader()))  # the callback draws the first validation batch
     np.testing.assert_array_equal(image, as_image(tokens_picture(first)))  # the figure, rasterised
+
+
+class CountingClassification(Classification):
+    """A classification that counts its validation steps."""
+
+    def __init__(self, num_classes):
+        super().__init__(num_classes)
+        self.validation_steps = 0
+
+    def step(self, model, batch, stage):
+        self.validation_steps += stage == "val"
+        return super().step(model, batch, stage)
+
+
+def _validate_with(callbacks):
+    torch.manual_seed(0)
+    task = CountingClassification(10)
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), task)
+    logger = ImageLogger()
+    trainer = pl.Trainer(logger=logger, callbacks=callbacks, default_root_dir=".", enable_progress_bar=False,
+                         enable_checkpointing=False, enable_model_summary=False)
+    trainer.validate(module, AssociativeRecall(train_size=32, val_size=64, test_size=32, batch_size=32), verbose=False)
+    return task.validation_steps, logger.images, trainer.callback_metrics
+
+
+def test_the_maps_and_statistics_read_the_first_validation_step_itself(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    steps, images, metrics = _validate_with([AttentionMaps(), AttentionStatistics()])
+    assert steps == 2, "two validation batches, no pass more for the maps or the statistics"
+    assert set(images) == {"attention/encoder.layers.0.attention"} and "attention/encoder.layers.0.attention/entropy" in metrics
+    # A capture of full maps would turn the block to its explicit weights: the maps run the batch once more.
+    steps, images, _ = _validate_with([AttentionMaps(probes=0)])
+    assert steps == 3 and set(images) == {"attention/encoder.layers.0.attention"}
+
+
+def test_the_pictures_drawn_in_the_background_are_those_drawn_in_the_validation(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _, behind, _ = _validate_with([AttentionMaps()])
+    _, inline, _ = _validate_with([AttentionMaps(background=False)])
+    assert set(behind) == set(inline) == {"attention/encoder.layers.0.attention"}
+    for key, images in inline.items():
+        assert len(behind[key]) == len(images)
+        for a, b in zip(behind[key], images):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_split_data_module_loads_its_splits_and_names_a_missing_one():
@@ -310,7 +354,7 @@ def test_validation_and_test_decode_each_batch_once_even_when_the_attention_maps
                          enable_checkpointing=False, enable_model_summary=False)
     data = AssociativeRecall(train_size=32, val_size=64, test_size=96, batch_size=32)
     validated = trainer.validate(module, data, verbose=False)[0]
-    assert logger.images and task.decoded == 2, "two validation batches, the first one run again by the callback"
+    assert logger.images and task.decoded == 2, "two validation batches, each decoded once (the maps' capture: the step only)"
     assert validated["val/generated_acc"] == pytest.approx(validated["val/acc"])
     tested = trainer.test(module, data, verbose=False)[0]
     assert task.decoded == 5 and tested["test/generated_acc"] == pytest.approx(tested["test/acc"])

@@ -14,13 +14,31 @@ from ..attention import capture
 from ..attention.statistics import RowStatistics, row_statistics
 
 
+def watch_validation_step(pl_module: pl.LightningModule, blocks: list[str], probes: int) -> Optional[capture]:
+    """A capture with ``probes`` that the module's next validation step runs inside
+    (:meth:`~framework.TaskModule.watch_next_step`), so that the step itself records the rows and
+    no second pass is needed; None where that could change the step: a capture of full maps
+    (``probes`` 0), or a block that does not compute its probe rows itself (``gives_probe_rows``),
+    which a capture would turn from its fused path to its explicit weights."""
+    model = getattr(pl_module, "model", None)
+    if not probes or not callable(getattr(pl_module, "watch_next_step", None)) or not isinstance(model, nn.Module):
+        return None
+    if not all(getattr(block, "gives_probe_rows", False) for block in model.modules() if hasattr(block, "block_name")):
+        return None
+    rows = capture(model, *blocks, probes=probes)
+    pl_module.watch_next_step("val", rows)
+    return rows
+
+
 def probe_statistics(model: nn.Module, task: Any, batch: Any, *, probes: int, blocks: list[str],
-                     top_k: int) -> dict[str, RowStatistics]:
-    """One validation step of ``batch`` under a capture with ``probes``: the statistics of
-    every record that weighs a key grid, by the block's module name (``<name>/call<k>`` for a
-    block called more than once: recurrence, hops)."""
-    with torch.no_grad(), capture(model, *blocks, probes=probes) as rows:
-        task.step(model, batch, "val")
+                     top_k: int, rows: Optional[capture] = None) -> dict[str, RowStatistics]:
+    """The statistics of every record that weighs a key grid, by the block's module name
+    (``<name>/call<k>`` for a block called more than once: recurrence, hops), from the capture
+    ``rows`` of a step already run, else from one validation step of ``batch`` under a capture
+    with ``probes``."""
+    if rows is None:
+        with torch.no_grad(), capture(model, *blocks, probes=probes) as rows:
+            task.step(model, batch, "val")
     found = {}
     for name, records in rows.items():
         for call, record in enumerate(records):
@@ -43,8 +61,9 @@ class AttentionStatistics(Callback):
     the dates' alignments, the digit scenes' drawn digit), the mass on the gold keys too,
     ``attention/gold/<view>/mass``.
 
-    The first validation batch runs once more under the capture (training pays nothing; the
-    cost is measured by ``tools/bench_probes.py``). The metrics go through ``LightningModule.log``
+    The first validation batch's own step runs under the capture where that leaves it unchanged
+    (:func:`watch_validation_step`), else the batch runs once more under it (training pays
+    nothing; the cost is measured by ``tools/bench_probes.py``). The metrics go through ``LightningModule.log``
     to every logger (CSV, W&B) with the epoch's validation metrics.
 
     Args:
@@ -67,19 +86,27 @@ class AttentionStatistics(Callback):
         #: the statistics of the last validation that computed them, and when (epoch, global step)
         self.results: dict[str, RowStatistics] = {}
         self.computed_at: Optional[tuple[int, int]] = None
+        self._rows: Optional[capture] = None  # the capture the first validation step runs inside
+
+    def _due(self, trainer: pl.Trainer, batch_idx: int, dataloader_idx: int) -> bool:
+        return (not batch_idx and not dataloader_idx and not trainer.sanity_checking and bool(self.every_n_epochs)
+                and not (trainer.current_epoch + 1) % self.every_n_epochs)
 
     def fresh(self, trainer: pl.Trainer) -> Optional[dict[str, RowStatistics]]:
         """The statistics of the validation now running or just run, if this callback computed them."""
         return self.results if self.computed_at == (trainer.current_epoch, trainer.global_step) else None
 
+    def on_validation_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: object,
+                                  batch_idx: int, dataloader_idx: int = 0) -> None:
+        self._rows = watch_validation_step(pl_module, self.blocks, self.probes) if self._due(trainer, batch_idx, dataloader_idx) else None
+
     def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: object,
                                 batch: object, batch_idx: int, dataloader_idx: int = 0) -> None:
-        if batch_idx or dataloader_idx or trainer.sanity_checking or not self.every_n_epochs:
+        if not self._due(trainer, batch_idx, dataloader_idx):
             return
-        if (trainer.current_epoch + 1) % self.every_n_epochs:
-            return
-        model, task = pl_module.model, pl_module.task
-        self.results = probe_statistics(model, task, batch, probes=self.probes, blocks=self.blocks, top_k=self.top_k)
+        model, task, rows, self._rows = pl_module.model, pl_module.task, self._rows, None
+        self.results = probe_statistics(model, task, batch, probes=self.probes, blocks=self.blocks, top_k=self.top_k,
+                                        rows=rows)
         self.computed_at = (trainer.current_epoch, trainer.global_step)
         metrics = self.metrics(self.results)
         if self.gold:
