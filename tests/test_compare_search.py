@@ -33,6 +33,8 @@ def test_spaces_are_optunas_distributions_and_bad_ones_name_the_flag():
             search.parse_space(flag)
     with pytest.raises(ConfigError, match="--search: a search chooses its own cells"):
         compare("--search", "model.dim=int(8,16)", "--grid", "model.attention=[mhsa,none]")
+    with pytest.raises(ConfigError, match="--executor submitit takes a --grid or --cells comparison, not a --search"):
+        compare("--search", "model.dim=int(8,16)", "--executor", "submitit")
 
 
 class KillTheSearch(Callback):
@@ -56,7 +58,7 @@ def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_b
     marker = tmp_path / "killed"
     callback = f'--trainer.callbacks+={{"class_path": "tests.test_compare_search.KillTheSearch", ' \
                f'"init_args": {{"marker": "{marker}"}}}}'
-    args = [*DEMO, callback, "--search", "optimizer.init_args.lr=loguniform(1e-3,1e-2)",
+    args = [*DEMO, "--trainer.max_epochs=1", callback, "--search", "optimizer.init_args.lr=loguniform(1e-3,1e-2)",
             "--search", "model.attention=[mhsa,none]", "--trials", "3", "--jobs", "1", "--name", "search",
             "--status_every", "0"]
     killed = subprocess.run([sys.executable, "-m", "framework", "compare", *args], capture_output=True, text=True,
@@ -90,4 +92,4 @@ def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_b
     config = yaml.safe_load(text)
     assert config["optimizer"]["init_args"]["lr"] == study.best_trial.params["optimizer.init_args.lr"]
     assert config["model"]["init_args"]["attention"] == study.best_trial.params["model.attention"]
-    assert config["run_dir"] is None and config["trainer"]["max_epochs"] == 2
+    assert config["run_dir"] is None and config["trainer"]["max_epochs"] == 1

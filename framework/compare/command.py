@@ -113,9 +113,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             raise ConfigError(f"{arg}: write --grid KEY=[values]")
     if options.search and (options.grid or options.cells):
         raise ConfigError("--search: a search chooses its own cells (trials); give it no --grid or --cells")
-    if options.search and (options.verify or options.sweep):
-        raise ConfigError(f"{'--verify' if options.verify else '--sweep'} takes a --grid or --cells comparison, not a "
-                          "--search")
+    grid_only = [flag for flag, given in (("--verify", options.verify), ("--sweep", options.sweep),
+                                          ("--executor submitit", options.executor == "submitit"),
+                                          ("--baseline", options.baseline), ("--report", options.report),
+                                          ("--dry_run", options.dry_run)) if given]
+    if options.search and grid_only:
+        raise ConfigError(f"{grid_only[0]} takes a --grid or --cells comparison, not a --search (its trials run on "
+                          "local warm workers; the best trial is the baseline)")
     if options.sweep and options.cells:
         raise ConfigError("--sweep: a W&B sweep takes --grid keys; --cells cannot be one")
     if options.trials < 1:

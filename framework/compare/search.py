@@ -255,6 +255,8 @@ class Trials:
 
     def run(self) -> list[RunResult]:
         left = max(0, self.options.trials - self.finished) + len(self.unfinished)
+        if not left:  # all its trials finished: the tables alone
+            return self.results
         slots, threads = executors.local_slots(self.options.jobs)
         slots = slots[:max(1, min(len(slots), left))]
         max_epochs = {f"trial{n}": self.epochs for n in range(len(self.study.trials) + left)}
