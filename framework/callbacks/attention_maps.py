@@ -33,7 +33,7 @@ class AttentionMaps(Callback):
 
     Drawing a picture (matplotlib's layout and rasterising) takes longer than a training step
     of a small model: with ``background``, the blocks' pictures are made and every picture is
-    rasterised in a thread while training goes on, and logged, at the step of the validation,
+    rasterised (and encoded for W&B) in a thread while training goes on, and logged, at the step of the validation,
     at the first training batch after they are ready (at the latest before the next pictures,
     and when the stage ends). The task's pictures are made in the validation (they may run the
     model, which training changes).
@@ -94,11 +94,11 @@ class AttentionMaps(Callback):
         drawn = partial(_draw, pictures, dict(maps), dict(pl_module.model.named_modules()), pl_module.model,
                         trainer.current_epoch)
         if not self.background:
-            _log(loggers, drawn(), trainer.global_step)
+            _log(loggers, _prepared(loggers, drawn()), trainer.global_step)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attention_maps")
-        self._drawing = (self._pool.submit(drawn), trainer.global_step, loggers)
+        self._drawing = (self._pool.submit(lambda: _prepared(loggers, drawn())), trainer.global_step, loggers)
 
     def log_drawn(self, wait: bool = False) -> None:
         """Log the pictures drawn in the background, if they are ready (``wait``: when they are)."""
@@ -141,7 +141,14 @@ def _draw(pictures: dict[str, list], maps: dict[str, list], modules: dict[str, n
     return logged
 
 
-def _log(loggers: list, drawn: list[tuple[str, list[np.ndarray]]], step: int) -> None:
-    for key, images in drawn:
-        for logger in loggers:
+def _prepared(loggers: list, drawn: list[tuple[str, list[np.ndarray]]]) -> list[tuple[str, list[list]]]:
+    """Per key, the images as each logger takes them: made ready by the logger (``prepare_images``:
+    W&B's encoding) where it can, so that logging them costs the training thread nothing more."""
+    return [(key, [logger.prepare_images(images) if hasattr(logger, "prepare_images") else images for logger in loggers])
+            for key, images in drawn]
+
+
+def _log(loggers: list, prepared: list[tuple[str, list[list]]], step: int) -> None:
+    for key, per_logger in prepared:
+        for logger, images in zip(loggers, per_logger):
             logger.log_image(key=key, images=images, step=step)
