@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import pytest
 import torch
