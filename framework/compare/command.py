@@ -66,8 +66,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pruner", choices=["median", "hyperband", "none"], default="median",
                    help="--search: stop trials whose validation metric falls behind (Optuna's pruners; default median)")
     p.add_argument("--verify", default=None, metavar="CELL",
-                   help="rerun one recorded run of CELL (with --seed) into a temporary folder and say whether its "
-                        "test metrics are the recorded ones")
+                   help="rerun one recorded run of CELL (with --seed) into <comparison>/verify/ (kept only on a "
+                        "mismatch) and say whether its test metrics are the recorded ones")
     p.add_argument("--seed", type=int, default=None, help="--verify: the seed of the run (default the first)")
     p.add_argument("--tolerance", type=float, default=1e-3,
                    help="--verify: the largest difference accepted where the recorded run was not deterministic on "
@@ -79,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
                    help="runs at once: default the number of free GPUs, or 1 on a CPU machine (each run gets "
                         "cores // jobs threads)")
     p.add_argument("--executor", choices=["local", "submitit"], default="local",
-                   help="local processes (default) or a submitit job array (SLURM, or submitit's local executor)")
+                   help="local warm worker processes (default) or a submitit job array (SLURM, or submitit's local executor)")
     p.add_argument("--submitit", action="append", default=[], metavar="KEY=VALUE",
                    help="a submitit parameter (timeout_min=120, slurm_partition=gpu, gpus_per_node=1, cluster=local ...)")
     p.add_argument("--baseline", default=None, help="the cell the others are tested against (default: the first cell)")
