@@ -180,6 +180,24 @@ def test_the_pictures_drawn_in_the_background_are_those_drawn_in_the_validation(
             np.testing.assert_array_equal(a, b)
 
 
+def test_metrics_of_cpu_steps_are_updated_in_a_thread_in_order_and_their_errors_raised():
+    torch.manual_seed(0)
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), Classification(10))
+    reference = Classification(10).metrics()
+    for _ in range(5):
+        preds, target = torch.randn(64, 10), torch.randint(0, 10, (64,))
+        module.update_metrics(module.val_metrics, preds, target)
+        reference.update(preds, target)
+    assert module._updating is not None, "the last update runs in the thread"
+    module.metrics_updated()
+    assert module._updating is None
+    computed = module.val_metrics.compute()
+    assert computed == {f"val/{name}": value for name, value in reference.compute().items()}
+    module.update_metrics(module.val_metrics, torch.randn(4, 10), torch.tensor([0, 1, 2, 99]))  # no such class
+    with pytest.raises(RuntimeError, match="99|num_classes|classes"):
+        module.update_metrics(module.val_metrics, torch.randn(4, 10), torch.tensor([0, 1, 2, 3]))
+
+
 def test_split_data_module_loads_its_splits_and_names_a_missing_one():
     data = _small_demo()
     batch = next(iter(data.train_dataloader()))
