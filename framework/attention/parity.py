@@ -10,7 +10,9 @@ over ``repeats`` (after one warm-up, which compiles), the achieved TFLOP/s (the 
 ``torch.utils.flop_counter`` counts on the eager path, over that time: the same work for
 every path) and the peak memory of the pass beyond its inputs (CUDA's peak allocated memory;
 on the CPU, the peak of the profiler's allocation events). A path the device or PyTorch lacks
-(triton on the CPU, FlexAttention's backward on the CPU) gets a note instead of its figures.
+(triton on the CPU) gets a note instead of its figures; one whose backward fails (FlexAttention
+on the CPU; in torch 2.11, a compiled SDPA with a mask in float64 on the CPU, whose backward
+meets a float32 mask) its output difference and the backward's error as its note.
 """
 
 from __future__ import annotations
@@ -184,8 +186,8 @@ def compare_block(name: str, block: AttentionBlock, inputs: tuple[tuple, dict], 
             try:
                 outputs, grads, _ = _pass(twin, moved, reference[2])
                 row.grad_diff = _max_diff(grads, reference[1])
-            except NotImplementedError as err:  # a path without a backward here (FlexAttention on the CPU)
-                notes.append(f"float64 cpu: {_first_line(err)}")
+            except (NotImplementedError, RuntimeError) as err:  # no backward here: FlexAttention on the CPU,
+                notes.append(f"float64 cpu backward: {_first_line(err)}")  # inductor's SDPA with a mask in float64
                 with torch.no_grad():
                     outputs = _outputs(twin, moved)
             row.output_diff = _max_diff(outputs, reference[0])
