@@ -32,11 +32,11 @@ class AttentionMaps(Callback):
     (:func:`framework.pictures.as_image`).
 
     Drawing a picture (matplotlib's layout and rasterising) takes longer than a training step
-    of a small model: with ``background``, the blocks' pictures are made and every picture is
-    rasterised (and encoded for W&B) in a thread while training goes on, and logged, at the step of the validation,
-    at the first training batch after they are ready (at the latest before the next pictures,
-    and when the stage ends). The task's pictures are made in the validation (they may run the
-    model, which training changes).
+    of a small model: with ``background``, the blocks' pictures are made, and every picture
+    rasterised and encoded for W&B, in a thread while training goes on; they are logged at the
+    validation's step by the first training batch after they are ready (at the latest before
+    the next pictures, and when the stage ends). The task's pictures are made in the
+    validation (they may run the model, which training changes).
 
     The capture records the exact rows of ``probes`` queries per call (every query of a map
     that has no more; :mod:`framework.attention.probes`), so a block over a large feature map
