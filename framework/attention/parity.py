@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils._pytree import tree_flatten, tree_map
 
-from .backends import check, choose, multi_path_blocks, paths
+from .backends import choose, multi_path_blocks, paths
 from .base import AttentionBlock
 
 
@@ -82,7 +82,9 @@ def _copy(block: AttentionBlock, backend: str, device: torch.device, dtype: Opti
     block = copy.deepcopy(block).to(device)
     block = (block.to(dtype) if dtype else block).eval()
     choose(block, backend)
-    check(block, device)
+    missing = backend != "compiled" and block.backend_missing(backend, device)
+    if missing:
+        raise ValueError(missing)
     return block
 
 
@@ -199,7 +201,8 @@ def compare_block(name: str, block: AttentionBlock, inputs: tuple[tuple, dict], 
             row.tflops = flops / (row.ms / 1000) / 1e12
         except (ValueError, NotImplementedError, RuntimeError) as err:
             notes.append(f"{device.type}: {_first_line(err)}")
-        row.note = "; ".join(notes)
+        reasons = {note.split(": ", 1)[1] for note in notes}
+        row.note = reasons.pop() if len(notes) > 1 and len(reasons) == 1 else "; ".join(notes)  # the same: said once
         rows.append(row)
     return rows
 

@@ -94,3 +94,7 @@ def test_a_path_the_device_lacks_is_one_line() -> None:
     assert str(caught.value) == expected
     with pytest.raises(ValueError, match="criss_cross: backend 'triton': the Triton kernels run on CUDA"):
         block(torch.randn(1, 16, 4, 4))
+    torch.manual_seed(0)
+    rows = compare_block("head", create("criss_cross", 16), ((torch.randn(1, 16, 4, 4),), {}), ["triton"], repeats=1)
+    assert [(row.backend, row.output_diff, row.ms, row.note) for row in rows][1:] == [
+        ("triton", None, None, "the Triton kernels run on CUDA (and under TRITON_INTERPRET=1), not on cpu")]
