@@ -140,7 +140,7 @@ class TaskModule(pl.LightningModule):
             return
         if _UPDATES is None:
             _UPDATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics")
-        self._updating = _UPDATES.submit(metrics.update, *args, **kwargs)
+        self._updating = _UPDATES.submit(_update_in_mode, torch.is_inference_mode_enabled(), metrics, *args, **kwargs)
 
     def metrics_updated(self) -> None:
         """Wait for the update of metrics running in the thread, raising its error."""
@@ -234,6 +234,13 @@ class TaskModule(pl.LightningModule):
 
     def predict_step(self, batch: Any, batch_idx: int) -> Any:
         return self.task.predict(self.model, batch)
+
+
+def _update_in_mode(inference: bool, metrics: Metric, *args: Any, **kwargs: Any) -> None:
+    """``metrics.update`` in the caller's inference mode (a thread's own is off): states reset in
+    inference mode (a test's epoch end) are inference tensors, updated in place only in it."""
+    with torch.inference_mode(inference):
+        metrics.update(*args, **kwargs)
 
 
 def _state_of(metric: Metric) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torchmetrics import MetricCollection
-from torchmetrics.classification import MulticlassAccuracy
+from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardIndex
 
 from framework import TaskModule
 from framework.callbacks import AttentionMaps, AttentionStatistics, RunSummary
@@ -196,6 +196,22 @@ def test_metrics_of_cpu_steps_are_updated_in_a_thread_in_order_and_their_errors_
     module.update_metrics(module.val_metrics, torch.randn(4, 10), torch.tensor([0, 1, 2, 99]))  # no such class
     with pytest.raises(RuntimeError, match="99|num_classes|classes"):
         module.update_metrics(module.val_metrics, torch.randn(4, 10), torch.tensor([0, 1, 2, 3]))
+
+
+class IoUClassification(Classification):
+    """A classification whose metric updates its state in place (a confusion matrix)."""
+
+    def metrics(self):
+        return MetricCollection({"iou": MulticlassJaccardIndex(self.num_classes)})
+
+
+def test_a_module_tested_twice_updates_the_metrics_reset_in_inference_mode(tmp_path):
+    """A test's epoch end resets the metrics in inference mode; the thread updates them in it too."""
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), IoUClassification(10))
+    trainer = pl.Trainer(logger=False, default_root_dir=tmp_path, enable_progress_bar=False, enable_model_summary=False)
+    data = AssociativeRecall(train_size=32, val_size=32, test_size=64, batch_size=32)
+    first, second = (trainer.test(module, data, verbose=False)[0] for _ in range(2))
+    assert first == second
 
 
 def test_split_data_module_loads_its_splits_and_names_a_missing_one():
