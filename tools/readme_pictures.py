@@ -145,7 +145,8 @@ def save(fig, name: str, png: Path | None) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m tools.readme_pictures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--png", type=Path, help="also write PNG copies into this folder (not into the repository)")
-    parser.add_argument("names", nargs="*", choices=[[], *PICTURES], help="the pictures to draw (default: all)")
+    parser.add_argument("names", nargs="*", choices=[[], *PICTURES], metavar="name",
+                        help=f"the pictures to draw: {', '.join(PICTURES)} (default: all)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(min(2, os.cpu_count() or 1))
