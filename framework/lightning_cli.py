@@ -122,6 +122,14 @@ class FrameworkCLI(LightningCLI):
                 run=run,
             )
 
+    def subcommands(self) -> dict[str, set[str]]:
+        """LightningCLI's subcommands, cut to the one this command line runs: a parser is built
+        for it alone (building all four took a second of every command's start-up). The
+        dispatcher has checked the word; a command line without one keeps all four."""
+        every = LightningCLI.subcommands()
+        chosen = self.argv[0] if self.argv else None
+        return {chosen: every[chosen]} if chosen in every else every
+
     def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
         """LightningCLI's, except that ``--print_config`` prints what a run would really use: the
         sizes the data states filled in, the checkpoint's ``monitor`` and ``mode`` from the task
@@ -275,7 +283,8 @@ class FrameworkCLI(LightningCLI):
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
         self.trainer = self.instantiate_trainer()
-        use_backends(built.model, config.get("attention_backend"), self.trainer.strategy.root_device)
+        use_backends(built.model, config.get("attention_backend"), self.trainer.strategy.root_device,
+                     training=self.subcommand == "fit")
         self._record_config_hash(config)
 
     def _record_config_hash(self, config: Namespace) -> None:
@@ -314,13 +323,14 @@ def resolve_run_values(config: Namespace, data: Optional[LightningDataModule]) -
         config.checkpoint.monitor, config.checkpoint.mode = task.monitor, task.mode
 
 
-def use_backends(model: nn.Module, choice: Any, device: torch.device) -> None:
-    """``--attention_backend``: the blocks run on the chosen paths, which ``device`` must have."""
+def use_backends(model: nn.Module, choice: Any, device: torch.device, training: bool = False) -> None:
+    """``--attention_backend``: the blocks run on the chosen paths, which ``device`` must have (with
+    their backward when ``training``)."""
     from .attention import backends
 
     try:
         backends.use(model, choice.as_dict() if isinstance(choice, Namespace) else choice)
-        backends.check(model, device)
+        backends.check(model, device, training)
     except ValueError as err:
         raise ConfigError(f"--attention_backend: {err}") from None
 

@@ -87,11 +87,12 @@ def use(model: nn.Module, choice: Optional[Choice]) -> dict[str, str]:
     return chosen
 
 
-def check(model: nn.Module, device: torch.device) -> None:
-    """A one-line error when a block's chosen path cannot run on ``device`` (``triton`` on the CPU)."""
+def check(model: nn.Module, device: torch.device, training: bool = False) -> None:
+    """A one-line error when a block's chosen path cannot run on ``device`` (``triton`` on the CPU),
+    or, ``training``, has no backward there (``flex`` on the CPU)."""
     for name, block in multi_path_blocks(model).items():
         backend = block.chosen_backend
-        missing = backend and backend != "compiled" and block.backend_missing(backend, device)
+        missing = backend and backend != "compiled" and block.backend_missing(backend, device, training)
         if missing:
             raise ValueError(f"attention backend {backend!r} of block {name or '(the model)'} ({block.block_name}): "
                              f"{missing}")

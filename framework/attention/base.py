@@ -115,8 +115,9 @@ class AttentionBlock(nn.Module):
         its default (``backends[0]``); None for a block with one path. The run's summary records it."""
         return self.chosen_backend or (self.backends[0] if self.backends else None)
 
-    def backend_missing(self, name: str, device: torch.device) -> Optional[str]:
-        """Why the path ``name`` (one of ``backends``) cannot run on ``device``; None when it can."""
+    def backend_missing(self, name: str, device: torch.device, training: bool = False) -> Optional[str]:
+        """Why the path ``name`` (one of ``backends``) cannot run on ``device`` (``training``: with its
+        backward); None when it can."""
         return None
 
     def wants_weights(self, need_weights: bool = False) -> bool:

@@ -98,3 +98,13 @@ def test_a_path_the_device_lacks_is_one_line() -> None:
     rows = compare_block("head", create("criss_cross", 16), ((torch.randn(1, 16, 4, 4),), {}), ["triton"], repeats=1)
     assert [(row.backend, row.output_diff, row.ms, row.note) for row in rows][1:] == [
         ("triton", None, None, "the Triton kernels run on CUDA (and under TRITON_INTERPRET=1), not on cpu")]
+
+
+def test_flex_trains_nowhere_on_the_cpu_but_runs_forward() -> None:
+    block = create("sparse_strided", 16, num_heads=2, stride=3)
+    backends.use(block, "flex")
+    backends.check(block, torch.device("cpu"))  # forward: validate, test, predict
+    with pytest.raises(ValueError) as caught:
+        backends.check(block, torch.device("cpu"), training=True)
+    assert str(caught.value) == ("attention backend 'flex' of block (the model) (sparse_strided): FlexAttention has no "
+                                 "backward on the CPU (torch 2.11): train with sdpa or eager, or on CUDA")

@@ -126,7 +126,7 @@ class CrissCrossAttention(AttentionBlock):
         weight = self.gamma
         return ("triton", "eager", "portable") if uses_triton(weight) else ("portable", "eager", "triton")
 
-    def backend_missing(self, name: str, device: torch.device) -> Optional[str]:
+    def backend_missing(self, name: str, device: torch.device, training: bool = False) -> Optional[str]:
         probe = torch.empty(0, device=device)
         if name == "triton" and not uses_triton(probe):
             return f"the Triton kernels run on CUDA (and under TRITON_INTERPRET=1), not on {device.type}"

@@ -139,6 +139,11 @@ class SparseAttention(Attention):
         flex = self.impl == "flex" or (self.impl == "auto" and device.type == "cuda" and self._flex_fits() and not self.dropout)
         return ("flex", "sdpa", "eager") if flex else ("sdpa", "eager", "flex")
 
+    def backend_missing(self, name: str, device: torch.device, training: bool = False) -> Optional[str]:
+        if name == "flex" and training and device.type == "cpu":
+            return "FlexAttention has no backward on the CPU (torch 2.11): train with sdpa or eager, or on CUDA"
+        return None
+
     def _flex_fits(self) -> bool:
         """Whether the head width is what the CUDA kernels of FlexAttention take (a power of two >= 16)."""
         head_dim = self.dim // self.num_heads
