@@ -145,9 +145,11 @@ def save(fig, name: str, png: Path | None) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m tools.readme_pictures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--png", type=Path, help="also write PNG copies into this folder (not into the repository)")
-    parser.add_argument("names", nargs="*", choices=[[], *PICTURES], metavar="name",
+    parser.add_argument("names", nargs="*", metavar="name",
                         help=f"the pictures to draw: {', '.join(PICTURES)} (default: all)")
     args = parser.parse_args()
+    if unknown := [name for name in args.names if name not in PICTURES]:
+        parser.error(f"no picture {', '.join(unknown)} (choose from {', '.join(PICTURES)})")
     OUT.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     with tempfile.TemporaryDirectory() as runs:
