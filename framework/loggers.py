@@ -192,13 +192,6 @@ class WandbLogger(_WandbLogger):
         record(self.logged, metrics, step)
         super().log_metrics(metrics, step)
 
-    def prepare_images(self, images: list[Any]) -> list[Any]:
-        """``images`` (arrays, tensors, PIL images) as W&B images, encoded now: ``log_image`` takes
-        them as they are, so that a callback drawing in a thread encodes them there, not in training."""
-        import wandb
-
-        return [wandb.Image(image) for image in images]
-
     @rank_zero_only
     def resume_at(self, step: int, logged: Optional[list]) -> None:
         """A resumed fit continues at ``step``. An offline run is written into a new record, and the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any, Literal, Optional, Union
 
@@ -24,8 +23,6 @@ GENERATING = ("val", "test")
 CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 #: Lightning checkpoints built by the CLI are rebuilt through jsonargparse from their config.
 INSTANTIATOR = "lightning.pytorch.cli.instantiate_module"
-#: The thread that updates the metrics of steps on the CPU (:meth:`TaskModule.update_metrics`), made on first use.
-_UPDATES: Optional[ThreadPoolExecutor] = None
 
 
 class TaskModule(pl.LightningModule):
@@ -35,10 +32,7 @@ class TaskModule(pl.LightningModule):
     Logs ``<stage>/loss`` and each task metric as ``<stage>/<name>`` (``train/loss``,
     ``val/acc``, ``test/miou`` ...), the same names in every domain, once per epoch: a step
     only updates the metrics and the running means (no logging call and no host-device
-    synchronisation per step), and the epoch's end computes and logs them. On the CPU, where
-    updating a metric (an arg-max over every pixel's classes ...) can take a third of a small
-    model's step, a step's metrics are updated in a thread while the next step runs (one
-    update at a time, in the order of the steps; its error raised at the next step). The training
+    synchronisation per step), and the epoch's end computes and logs them. The training
     loss of single steps goes to the loggers as ``train/loss_step`` every
     ``trainer.log_every_n_steps`` steps, and :attr:`last_loss` keeps it for the progress bar.
     In validation and test, a task that generates (``Task.decode``: translations, transcripts)
@@ -76,8 +70,6 @@ class TaskModule(pl.LightningModule):
         self.last_loss: Optional[float] = None
         #: per stage, what the stage's next ``task.step`` runs inside (:meth:`watch_next_step`); never saved.
         self._watchers: dict[str, list[AbstractContextManager]] = {stage: [] for stage in STAGES}
-        #: the update of metrics running in the thread, if any (:meth:`update_metrics`)
-        self._updating: Optional[Future] = None
         #: the config of the data the module is trained on, kept in its checkpoints (set by the CLI),
         #: so that a checkpoint of another experiment is recognised as such.
         self.data_config: Optional[dict[str, Any]] = None
@@ -121,32 +113,12 @@ class TaskModule(pl.LightningModule):
         self._accumulate(stage, "loss", step.loss, size)
         for name, value in (step.logs or {}).items():
             self._accumulate(stage, name, value, size)
-        self.update_metrics(getattr(self, f"{stage}_metrics"), step.preds.detach(), step.target,
-                            **(step.metric_inputs or {}))
+        getattr(self, f"{stage}_metrics").update(step.preds.detach(), step.target, **(step.metric_inputs or {}))
         if stage in GENERATING and (generated := self.task.decode(self.model, batch)) is not None:
             getattr(self, f"{stage}_generation_metrics").update(*generated)
         if stage == "train" and self._trainer is not None and logs_at(self.trainer, self.trainer.global_step + 1):
             self._log_step_loss(float(step.loss.detach()))
         return step.loss
-
-    def update_metrics(self, metrics: Metric, *args: Any, **kwargs: Any) -> None:
-        """``metrics.update(*args, **kwargs)``: in the thread when the predictions are on the CPU
-        (once the previous update is done), else now (a GPU's updates are queued kernels already)."""
-        global _UPDATES
-        self.metrics_updated()
-        preds = args[0] if args else None
-        if not isinstance(preds, Tensor) or preds.device.type != "cpu":
-            metrics.update(*args, **kwargs)
-            return
-        if _UPDATES is None:
-            _UPDATES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics")
-        self._updating = _UPDATES.submit(_update_in_mode, torch.is_inference_mode_enabled(), metrics, *args, **kwargs)
-
-    def metrics_updated(self) -> None:
-        """Wait for the update of metrics running in the thread, raising its error."""
-        if self._updating is not None:
-            updating, self._updating = self._updating, None
-            updating.result()
 
     def _log_step_loss(self, loss: float) -> None:
         """``train/loss_step`` to the loggers now, during the step, as Lightning would log it at its end
@@ -164,7 +136,6 @@ class TaskModule(pl.LightningModule):
 
     def _log_epoch(self, stage: str) -> None:
         """Compute, log and reset the stage's metrics and means (synchronised across processes)."""
-        self.metrics_updated()
         values = {f"{stage}/{name}": metric.compute() for name, metric in self._means[stage].items() if metric.update_called}
         collections = [getattr(self, f"{stage}_metrics")]
         if stage in GENERATING:
@@ -190,7 +161,6 @@ class TaskModule(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Keep the training epoch's running metrics, so that an epoch resumed from a checkpoint
         taken in its middle reports what an uninterrupted one would."""
-        self.metrics_updated()
         metrics = dict(self.train_metrics.items(keep_base=True))
         checkpoint["running_epoch"] = {
             "metrics": {name: _state_of(metric) for name, metric in metrics.items()},
@@ -234,13 +204,6 @@ class TaskModule(pl.LightningModule):
 
     def predict_step(self, batch: Any, batch_idx: int) -> Any:
         return self.task.predict(self.model, batch)
-
-
-def _update_in_mode(inference: bool, metrics: Metric, *args: Any, **kwargs: Any) -> None:
-    """``metrics.update`` in the caller's inference mode (a thread's own is off): states reset in
-    inference mode (a test's epoch end) are inference tensors, updated in place only in it."""
-    with torch.inference_mode(inference):
-        metrics.update(*args, **kwargs)
 
 
 def _state_of(metric: Metric) -> dict[str, Any]:

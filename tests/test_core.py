@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torchmetrics import MetricCollection
-from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardIndex
+from torchmetrics.classification import MulticlassAccuracy
 
 from framework import TaskModule
 from framework.callbacks import AttentionMaps, AttentionStatistics, RunSummary
@@ -167,51 +167,6 @@ def test_the_maps_and_statistics_read_the_first_validation_step_itself(tmp_path,
     # A capture of full maps would turn the block to its explicit weights: the maps run the batch once more.
     steps, images, _ = _validate_with([AttentionMaps(probes=0)])
     assert steps == 3 and set(images) == {"attention/encoder.layers.0.attention"}
-
-
-def test_the_pictures_drawn_in_the_background_are_those_drawn_in_the_validation(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    _, behind, _ = _validate_with([AttentionMaps()])
-    _, inline, _ = _validate_with([AttentionMaps(background=False)])
-    assert set(behind) == set(inline) == {"attention/encoder.layers.0.attention"}
-    for key, images in inline.items():
-        assert len(behind[key]) == len(images)
-        for a, b in zip(behind[key], images):
-            np.testing.assert_array_equal(a, b)
-
-
-def test_metrics_of_cpu_steps_are_updated_in_a_thread_in_order_and_their_errors_raised():
-    torch.manual_seed(0)
-    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), Classification(10))
-    reference = Classification(10).metrics()
-    for _ in range(5):
-        preds, target = torch.randn(64, 10), torch.randint(0, 10, (64,))
-        module.update_metrics(module.val_metrics, preds, target)
-        reference.update(preds, target)
-    assert module._updating is not None, "the last update runs in the thread"
-    module.metrics_updated()
-    assert module._updating is None
-    computed = module.val_metrics.compute()
-    assert computed == {f"val/{name}": value for name, value in reference.compute().items()}
-    module.update_metrics(module.val_metrics, torch.randn(4, 10), torch.tensor([0, 1, 2, 99]))  # no such class
-    with pytest.raises(RuntimeError, match="99|num_classes|classes"):
-        module.update_metrics(module.val_metrics, torch.randn(4, 10), torch.tensor([0, 1, 2, 3]))
-
-
-class IoUClassification(Classification):
-    """A classification whose metric updates its state in place (a confusion matrix)."""
-
-    def metrics(self):
-        return MetricCollection({"iou": MulticlassJaccardIndex(self.num_classes)})
-
-
-def test_a_module_tested_twice_updates_the_metrics_reset_in_inference_mode(tmp_path):
-    """A test's epoch end resets the metrics in inference mode; the thread updates them in it too."""
-    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), IoUClassification(10))
-    trainer = pl.Trainer(logger=False, default_root_dir=tmp_path, enable_progress_bar=False, enable_model_summary=False)
-    data = AssociativeRecall(train_size=32, val_size=32, test_size=64, batch_size=32)
-    first, second = (trainer.test(module, data, verbose=False)[0] for _ in range(2))
-    assert first == second
 
 
 def test_split_data_module_loads_its_splits_and_names_a_missing_one():
