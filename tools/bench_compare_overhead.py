@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import importlib
 import io
+import logging
 import os
 import resource
 import subprocess
@@ -48,6 +49,8 @@ def reference(runs: int, extra: list[str], root: Path) -> tuple[list[float], flo
 
     importlib.import_module("framework.lightning_cli")  # imports are start-up, not training
 
+    for name in ("lightning.pytorch", "lightning.fabric"):  # their log handlers write to the terminal itself
+        logging.getLogger(name).setLevel(logging.WARNING)
     seconds = []
     cpu = cpu_seconds(resource.RUSAGE_SELF) + cpu_seconds(resource.RUSAGE_CHILDREN)
     for seed in range(runs):
