@@ -36,6 +36,7 @@ GRACE = 60.0
 def worker_environment(gpu: Optional[str], threads: Optional[int]) -> dict[str, str]:
     env = dict(os.environ)
     env.pop(RUN_DIR_ENV, None)  # never inherit a run folder
+    env.pop("WANDB_SERVICE", None)  # nor this process's W&B service, where a killed worker's run would stay open
     if threads:
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             env[name] = str(threads)
