@@ -6,6 +6,8 @@ are not buried.
 * a deprecation inside Lightning's ``_pytree`` helper that torch 2.11 warns about (every run);
 * ``ModelCheckpoint``'s "dirpath has changed" when a test, predict or evaluate reads a fit's
   checkpoint from its own folder (nothing of the fit's checkpoint bookkeeping is needed there);
+* torch's "No CUDA runtime is found" when ``torch.compile`` builds for the CPU on a machine
+  without CUDA (the CPU build needs none);
 * wandb's banners: offline, the framework says in one line where the run is and how to upload
   it; online, wandb stays quiet but for what matters (the run's address, errors).
 """
@@ -15,22 +17,30 @@ from __future__ import annotations
 import logging
 import warnings
 
-#: Lightning's log lines dropped, by a piece of their text.
-LIGHTNING_LINES = ("litlogger",)
+#: Log lines dropped, by logger and a piece of their text.
+DROPPED_LINES = {
+    "lightning.pytorch.utilities.rank_zero": ("litlogger",),
+    "lightning.pytorch.trainer.connectors.logger_connector.logger_connector": ("litlogger",),
+    "torch.utils.cpp_extension": ("No CUDA runtime is found",),
+}
 #: Warnings ignored: (message pattern, category name).
 WARNINGS = (r".*isinstance\(treespec, LeafSpec\)` is deprecated.*", r".*The dirpath has changed from .*")
 
 
 class _Drop(logging.Filter):
+    def __init__(self, texts: tuple[str, ...]) -> None:
+        super().__init__()
+        self.texts = texts
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return not any(text in record.getMessage() for text in LIGHTNING_LINES)
+        return not any(text in record.getMessage() for text in self.texts)
 
 
 def install() -> None:
     """Filter this process's Lightning log and warnings (idempotent)."""
-    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.trainer.connectors.logger_connector.logger_connector"):
+    for name, texts in DROPPED_LINES.items():
         logger = logging.getLogger(name)
         if not any(isinstance(f, _Drop) for f in logger.filters):
-            logger.addFilter(_Drop())
+            logger.addFilter(_Drop(texts))
     for pattern in WARNINGS:
         warnings.filterwarnings("ignore", message=pattern)

@@ -17,12 +17,15 @@ meets a float32 mask) its output difference and the backward's error as its note
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
 import statistics
+import sys
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch import Tensor, nn
@@ -115,11 +118,26 @@ def _max_diff(a: list[Optional[Tensor]], b: list[Optional[Tensor]]) -> float:
                default=0.0)
 
 
+@contextlib.contextmanager
+def _native_stderr_dropped() -> Iterator[None]:
+    """The process's file descriptor 2 goes to /dev/null: the profiler's C++ notes (blocks
+    allocated before it began; no GPU to count on a CPU machine) are not the user's business."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _peak_cpu_mb(step: Callable[[], Any]) -> float:
     """The peak of the tensors ``step`` allocates, from the profiler's memory events."""
     from torch.profiler import ProfilerActivity, profile
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _native_stderr_dropped():
         warnings.simplefilter("ignore")  # its notes on events before the profile began
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             step()
