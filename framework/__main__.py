@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "test": ("framework.lightning_cli", "test a checkpoint on the test split"),
     "predict": ("framework.lightning_cli", "write a checkpoint's predictions into its run folder"),
     "evaluate": ("framework.evaluation", "is the attention right? ablation, faithfulness, gold attention"),
-    "compare": ("framework.compare", "a grid of configs over seeds, with tables and statistics"),
+    "compare": ("framework.compare", "a grid, listed cells or an Optuna search of configs over seeds: tables, statistics"),
     "parity": ("framework.parity", "each block's paths (eager, sdpa, flex, triton, compiled) against eager, timed"),
     "blocks": ("framework.catalogue", "the attention catalogue: every block, its kind and paper"),
 }
