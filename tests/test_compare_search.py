@@ -82,6 +82,9 @@ def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_b
     commands = [line for line in fit_log.splitlines() if line.startswith("$ python -m framework fit")]
     assert len(commands) == 2 and "--ckpt_path" not in commands[0] and "last.ckpt" in commands[1]
     assert [cell.name for cell in summary.cells] == ["trial0", "trial1", "trial2"]
+    for cell, trial in zip(summary.cells, study.trials):  # the tables say what each trial tried
+        assert cell.label == (f"trial {trial.number} (lr={trial.params['optimizer.init_args.lr']:.3g}, "
+                              f"attention={trial.params['model.attention']})")
     assert summary.baseline.name == f"trial{study.best_trial.number}"
     out = capsys.readouterr().out
     assert f"best: trial {study.best_trial.number}" in out and (folder("search") / "results.md").is_file()

@@ -169,7 +169,11 @@ def pruning_cli(pruning: dict):
 
 
 def trial_cell(number: int, params: dict[str, Any]) -> Cell:
-    return Cell(values=dict(params), name=f"trial{number}", label=f"trial {number}",
+    """A trial as a cell; its label says its values (the key's last part, floats to 3 digits),
+    so that the tables and plots show what each trial tried."""
+    said = ", ".join(f"{key.rsplit('.', 1)[-1]}={f'{value:.3g}' if isinstance(value, float) else value_text(value)}"
+                     for key, value in params.items())
+    return Cell(values=dict(params), name=f"trial{number}", label=f"trial {number}" + (f" ({said})" if said else ""),
                 args=[f"--{key}={value_text(value)}" for key, value in params.items()])
 
 
