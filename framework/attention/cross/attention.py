@@ -12,7 +12,8 @@ Brauwers & Frasincar (2021), eqs. (1)-(4), with the extensions of their taxonomy
 
 from __future__ import annotations
 
-from functools import lru_cache
+import operator
+from functools import lru_cache, reduce
 from typing import Any, Optional
 
 import torch
@@ -220,12 +221,7 @@ class Attention(AttentionBlock):
             parts.append(attn_mask if attn_mask.dim() == 4 else attn_mask.reshape(-1, 1, m, n))
         if self.causal:
             parts.append(causal_mask(m, n, device))
-        if not parts:
-            return None
-        mask = parts[0]
-        for part in parts[1:]:
-            mask = mask & part
-        return mask
+        return reduce(operator.and_, parts) if parts else None
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor],
                 attn_mask: Optional[Tensor], want: bool) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
@@ -277,12 +273,7 @@ class Attention(AttentionBlock):
             parts.append(full.index_select(-2, index) if full.shape[-2] == m else full)
         if self.causal:
             parts.append(torch.arange(n, device=index.device) <= index[:, None])
-        if not parts:
-            return None
-        mask = parts[0]
-        for part in parts[1:]:
-            mask = mask & part
-        return mask
+        return reduce(operator.and_, parts) if parts else None
 
     def _probe(self, q: Tensor, k: Tensor, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor],
                weights: Optional[Tensor] = None, energies: Optional[Tensor] = None) -> None:
