@@ -164,8 +164,11 @@ def padding_legend(fig: Figure, text: str = NOT_A_KEY) -> None:
 
 
 def cell_inches(rows: int, columns: int) -> float:
-    """The side of one cell of a map: about 5 inches for the longer side, 0.12 to 0.4 inch."""
-    return min(0.4, max(0.12, 5.0 / max(rows, columns, 1)))
+    """The side of one cell of a map: about 5 inches for the longer side, at most 0.4 inch, and
+    at least 0.12 inch while each position has its own label (:data:`MAX_TICKS`); a larger map
+    keeps its proportions (a 128 x 256 map is drawn twice as wide as high, not squeezed square)."""
+    longest = max(rows, columns, 1)
+    return min(0.4, max(0.12 if longest <= MAX_TICKS else 0.0, 5.0 / longest))
 
 
 def heatmap(values: Any, *, rows: str, columns: str, caption_text: str = "", **options: Any) -> Figure:
