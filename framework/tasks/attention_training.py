@@ -112,16 +112,19 @@ class AttentionTraining:
                  if getattr(self, key)]
         return " and ".join(given)
 
-    def gold_losses(self, weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None) -> tuple[Tensor, dict[str, Tensor]]:
-        """lambda * :func:`attention_supervision_loss` + mu * :func:`attention_decoupling_loss` of
-        ``weights`` (..., Q, K) against ``gold``, and the two losses to log (those that count)."""
+    def gold_losses(self, weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None,
+                    evidence: Optional[Tensor] = None) -> tuple[Tensor, dict[str, Tensor]]:
+        """lambda * :func:`attention_supervision_loss` of ``weights`` (..., Q, K) against ``gold`` +
+        mu * :func:`attention_decoupling_loss` of their mass on ``evidence`` (default: ``gold``;
+        wider where the gold vectors pick a part of the evidence, as a date's sure links do of
+        its possible ones), and the two losses to log (those that count)."""
         total, logs = weights.sum() * 0, {}
         if self.attention_supervision:
             supervision = attention_supervision_loss(weights, gold, keys)
             total = total + self.attention_supervision * supervision
             logs["attention_loss"] = supervision.detach()
         if self.decouple_attention:
-            decoupling = attention_decoupling_loss(weights, gold, keys)
+            decoupling = attention_decoupling_loss(weights, gold if evidence is None else evidence, keys)
             total = total + self.decouple_attention * decoupling
             logs["decoupling_loss"] = decoupling.detach()
         return total, logs

@@ -14,7 +14,7 @@ from torchmetrics.text import Perplexity, SacreBLEUScore
 from framework.attention import capture
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView
-from framework.tasks.attention_training import attention_supervision_loss
+from framework.tasks.attention_training import AttentionTraining
 from framework.tasks import Task
 
 from ..data.tokenization import EOS, PAD, token_names
@@ -29,15 +29,16 @@ DECODINGS = ("greedy", "beam")
 
 class Supervised(NamedTuple):
     """A translation model's logits with the alignment it attended with and the gold it is
-    supervised towards (``task.attention_supervision``)."""
+    trained towards or away from (``task.attention_supervision``, ``task.decouple_attention``)."""
 
     logits: Tensor
     alignment: Tensor
     gold: Tensor
     keys: Tensor
+    evidence: Tensor
 
 
-class Translation(TokenizerState, Task):
+class Translation(AttentionTraining, TokenizerState, Task):
     """Train a sequence-to-sequence model with teacher forcing; judge it by what it decodes.
 
     Every stage logs the loss (token cross-entropy, ``<pad>`` ignored), ``token_acc``
@@ -64,6 +65,11 @@ class Translation(TokenizerState, Task):
             vectors of data that has them (``DateNormalization``): uniform over an output
             token's sure links, or its possible ones when it has no sure link. Logged as
             ``<stage>/attention_loss``. 0 = off.
+        decouple_attention: weight mu of the decoupled family: the loss adds mu x -log(1 - m),
+            m the alignment's mass on all the source tokens an output token is linked to, sure or
+            possible (the whole field it comes from), logged as ``<stage>/decoupling_loss``. 0 = off.
+        random_attention: every attention block's weights drawn at random, in training and at test.
+        (:mod:`framework.tasks.attention_training` says what the three families are for.)
 
     Evaluation (``python -m framework evaluate``): on data with gold alignments, the alignment
     error rate and attention correctness of the model's alignment, and for a Transformer of
@@ -71,11 +77,10 @@ class Translation(TokenizerState, Task):
     """
 
     def __init__(self, decoding: str = "greedy", beam_size: int = 4, length_penalty: float = 0.0, max_length: int = 64,
-                 label_smoothing: float = 0.0, monitor: str = "val/bleu", attention_supervision: float = 0.0) -> None:
+                 label_smoothing: float = 0.0, monitor: str = "val/bleu", attention_supervision: float = 0.0,
+                 decouple_attention: float = 0.0, random_attention: bool = False) -> None:
         super().__init__()
-        if attention_supervision < 0:
-            raise ConfigError(f"task.attention_supervision must be >= 0, got {attention_supervision}")
-        self.attention_supervision = attention_supervision
+        self.attention_options(attention_supervision, decouple_attention, random_attention)
         if decoding not in DECODINGS:
             raise ConfigError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
         if beam_size < 1 or max_length < 1:
@@ -99,25 +104,26 @@ class Translation(TokenizerState, Task):
         return batch, batch["target"]
 
     def check(self, model: nn.Module, data: Any) -> None:
-        """Beyond the base's sizes: supervised attention needs data with gold alignments."""
+        """Beyond the base's sizes: the attention losses need data with gold alignments; random
+        attention is set on the model."""
         super().check(model, data)
-        if self.attention_supervision and not getattr(data, "gold_alignments", False):
-            raise ConfigError(f"task.attention_supervision={self.attention_supervision} needs data with gold alignments "
-                             f"(domains.nlp.DateNormalization); {type(data).__name__} has none: set "
-                             "task.attention_supervision=0")
+        if self.trains_on_gold and not getattr(data, "gold_alignments", False):
+            raise ConfigError(f"{self.gold_options()} needs data with gold alignments (domains.nlp.DateNormalization); "
+                              f"{type(data).__name__} has none: set them to 0")
+        self.randomise(model)
 
     def run_model(self, model: nn.Module, batch: Any) -> Any:
-        """Next-token logits (B, M, V) under teacher forcing; with supervised attention a
-        :class:`Supervised` that also carries the alignment and its gold."""
-        if not (self.attention_supervision and "alignment" in batch):
+        """Next-token logits (B, M, V) under teacher forcing; with an attention loss a
+        :class:`Supervised` that also carries the alignment and its gold (the attention losses)."""
+        if not (self.trains_on_gold and "alignment" in batch):
             return model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]))
         output = model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]), need_weights=True)
         if output.alignment is None:
-            raise ConfigError(f"task.attention_supervision={self.attention_supervision} needs a model with attention; "
-                             f"{type(model).__name__}'s attention is off")
+            raise ConfigError(f"{self.gold_options()} needs a model with attention; {type(model).__name__}'s attention "
+                              "is off")
         links = batch["alignment"]
         gold = torch.where((links == 2).any(-1, keepdim=True), links == 2, links >= 1)
-        return Supervised(output.logits, output.alignment, gold, batch["mask"].bool().unsqueeze(1))
+        return Supervised(output.logits, output.alignment, gold, batch["mask"].bool().unsqueeze(1), links >= 1)
 
     def preds(self, output: Any) -> Tensor:
         return output.logits if isinstance(output, Supervised) else output
@@ -127,8 +133,8 @@ class Translation(TokenizerState, Task):
         loss = F.cross_entropy(logits.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing)
         if not isinstance(output, Supervised):
             return loss, {}
-        supervision = attention_supervision_loss(output.alignment.float(), output.gold, output.keys)
-        return loss + self.attention_supervision * supervision, {"attention_loss": supervision.detach()}
+        extra, logs = self.gold_losses(output.alignment.float(), output.gold, output.keys, output.evidence)
+        return loss + extra, logs
 
     def gold_views(self, model: nn.Module, batch: Any) -> list[GoldView]:
         """The model's attention against the batch's gold alignment (data such as the dates):

@@ -82,8 +82,63 @@ def test_supervised_attention_needs_data_with_gold_alignments():
 
     with pytest.raises(ValueError, match="task.attention_supervision=0.5 needs data with gold alignments"):
         Translation(attention_supervision=0.5).check(RecurrentSeq2Seq(64, dim=32), NoGold())
+    with pytest.raises(ValueError, match="task.decouple_attention=1.0 needs data with gold alignments") as error:
+        Translation(decouple_attention=1.0).check(RecurrentSeq2Seq(64, dim=32), NoGold())
+    assert "\n" not in str(error.value)
     with pytest.raises(ValueError, match="task.attention_supervision must be >= 0"):
         Translation(attention_supervision=-1)
+    with pytest.raises(ValueError, match="task.decouple_attention must be >= 0"):
+        Translation(decouple_attention=-1)
+    with pytest.raises(ValueError, match="task.random_attention=true draws the weights at random: it takes no"):
+        Translation(attention_supervision=1.0, random_attention=True)
+    with pytest.raises(ValueError, match="task.random_attention=true needs a model with attention"):
+        Translation(random_attention=True).check(RecurrentSeq2Seq(64, dim=32, attention="none"), _dates()[0])
+
+
+def test_the_translation_families_losses_by_hand():
+    """Supervision adds lambda x CE of each output token's alignment against its sure links (its
+    possible ones where it has none), decoupling mu x -log(1 - m), m the mass on all its links;
+    a naive loop over the output tokens of a tiny batch gives both."""
+    import math
+
+    import torch.nn.functional as F
+
+    from domains.nlp.data.tokenization import PAD
+    from domains.nlp.models.seq2seq import teacher_inputs
+
+    data, batch = _dates(4)
+    torch.manual_seed(0)
+    model = RecurrentSeq2Seq(64, dim=32, attention="general", style="luong").eval()
+    with torch.no_grad():
+        output = model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]), need_weights=True)
+    cross_entropy = float(F.cross_entropy(output.logits.transpose(1, 2), batch["target"], ignore_index=PAD))
+    supervision, decoupling = [], []
+    for b, rows in enumerate(batch["alignment"].tolist()):
+        for m, links in enumerate(rows):
+            weights = output.alignment[b, m].tolist()
+            sure = [n for n, link in enumerate(links) if link == 2]
+            possible = [n for n, link in enumerate(links) if link >= 1]
+            if possible:
+                gold = sure or possible
+                supervision.append(-sum(math.log(weights[n]) for n in gold) / len(gold))
+                decoupling.append(-math.log(1 - sum(weights[n] for n in possible) + 1e-6))
+    supervision, decoupling = sum(supervision) / len(supervision), sum(decoupling) / len(decoupling)
+    step = Translation(attention_supervision=0.5).step(model, batch, "train")
+    assert float(step.loss) == pytest.approx(cross_entropy + 0.5 * supervision, rel=1e-5)
+    assert float(step.logs["attention_loss"]) == pytest.approx(supervision, rel=1e-5)
+    step = Translation(decouple_attention=2.0).step(model, batch, "train")
+    assert set(step.logs) == {"decoupling_loss"}
+    assert float(step.loss) == pytest.approx(cross_entropy + 2.0 * decoupling, rel=1e-5)
+    assert float(Translation().step(model, batch, "train").loss) == pytest.approx(cross_entropy, rel=1e-6)
+
+
+def test_random_translation_attention_draws_its_weights():
+    data, batch = _dates(4)
+    model, task = RecurrentSeq2Seq(64, dim=32, attention="general", style="luong").eval(), Translation(random_attention=True)
+    task.check(model, data)
+    assert {m.ablation for m in model.modules() if hasattr(m, "block_name")} == {"random"}
+    (first,), (second,) = (task.gold_views(model, batch) for _ in range(2))
+    assert torch.allclose(first.weights.sum(-1), torch.ones(1)) and not torch.allclose(first.weights, second.weights)
 
 
 def _texts():
