@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +17,8 @@ from framework.attention import Record, capture
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, replaying
-from framework.tasks import Classification, Task, call_model, split_batch
+from framework.tasks import Classification, Step, Task, call_model, split_batch
+from framework.tasks.attention_training import AttentionTraining
 
 from .models import SegmentationOutput
 from .data.palettes import as_palette, voc_palette
@@ -49,6 +50,30 @@ def pixel_blocks(model: nn.Module, maps: Any) -> list[tuple[str, nn.Module, list
     return found
 
 
+class PixelMaps(NamedTuple):
+    """The first block of a model that relates pixel grids: its name and module, the dense (B, Q, K)
+    weights of every pass (:func:`dense_weights`), and its last record (the grids)."""
+
+    name: str
+    block: nn.Module
+    dense: list[Tensor]
+    record: Record
+
+
+def first_pixel_maps(model: nn.Module, maps: Any) -> Optional[PixelMaps]:
+    """The :class:`PixelMaps` of the first captured pixel block whose passes all give dense weights."""
+    for name, block, records in pixel_blocks(model, maps):
+        dense = [dense_weights(block, record) for record in records]
+        if dense and all(d is not None for d in dense):
+            return PixelMaps(name, block, dense, records[-1])
+    return None
+
+
+def has_gold(batch: Any) -> bool:
+    """Whether a batch is ``(image, target, gold)`` (the digit scenes' gold masks)."""
+    return isinstance(batch, (tuple, list)) and len(batch) == 3
+
+
 def _logits(output: Any) -> tuple[Tensor, Tensor | None]:
     """(logits, aux logits or None) of a model's output: a SegmentationOutput or bare logits."""
     if isinstance(output, SegmentationOutput):
@@ -56,7 +81,7 @@ def _logits(output: Any) -> tuple[Tensor, Tensor | None]:
     return output, None
 
 
-class Segmentation(Task):
+class Segmentation(AttentionTraining, Task):
     """Labels per pixel: loss = CE(logits, y) + aux_weight * CE(aux logits, y), pixels equal to
     ``ignore_index`` excluded from both and from the metrics.
 
@@ -77,10 +102,17 @@ class Segmentation(Task):
         pixel: the query pixel of the attention pictures, as fractions of height and width.
         palette: K RGB colours of the classes in the pictures (default: Pascal VOC's colour map,
             which the digit scenes use too).
+        attention_supervision, decouple_attention, random_attention: the attention-training
+            families of :mod:`framework.tasks.attention_training`, for batches with gold
+            (``DigitScenes`` with ``data.gold=true``): the loss adds lambda x the cross-entropy,
+            or mu x -log(1 - m), of the hidden tiles' feature pixels' weights over the key pixels
+            against the drawn digit's pixels, the views that :meth:`gold_views` scores (every
+            pass of the first pixel block, and the passes composed), averaged over the views; or
+            every block's weights are drawn at random. Off by default.
 
     Shapes: batch (image (B, C, H, W), target (B, H, W) long), or with gold attention
     (image, target, gold (B, 2, H, W) bool) as :meth:`DigitScenes.evaluation_dataloader` gives
-    it; model output logits (B, K, H, W) or a SegmentationOutput; ``predict`` gives label maps
+    it (and every loader with ``data.gold=true``); model output logits (B, K, H, W) or a SegmentationOutput; ``predict`` gives label maps
     (B, H, W).
 
     Evaluation (``python -m framework evaluate``): the decision tested is one pixel's class (a
@@ -95,9 +127,12 @@ class Segmentation(Task):
     mode = "max"
 
     def __init__(self, num_classes: Optional[int] = None, ignore_index: int = 255, aux_weight: float = 0.4, num_images: int = 4,
-                 pixel: Sequence[float] = (0.5, 0.5), palette: Optional[Sequence[Sequence[int]]] = None) -> None:
+                 pixel: Sequence[float] = (0.5, 0.5), palette: Optional[Sequence[Sequence[int]]] = None,
+                 attention_supervision: float = 0.0, decouple_attention: float = 0.0,
+                 random_attention: bool = False) -> None:
         require_sizes("task", num_classes=num_classes)
         super().__init__()
+        self.attention_options(attention_supervision, decouple_attention, random_attention)
         if num_classes < 2:
             raise ConfigError(f"task.num_classes must be at least 2, got {num_classes}")
         if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):
@@ -108,11 +143,39 @@ class Segmentation(Task):
             raise ConfigError(f"task.palette must give {num_classes} colours (task.num_classes), got {len(palette)}")
         self.colours = as_palette(palette) if palette is not None else voc_palette(num_classes)
 
+    def check(self, model: nn.Module, data: Any) -> None:
+        """Beyond the base's sizes: the attention losses need batches with gold; random attention
+        is set on the model."""
+        super().check(model, data)
+        if self.trains_on_gold and not getattr(data, "gold_evidence", False):
+            raise ConfigError(f"{self.gold_options()} needs batches with gold attention (domains.vision.DigitScenes "
+                              f"with data.gold=true); {type(data).__name__} gives none")
+        self.randomise(model)
+
     def split(self, batch: Any) -> tuple[Any, Any]:
         """``(image, target)``; a batch with gold attention gives its first two."""
-        if isinstance(batch, (tuple, list)) and len(batch) == 3:
+        if has_gold(batch):
             return batch[0], batch[1]
         return split_batch(batch)
+
+    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
+        """The base's step; with an attention loss and a batch with gold, the loss adds
+        :meth:`gold_losses` of the views of :meth:`gold_views`, averaged over them."""
+        if not (self.trains_on_gold and has_gold(batch)):
+            return super().step(model, batch, stage)
+        inputs, target = self.split(batch)
+        with capture(model, detach=False) as maps:
+            output = self.run_model(model, inputs)
+        found = first_pixel_maps(model, maps)
+        if found is None:
+            raise ConfigError(f"{self.gold_options()} needs a model with a block that relates pixels; "
+                              f"{type(model).__name__} has none")
+        loss, logs = self.losses(output, target)
+        parts = [self.gold_losses(view.weights, view.gold & view.queries.unsqueeze(-1), view.keys)
+                 for view in self._views(found, batch[2])]
+        loss = loss + sum(part[0] for part in parts) / len(parts)
+        logs.update({key: torch.stack([part[1][key] for part in parts]).mean() for key in parts[0][1]})
+        return Step(loss, self.preds(output), target, logs or None)
 
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits, aux = _logits(output)
@@ -166,7 +229,7 @@ class Segmentation(Task):
         height, width = images.shape[-2:]
         default = torch.tensor([min(int(self.pixel[0] * height), height - 1), min(int(self.pixel[1] * width), width - 1)])
         pixels = default.expand(len(images), 2).clone()
-        if isinstance(batch, (tuple, list)) and len(batch) == 3:
+        if has_gold(batch):
             for row, tiles in enumerate(batch[2][:, 1].cpu()):
                 where = tiles.nonzero()
                 if len(where):
@@ -179,15 +242,11 @@ class Segmentation(Task):
         pixels = self.query_pixels(batch)
         return logits[torch.arange(len(logits), device=logits.device), :, pixels[:, 0], pixels[:, 1]]
 
-    def _pixel_maps(self, model: nn.Module, batch: Any) -> Optional[tuple[str, nn.Module, list[Tensor]]]:
-        """The first pixel block: its name, module, and dense (B, Q, K) weights of every pass."""
+    def _pixel_maps(self, model: nn.Module, batch: Any) -> Optional[PixelMaps]:
+        """The first pixel block's :class:`PixelMaps` in the decision of a batch."""
         with capture(model) as maps:
             self.decision(model, batch)
-        for name, block, records in pixel_blocks(model, maps):
-            dense = [dense_weights(block, record) for record in records]
-            if dense and all(d is not None for d in dense):
-                return name, block, dense
-        return None
+        return first_pixel_maps(model, maps)
 
     @staticmethod
     def _composed(dense: list[Tensor]) -> Tensor:
@@ -204,15 +263,14 @@ class Segmentation(Task):
         found = self._pixel_maps(model, batch)
         if found is None:
             return None
-        name, block, dense = found
-        composed = self._composed(dense)
+        composed = self._composed(found.dense)
         images = self.split(batch)[0]
         side = int(round(math.sqrt(composed.shape[1] * images.shape[-1] / images.shape[-2])))  # query grid width
         rows, cols = composed.shape[1] // side, side
         pixels = self.query_pixels(batch)
         query = (pixels[:, 0] * rows // images.shape[-2]) * cols + pixels[:, 1] * cols // images.shape[-1]
         weights = composed[torch.arange(len(composed), device=composed.device), query]
-        return ItemAttention(weights, torch.ones_like(weights, dtype=torch.bool), (name,))
+        return ItemAttention(weights, torch.ones_like(weights, dtype=torch.bool), (found.name,))
 
     def item_forward(self, model: nn.Module, batch: Any) -> Optional[ItemForward]:
         """The key pixels' vectors at the pixel block's input (B, h w, C) and the tested pixel's
@@ -220,7 +278,7 @@ class Segmentation(Task):
         found = self._pixel_maps(model, batch)
         if found is None:
             return None
-        block = found[1]
+        block = found.block
         seen: list[Tensor] = []
         hook = block.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
         try:
@@ -242,24 +300,23 @@ class Segmentation(Task):
         """With gold (digit scenes): each pass of the first pixel block, and the passes composed,
         over the key pixels, against the drawn digits' pixels; the queries are the feature
         pixels mostly covered by hidden tiles."""
-        if not (isinstance(batch, (tuple, list)) and len(batch) == 3):
+        if not has_gold(batch):
             return []
         found = self._pixel_maps(model, batch)
-        if found is None:
-            return []
-        name, block, dense = found
-        with capture(model, name) as maps:
-            self.decision(model, batch)
-        record = maps[name][-1]
-        drawn, tiles = batch[2][:, 0].float(), batch[2][:, 1].float()
-        gold = F.adaptive_avg_pool2d(drawn[:, None], record.keys)[:, 0].flatten(1) > 0  # (B, K)
+        return [] if found is None else self._views(found, batch[2])
+
+    def _views(self, found: PixelMaps, gold: Tensor) -> list[GoldView]:
+        """The views of a pixel block's weights against the gold masks (B, 2, H, W) of a batch."""
+        name, dense, record = found.name, found.dense, found.record
+        drawn, tiles = gold[:, 0].float(), gold[:, 1].float()
+        keys = F.adaptive_avg_pool2d(drawn[:, None], record.keys)[:, 0].flatten(1) > 0  # (B, K)
         queries = F.adaptive_avg_pool2d(tiles[:, None], record.queries)[:, 0].flatten(1) >= 0.5  # (B, Q)
         # the keys a pass can reach (criss-cross: the query's row and column), where its softmax is not 0
-        views = [GoldView(f"{name} pass {r + 1}" if len(dense) > 1 else name, weights, gold.unsqueeze(1), weights > 0,
+        views = [GoldView(f"{name} pass {r + 1}" if len(dense) > 1 else name, weights, keys.unsqueeze(1), weights > 0,
                           queries) for r, weights in enumerate(dense)]
         if len(dense) > 1:
             composed = self._composed(dense)
-            views.append(GoldView(f"{name} passes composed", composed, gold.unsqueeze(1), torch.ones_like(composed).bool(),
+            views.append(GoldView(f"{name} passes composed", composed, keys.unsqueeze(1), torch.ones_like(composed).bool(),
                                   queries))
         return views
 

@@ -9,7 +9,8 @@ labelled by looking at the clean digits elsewhere in the scene: long-range conte
 The scenes also know the gold of that look (:func:`gold_masks`): the drawn digits' ink, where a
 tile's pixels should attend, and the tiles' pixels, the queries that need it.
 :meth:`DigitScenes.evaluation_dataloader` gives test batches with them, for
-``python -m framework evaluate``.
+``python -m framework evaluate``; with ``gold=true`` every split's batches carry them (the
+attention losses of ``domains.vision.Segmentation`` train on them).
 """
 
 from __future__ import annotations
@@ -247,16 +248,19 @@ class DigitScenes(SplitDataModule):
         train_size, val_size, test_size: scenes per split.
         seed: the generator seed.
         mean, std: normalisation of the 3 channels (defaults: the scenes' pixel statistics).
+        gold: every split's batches also carry the gold masks (:func:`gold_masks`), for
+            ``task.attention_supervision`` and ``task.decouple_attention``.
         batch_size, eval_batch_size, num_workers: of the loaders.
 
-    Batches: image (B, 3, S, S) float, target (B, S, S) long in 0..10.
+    Batches: image (B, 3, S, S) float, target (B, S, S) long in 0..10; with ``gold``, and in
+    :meth:`evaluation_dataloader`, also gold (B, 2, S, S) bool.
     """
 
     def __init__(self, canvas_size: int = 64, digits_per_scene: int = 4, clean_per_scene: int = 1,
                  digit_size: tuple[int, int] = (12, 20), clutter: int = 6, noise: float = 0.05,
                  train_size: int = 4000, val_size: int = 500, test_size: int = 500, seed: int = 0,
                  mean: Sequence[float] = (0.5, 0.5, 0.5), std: Sequence[float] = (0.21, 0.21, 0.21),
-                 batch_size: int = 32, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+                 gold: bool = False, batch_size: int = 32, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         low, high = digit_size
         if not 8 <= low <= high <= canvas_size:
@@ -277,6 +281,7 @@ class DigitScenes(SplitDataModule):
         self.class_names = ["background", *DIGIT_NAMES]
         self.palette = voc_palette(11)
         self.mean, self.std = tuple(mean), tuple(std)
+        self.gold_evidence = bool(gold)  # batches carry the gold masks (the task's attention losses read it)
 
     def scenes(self, split: str) -> Scenes:
         """The scenes of a split (``train``, ``val``, ``test``) with how they were drawn."""
@@ -287,6 +292,8 @@ class DigitScenes(SplitDataModule):
 
     def make_splits(self) -> dict[str, ImageTensors]:
         transform = v2.Compose(normalised(self.mean, self.std))
+        if self.gold_evidence:
+            return {split: GoldScenes(self.scenes(split), transform) for split in SPLITS}
         return {split: ImageTensors(*self.scenes(split)[:2], transform) for split in SPLITS}
 
     def evaluation_dataloader(self, split: str = "test") -> DataLoader:

@@ -124,12 +124,12 @@ def test_the_translation_families_losses_by_hand():
                 decoupling.append(-math.log(1 - sum(weights[n] for n in possible) + 1e-6))
     supervision, decoupling = sum(supervision) / len(supervision), sum(decoupling) / len(decoupling)
     step = Translation(attention_supervision=0.5).step(model, batch, "train")
-    assert float(step.loss) == pytest.approx(cross_entropy + 0.5 * supervision, rel=1e-5)
+    assert step.loss.item() == pytest.approx(cross_entropy + 0.5 * supervision, rel=1e-5)
     assert float(step.logs["attention_loss"]) == pytest.approx(supervision, rel=1e-5)
     step = Translation(decouple_attention=2.0).step(model, batch, "train")
     assert set(step.logs) == {"decoupling_loss"}
-    assert float(step.loss) == pytest.approx(cross_entropy + 2.0 * decoupling, rel=1e-5)
-    assert float(Translation().step(model, batch, "train").loss) == pytest.approx(cross_entropy, rel=1e-6)
+    assert step.loss.item() == pytest.approx(cross_entropy + 2.0 * decoupling, rel=1e-5)
+    assert Translation().step(model, batch, "train").loss.item() == pytest.approx(cross_entropy, rel=1e-6)
 
 
 def test_random_translation_attention_draws_its_weights():
