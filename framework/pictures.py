@@ -57,8 +57,9 @@ def as_image(picture: Any) -> np.ndarray:
     if isinstance(picture, Tensor):
         return picture.detach().cpu().numpy()
     if hasattr(picture, "canvas"):  # a matplotlib Figure
-        picture.canvas.draw()
-        return np.asarray(picture.canvas.buffer_rgba())[..., :3].copy()
+        from .drawing import rasterise
+
+        return rasterise(picture)
     return np.asarray(picture)
 
 

@@ -17,6 +17,7 @@ class ImageLogger(Logger):
         super().__init__()
         self._save_dir = save_dir  # the run folder, filled in by the CLI
         self.images: dict[str, list] = {}
+        self.steps: list[tuple[str, Optional[int]]] = []  # (key, step) of every log_image, in order
 
     name, version = "images", 0
 
@@ -32,6 +33,7 @@ class ImageLogger(Logger):
 
     def log_image(self, key, images, step=None) -> None:
         self.images[key] = images
+        self.steps.append((key, step))
 
 
 def logged_pictures(trainer) -> dict[str, list]:

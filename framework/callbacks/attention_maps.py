@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, NamedTuple, Optional
 
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
 
 from ..attention import capture
+from ..drawing import Job, drawer
 from ..pictures import as_image
 from .attention_stats import watch_validation_step
+
+#: seconds to wait for the drawing process at the end of a stage before drawing a job here
+WAIT = 120.0
+
+
+class Drawing(NamedTuple):
+    """Pictures on their way to the loggers: one key's, of one validation (its step)."""
+
+    key: str
+    step: int
+    job: Job
+    loggers: list
 
 
 class AttentionMaps(Callback):
@@ -26,6 +39,11 @@ class AttentionMaps(Callback):
     :meth:`~framework.tasks.Task.images` of the same batch (predicted masks, alignments ...)
     are logged under ``images/<name>``. Pictures reach the loggers as (H, W, 3) uint8 arrays
     (:func:`framework.pictures.as_image`).
+
+    Figures are rasterised by the drawing process (:mod:`framework.drawing`) while training
+    goes on; each key's pictures are logged when they are done (checked after every training
+    batch), at the step of the validation that drew them, and all of them before the stage
+    ends (a stage that fails too).
 
     The capture records the exact rows of ``probes`` queries per call (every query of a map
     that has no more; :mod:`framework.attention.probes`), so a block over a large feature map
@@ -45,6 +63,7 @@ class AttentionMaps(Callback):
         self.blocks = blocks or []
         self.probes = probes
         self._rows: Optional[capture] = None  # the capture the first validation step runs inside
+        self._drawing: list[Drawing] = []  # submitted, not logged yet
 
     def _due(self, trainer: pl.Trainer, batch_idx: int, dataloader_idx: int) -> list:
         """The loggers that take images, when this batch is drawn (none otherwise)."""
@@ -75,15 +94,39 @@ class AttentionMaps(Callback):
         if not trainer.is_global_zero:
             return
         for name, images in pictures.items():
-            images = [as_image(i) for i in images]
-            for logger in loggers:
-                logger.log_image(key=f"images/{name}", images=images, step=trainer.global_step)
+            self._draw(f"images/{name}", images, trainer.global_step, loggers)
         modules = dict(pl_module.model.named_modules())
         for name, records in maps.items():
             block = modules.get(name, pl_module.model)
             captions = [f"{name}, first validation example, epoch {trainer.current_epoch + 1}"
                         + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "") for k in range(len(records))]
-            images = [as_image(p) for r, c in zip(records, captions) if (p := block.weights_picture(r, c)) is not None]
-            if images:
-                for logger in loggers:
-                    logger.log_image(key=f"attention/{name}", images=images, step=trainer.global_step)
+            figures = [p for r, c in zip(records, captions) if (p := block.weights_picture(r, c)) is not None]
+            if figures:
+                self._draw(f"attention/{name}", figures, trainer.global_step, loggers)
+
+    def _draw(self, key: str, pictures: list[Any], step: int, loggers: list) -> None:
+        """Figures go to the drawing process; a list with tensors or arrays is made images here."""
+        if all(hasattr(p, "canvas") for p in pictures):
+            job = drawer().submit(pictures)
+        else:
+            job = Job([])
+            job.finish([as_image(p) for p in pictures])
+        self._drawing.append(Drawing(key, step, job, loggers))
+
+    def _log(self, wait: bool) -> None:
+        """Log the pictures that are done, in the order they were drawn (with ``wait``: all of them)."""
+        while self._drawing and (wait or self._drawing[0].job.done()):
+            key, step, job, loggers = self._drawing.pop(0)
+            images = job.images(WAIT)
+            for logger in loggers:
+                logger.log_image(key=key, images=images, step=step)
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        self._log(wait=False)
+
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        self._log(wait=True)
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        self._log(wait=True)

@@ -1,0 +1,212 @@
+"""Pictures rasterised in a process of their own, so that training goes on while they are drawn.
+
+Building a matplotlib figure is cheap; rasterising it is not (text layout, the constrained
+layout's passes, Agg): 0.1-0.3 s a picture on a CPU core, about 2 s for the ten pictures a
+validation of the ``make fit`` model logs, which was most of what ``fit`` spent beyond training
+(``python -m tools.bench_overhead``). :class:`Drawer` sends the figures, pickled, to one drawing
+process (``python -m framework.drawing``: numpy and matplotlib, no torch) and gives back a
+:class:`Job` whose :meth:`~Job.images` are the (H, W, 3) uint8 arrays, the same pixels as
+:func:`rasterise` gives in this process. The ``attention_maps`` callback logs them when they are
+done, at the step of the validation that drew them.
+
+Nothing is lost: a figure that does not pickle, a job not done within its wait, and every job
+after the drawing process ended (it is said once) are rasterised in this process instead.
+
+Frames on the pipes: an 8-byte length, then a pickle; to the process ``(ticket, [figures])``,
+back ``(ticket, [arrays] or None)`` (None: it could not draw them).
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import itertools
+import os
+import pickle
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import warnings
+from pathlib import Path
+from typing import IO, Any, Optional
+
+import numpy as np
+
+LENGTH = struct.Struct("<Q")
+
+
+def rasterise(figure: Any) -> np.ndarray:
+    """A matplotlib figure as an (H, W, 3) uint8 array, drawn on an Agg canvas."""
+    if not hasattr(figure.canvas, "buffer_rgba"):  # an unpickled figure comes with a blank canvas
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(figure)
+    figure.canvas.draw()
+    return np.asarray(figure.canvas.buffer_rgba())[..., :3].copy()
+
+
+def send(stream: IO[bytes], payload: bytes) -> None:
+    stream.write(LENGTH.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def receive(stream: IO[bytes]) -> Optional[bytes]:
+    """The next frame; None at the end of the stream."""
+    head = stream.read(LENGTH.size)
+    if len(head) < LENGTH.size:
+        return None
+    return stream.read(LENGTH.unpack(head)[0])
+
+
+class Job:
+    """The pictures of one :meth:`Drawer.submit`, being drawn."""
+
+    def __init__(self, figures: list) -> None:
+        self.figures: Optional[list] = figures  # kept until drawn, to draw them here if the process cannot
+        self._drawn = threading.Event()
+        self._images: Optional[list[np.ndarray]] = None
+        self.by_process = False  #: whether the drawing process drew them
+
+    def finish(self, images: Optional[list[np.ndarray]]) -> None:
+        """The drawing process's arrays, or None: :meth:`images` rasterises the figures here."""
+        self._images = images
+        self.by_process = images is not None
+        self._drawn.set()
+
+    def done(self) -> bool:
+        return self._drawn.is_set()
+
+    def images(self, timeout: Optional[float] = None) -> list[np.ndarray]:
+        """The (H, W, 3) uint8 arrays, waiting up to ``timeout`` seconds (None: as long as it takes)
+        for the drawing process, then rasterising here what it has not given."""
+        self._drawn.wait(timeout)
+        if self._images is None:
+            self._images = [rasterise(figure) for figure in self.figures or []]
+        self.figures = None
+        return self._images
+
+
+class Drawer:
+    """One drawing process, started at the first :meth:`submit`, fed and read by two threads.
+
+    Use the process's own through :func:`drawer`; :meth:`close` ends the process (at exit too).
+    """
+
+    def __init__(self) -> None:
+        self._process: Optional[subprocess.Popen] = None
+        self._failed = False
+        self._jobs: dict[int, Job] = {}
+        self._tickets = itertools.count()
+        self._outbox: queue.Queue = queue.Queue()  # the frames for the process; None closes its input
+        self._lock = threading.Lock()
+
+    def submit(self, figures: list) -> Job:
+        """Start rasterising ``figures`` (matplotlib figures); the job's arrays keep their order."""
+        job = Job(list(figures))
+        try:
+            payload = pickle.dumps(job.figures, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - whatever a figure holds that does not pickle: drawn here
+            job.finish(None)
+            return job
+        with self._lock:
+            if self._failed or not self._start():
+                job.finish(None)
+                return job
+            ticket = next(self._tickets)
+            self._jobs[ticket] = job
+            self._outbox.put(pickle.dumps(ticket) + payload)
+        return job
+
+    def _start(self) -> bool:
+        if self._process is not None:
+            return True
+        env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[1]), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        try:
+            self._process = subprocess.Popen([sys.executable, "-m", "framework.drawing"], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, env=env)
+        except OSError as error:
+            self._fail(f"it could not start ({error})")
+            return False
+        self._outbox = queue.Queue()
+        threading.Thread(target=self._write, args=(self._process, self._outbox), name="drawing-writer", daemon=True).start()
+        threading.Thread(target=self._read, args=(self._process,), name="drawing-reader", daemon=True).start()
+        return True
+
+    @staticmethod
+    def _write(process: subprocess.Popen, outbox: queue.Queue) -> None:
+        try:
+            while (message := outbox.get()) is not None:
+                send(process.stdin, message)
+            process.stdin.close()  # the process ends at the end of its input
+        except (OSError, ValueError):
+            pass  # it ended: the reader sees it
+
+    def _read(self, process: subprocess.Popen) -> None:
+        try:
+            while (frame := receive(process.stdout)) is not None:
+                ticket, images = pickle.loads(frame)
+                with self._lock:
+                    job = self._jobs.pop(ticket)
+                job.finish(images)
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError):
+            pass
+        status = process.wait()
+        if status and status != -signal.SIGTERM:
+            self._fail(f"it ended with status {status}")
+        with self._lock:  # what it had not drawn is drawn where it is waited for
+            jobs, self._jobs = list(self._jobs.values()), {}
+            self._failed = self._failed or self._process is process
+        for job in jobs:
+            job.finish(None)
+
+    def _fail(self, why: str) -> None:
+        if not self._failed:
+            self._failed = True
+            warnings.warn(f"the drawing process of the pictures failed: {why}; they are drawn in the training "
+                          "process from now on", RuntimeWarning, stacklevel=2)
+
+    def close(self) -> None:
+        """End the drawing process (jobs not done yet are drawn where they are waited for)."""
+        with self._lock:
+            process, self._process = self._process, None
+            if process is None:
+                return
+            self._outbox.put(None)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+_drawer: Optional[Drawer] = None
+
+
+def drawer() -> Drawer:
+    """This process's :class:`Drawer` (closed at exit)."""
+    global _drawer
+    if _drawer is None:
+        _drawer = Drawer()
+        atexit.register(_drawer.close)
+    return _drawer
+
+
+def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
+    """The drawing process: rasterise each job's figures until the end of ``inbox``."""
+    while (frame := receive(inbox)) is not None:
+        unpickler = pickle.Unpickler(io.BytesIO(frame))
+        ticket = unpickler.load()
+        try:
+            images = [rasterise(figure) for figure in unpickler.load()]
+        except Exception:  # noqa: BLE001 - the training process draws them and sees the error itself
+            images = None
+        send(outbox, pickle.dumps((ticket, images), protocol=pickle.HIGHEST_PROTOCOL))
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops training; the process ends with its pipe
+    serve(sys.stdin.buffer, sys.stdout.buffer)

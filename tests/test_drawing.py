@@ -1,0 +1,98 @@
+"""The drawing process rasterises the pictures while training goes on: the same pixels as drawing them
+here, nothing lost when it cannot (a figure that does not pickle, the process killed), and the
+``attention_maps`` callback logs them at the step of the validation that drew them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import lightning.pytorch as pl
+import numpy as np
+import pytest
+import torch
+from matplotlib.ticker import FuncFormatter
+
+from domains.demo import AssociativeRecall, SequenceClassifier
+from framework import TaskModule
+from framework.callbacks import AttentionMaps
+from framework.drawing import Drawer, rasterise
+from framework.pictures import heatmap, heatmaps
+from framework.tasks import Classification
+from tests.image_logger import ImageLogger
+
+
+def pictures() -> list:
+    torch.manual_seed(0)
+    weights = torch.rand(6, 9).softmax(-1)
+    return [heatmap(weights, rows="query", columns="key", valid_columns=torch.arange(9) < 7, caption_text="one map"),
+            heatmaps([("attention", weights, "weight"), ("gold", (weights > 0.12).float(), "gold")], rows="query",
+                     columns="key", caption_text="two panels")]
+
+
+@pytest.fixture
+def drawer():
+    drawer = Drawer()
+    yield drawer
+    drawer.close()
+
+
+def test_the_drawing_process_gives_the_pixels_this_process_draws(drawer):
+    job = drawer.submit(pictures())
+    images = job.images(timeout=60)
+    assert job.by_process, "drawn by the drawing process, not here"
+    expected = [rasterise(figure) for figure in pictures()]
+    assert len(images) == 2 and all(image.dtype == np.uint8 and image.shape[2] == 3 for image in images)
+    for got, want in zip(images, expected):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_figure_that_does_not_pickle_is_drawn_here(drawer):
+    def unpicklable():
+        figure = pictures()[0]
+        figure.axes[0].xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"k{x:.0f}"))  # a lambda does not pickle
+        return figure
+
+    job = drawer.submit([unpicklable()])
+    assert job.done() and not job.by_process
+    np.testing.assert_array_equal(job.images()[0], rasterise(unpicklable()))
+
+
+def test_jobs_of_a_killed_drawing_process_are_drawn_here_and_it_is_said_once(drawer):
+    drawer.submit(pictures()).images(timeout=60)  # started and working
+    with pytest.warns(RuntimeWarning, match="drawing process of the pictures failed: it ended with status -9"):
+        os.kill(drawer._process.pid, signal.SIGKILL)
+        job = drawer.submit(pictures())
+        images = job.images(timeout=60)
+    assert not job.by_process and len(images) == 2
+    later = drawer.submit(pictures())
+    assert later.done() and not later.by_process, "after a failure, pictures are drawn here without waiting"
+
+
+def test_a_closed_drawer_starts_a_new_process_for_the_next_pictures(drawer):
+    drawer.submit(pictures()[:1]).images(timeout=60)
+    first = drawer._process
+    drawer.close()
+    assert first.poll() == 0, "the process ends at the end of its input"
+    job = drawer.submit(pictures()[:1])
+    assert len(job.images(timeout=60)) == 1 and job.by_process and drawer._process is not first
+
+
+def test_the_drawing_module_imports_neither_torch_nor_lightning():
+    code = "import sys, framework.drawing; print(sorted(m for m in ('torch', 'lightning') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_pictures_drawn_meanwhile_are_logged_at_the_step_of_their_validation(tmp_path):
+    torch.manual_seed(0)
+    logger = ImageLogger()
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), Classification(10))
+    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
+    trainer = pl.Trainer(max_epochs=3, logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path,
+                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(module, AssociativeRecall(train_size=64, val_size=32, test_size=32, batch_size=32))
+    # two training steps an epoch: the validations end at steps 2, 4 and 6, each one's picture logged once, in order
+    assert logger.steps == [("attention/encoder.layers.0.attention", step) for step in (2, 4, 6)]
