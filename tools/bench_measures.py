@@ -19,7 +19,11 @@ of true faithfulness:
 
 Domains (``--domains``): ``recall``, the demo's associative recall (the queried pair is the gold;
 the 2-layer SequenceClassifier); ``babi1``, bAbI task 1 with MemN2N (the supporting fact;
-``memn2n_babi.yaml``). Each domain is one ``python -m framework compare`` grid over the
+``memn2n_babi.yaml``); ``dates``, date normalisation with Luong attention (an output character's
+gold alignment: its sure links, or the field it comes from; ``seq2seq_luong.yaml``; its task has
+no item hooks, so only the ablation, the gold mass and plausibility are measured there);
+``scenes``, digit scenes segmented by a non-local head (a tile's pixels look at the drawn digit;
+``nonlocal.yaml`` at 32 x 32, ``data.gold=true``). Each domain is one ``python -m framework compare`` grid over the
 families' task options (``--grid config=[<family presets>]``, ``--seeds``; runs under
 ``runs/compare/bench_measures_<setting>_<domain>/``, resumed by the same command), then
 ``evaluate`` of every run's best checkpoint with the measures' tests (the table in
@@ -73,12 +77,28 @@ class Domain(NamedTuple):
     quick: list[str]  # fit flags of the quick setting
 
 
+#: The digit scenes at CPU size (both settings): 32 x 32, one drawn digit and one tile of 12-16 px, no clutter, a
+#: half-width ResNet-18; every split's batches carry the gold masks (the supervised and decoupled families train on them).
+SCENES = ["--data.gold=true", "--data.canvas_size=32", "--data.digits_per_scene=2", "--data.digit_size=[12,16]",
+          "--data.clutter=0", "--data.noise=0", "--data.batch_size=16", "--optimizer.init_args.lr=0.005",
+          "--model.channels=[16,32,64,128]", "--model.stem_width=16"]
+
 DOMAINS = {
     "recall": Domain("associative recall (SequenceClassifier)", "domains/demo/demo.yaml", "framework.tasks.Classification",
                      ["--trainer.max_epochs=6", "--data.train_size=4000", "--data.val_size=500", "--data.test_size=500"],
                      ["--trainer.max_epochs=4", "--data.train_size=3000", "--data.val_size=300", "--data.test_size=300"]),
     "babi1": Domain("bAbI task 1 (MemN2N)", "domains/memory/memn2n_babi.yaml", "domains.memory.QuestionAnswering",
                     [], ["--trainer.max_epochs=40"]),
+    "dates": Domain("dates -> ISO (Luong seq2seq)", "domains/nlp/seq2seq_luong.yaml", "domains.nlp.Translation",
+                    ["--model.dim=64", "--trainer.max_epochs=5", "--data.train_size=8000", "--data.val_size=500",
+                     "--data.test_size=500"],
+                    ["--model.dim=64", "--trainer.max_epochs=5", "--data.train_size=4000", "--data.val_size=200",
+                     "--data.test_size=200"]),
+    "scenes": Domain("digit scenes (non-local segmentation)", "domains/vision/nonlocal.yaml", "domains.vision.Segmentation",
+                     [*SCENES, "--data.train_size=4000", "--data.val_size=200", "--data.test_size=200",
+                      "--trainer.max_epochs=8", "--lr_scheduler.init_args.T_max=8"],
+                     [*SCENES, "--data.train_size=2000", "--data.val_size=100", "--data.test_size=100",
+                      "--trainer.max_epochs=6", "--lr_scheduler.init_args.T_max=6"]),
 }
 
 
