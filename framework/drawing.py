@@ -1,19 +1,21 @@
 """Pictures rasterised in a process of their own, so that training goes on while they are drawn.
 
-Building a matplotlib figure is cheap; rasterising it is not (text layout, the constrained
-layout's passes, Agg): 0.1-0.3 s a picture on a CPU core, about 2 s for the ten pictures a
-validation of the ``make fit`` model logs, which was most of what ``fit`` spent beyond training
+Building a matplotlib figure is cheap; rasterising it (text layout, the constrained layout's
+passes, Agg) and encoding it as PNG (what ``wandb.Image`` does with an array) are not: together
+about 0.3-0.6 s a picture on a CPU core, 3-5 s for the ten pictures a validation of the
+``make fit`` model logs, which was most of what ``fit`` spent beyond training
 (``python -m tools.bench_overhead``). :class:`Drawer` sends the figures, pickled, to one drawing
-process (``python -m framework.drawing``: numpy and matplotlib, no torch) and gives back a
-:class:`Job` whose :meth:`~Job.images` are the (H, W, 3) uint8 arrays, the same pixels as
-:func:`rasterise` gives in this process. The ``attention_maps`` callback logs them when they are
-done, at the step of the validation that drew them.
+process (``python -m framework.drawing``: numpy, matplotlib and PIL, no torch) that writes them
+as PNG files; a :class:`Job` gives the files (which W&B takes as they are) or the (H, W, 3) uint8
+arrays read back, the same pixels as :func:`rasterise` gives in this process. The
+``attention_maps`` callback logs them when they are done, at the step of the validation that
+drew them.
 
 Nothing is lost: a figure that does not pickle, a job not done within its wait, and every job
 after the drawing process ended (it is said once) are rasterised in this process instead.
 
 Frames on the pipes: an 8-byte length, then a pickle; to the process ``(ticket, [figures])``,
-back ``(ticket, [arrays] or None)`` (None: it could not draw them).
+back ``(ticket, [PNG files] or None)`` (None: it could not draw them).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ import itertools
 import os
 import pickle
 import queue
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -36,6 +40,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 LENGTH = struct.Struct("<Q")
+PNG_LEVEL = 1  # zlib level of the PNG files: 8x faster to write than PIL's 6, about 15 % larger
 
 
 def rasterise(figure: Any) -> np.ndarray:
@@ -62,31 +67,51 @@ def receive(stream: IO[bytes]) -> Optional[bytes]:
 
 
 class Job:
-    """The pictures of one :meth:`Drawer.submit`, being drawn."""
+    """The pictures of one :meth:`Drawer.submit`, being drawn: PNG files the drawing process
+    writes, or, where it cannot, arrays rasterised here."""
 
     def __init__(self, figures: list) -> None:
         self.figures: Optional[list] = figures  # kept until drawn, to draw them here if the process cannot
         self._drawn = threading.Event()
+        self._files: Optional[list[Path]] = None
         self._images: Optional[list[np.ndarray]] = None
-        self.by_process = False  #: whether the drawing process drew them
 
-    def finish(self, images: Optional[list[np.ndarray]]) -> None:
-        """The drawing process's arrays, or None: :meth:`images` rasterises the figures here."""
-        self._images = images
-        self.by_process = images is not None
+    def finish(self, files: Optional[list[str]]) -> None:
+        """The drawing process's PNG files, or None: :meth:`images` rasterises the figures here."""
+        self._files = None if files is None else [Path(f) for f in files]
         self._drawn.set()
 
     def done(self) -> bool:
         return self._drawn.is_set()
 
+    @property
+    def by_process(self) -> bool:
+        """Whether the drawing process drew them."""
+        return self._files is not None
+
+    def files(self, timeout: Optional[float] = None) -> Optional[list[Path]]:
+        """The PNG files, waiting up to ``timeout`` seconds (None: as long as it takes); None when
+        the drawing process has not drawn them by then."""
+        return self._files if self._drawn.wait(timeout) else None
+
     def images(self, timeout: Optional[float] = None) -> list[np.ndarray]:
-        """The (H, W, 3) uint8 arrays, waiting up to ``timeout`` seconds (None: as long as it takes)
-        for the drawing process, then rasterising here what it has not given."""
-        self._drawn.wait(timeout)
+        """The (H, W, 3) uint8 arrays: the drawing process's files read (waiting up to ``timeout``
+        seconds), or the figures rasterised here."""
         if self._images is None:
-            self._images = [rasterise(figure) for figure in self.figures or []]
-        self.figures = None
+            files = self.files(timeout)
+            if files is None:
+                self._images = [rasterise(figure) for figure in self.figures or []]
+            else:
+                from PIL import Image
+
+                self._images = [np.asarray(Image.open(f).convert("RGB")) for f in files]
+            self.figures = None
         return self._images
+
+    def discard(self) -> None:
+        """Delete the files (once the loggers have copied them)."""
+        for file in self._files or []:
+            file.unlink(missing_ok=True)
 
 
 class Drawer:
@@ -102,6 +127,7 @@ class Drawer:
         self._tickets = itertools.count()
         self._outbox: queue.Queue = queue.Queue()  # the frames for the process; None closes its input
         self._lock = threading.Lock()
+        self._folder: Optional[Path] = None  # where the process writes its PNG files
 
     def submit(self, figures: list) -> Job:
         """Start rasterising ``figures`` (matplotlib figures); the job's arrays keep their order."""
@@ -125,9 +151,10 @@ class Drawer:
             return True
         env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join(
             [str(Path(__file__).resolve().parents[1]), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        self._folder = Path(tempfile.mkdtemp(prefix="framework-drawing-"))
         try:
-            self._process = subprocess.Popen([sys.executable, "-m", "framework.drawing"], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, env=env)
+            self._process = subprocess.Popen([sys.executable, "-m", "framework.drawing", str(self._folder)],
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         except OSError as error:
             self._fail(f"it could not start ({error})")
             return False
@@ -148,10 +175,10 @@ class Drawer:
     def _read(self, process: subprocess.Popen) -> None:
         try:
             while (frame := receive(process.stdout)) is not None:
-                ticket, images = pickle.loads(frame)
+                ticket, files = pickle.loads(frame)
                 with self._lock:
                     job = self._jobs.pop(ticket)
-                job.finish(images)
+                job.finish(files)
         except (OSError, ValueError, EOFError, pickle.UnpicklingError):
             pass
         status = process.wait()
@@ -181,6 +208,7 @@ class Drawer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 _drawer: Optional[Drawer] = None
@@ -195,18 +223,24 @@ def drawer() -> Drawer:
     return _drawer
 
 
-def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
-    """The drawing process: rasterise each job's figures until the end of ``inbox``."""
+def serve(inbox: IO[bytes], outbox: IO[bytes], folder: Path) -> None:
+    """The drawing process: each job's figures rasterised into PNG files in ``folder``
+    (``<ticket>-<k>.png``), until the end of ``inbox``."""
+    from PIL import Image
+
     while (frame := receive(inbox)) is not None:
         unpickler = pickle.Unpickler(io.BytesIO(frame))
         ticket = unpickler.load()
         try:
-            images = [rasterise(figure) for figure in unpickler.load()]
+            files = []
+            for k, figure in enumerate(unpickler.load()):
+                files.append(str(folder / f"{ticket}-{k}.png"))
+                Image.fromarray(rasterise(figure)).save(files[-1], compress_level=PNG_LEVEL)
         except Exception:  # noqa: BLE001 - the training process draws them and sees the error itself
-            images = None
-        send(outbox, pickle.dumps((ticket, images), protocol=pickle.HIGHEST_PROTOCOL))
+            files = None
+        send(outbox, pickle.dumps((ticket, files)))
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops training; the process ends with its pipe
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    serve(sys.stdin.buffer, sys.stdout.buffer, Path(sys.argv[1]))

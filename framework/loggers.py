@@ -308,3 +308,11 @@ def logs_at(trainer: Any, step: int) -> bool:
     that the two agree."""
     every = trainer.log_every_n_steps
     return every > 0 and (step % every == 0 or trainer.should_stop)
+
+
+def metrics_step(trainer: Any) -> int:
+    """The step at which Lightning's loggers get the metrics logged now (its logger connector's count
+    of the training batches that stepped; a validation inside ``fit`` logs at one less than
+    ``trainer.global_step``), so that pictures land beside the numbers they go with.
+    tests/test_lightning_pins.py checks the two agree."""
+    return trainer.fit_loop.epoch_loop._batches_that_stepped

@@ -18,6 +18,7 @@ class ImageLogger(Logger):
         self._save_dir = save_dir  # the run folder, filled in by the CLI
         self.images: dict[str, list] = {}
         self.steps: list[tuple[str, Optional[int]]] = []  # (key, step) of every log_image, in order
+        self.metric_steps: list[tuple[set, Optional[int]]] = []  # (names, step) of every log_metrics
 
     name, version = "images", 0
 
@@ -26,7 +27,7 @@ class ImageLogger(Logger):
         return self._save_dir
 
     def log_metrics(self, metrics, step=None) -> None:
-        pass
+        self.metric_steps.append((set(metrics), step))
 
     def log_hyperparams(self, params, *args, **kwargs) -> None:
         pass

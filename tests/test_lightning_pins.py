@@ -21,7 +21,7 @@ from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from framework.loggers import logs_at
+from framework.loggers import logs_at, metrics_step
 from framework.task_module import _set_state, _state_of
 
 #: (class, private method, its parameters, who relies on it): methods the framework overrides or calls.
@@ -132,3 +132,42 @@ def test_jsonargparse_private_parts():
         "jsonargparse's discard_init_args_on_class_path_change is gone: check framework/config_sections.py"
     assert callable(_typehints.subclass_spec_as_namespace), \
         "jsonargparse's subclass_spec_as_namespace is gone: check framework/config_sections.py"
+
+
+class _ValidationSteps(Callback):
+    """Where a validation's metrics went (the logger's step) and what :func:`metrics_step` said then."""
+
+    def __init__(self) -> None:
+        self.said: list[int] = []
+
+    def on_validation_epoch_end(self, trainer, module) -> None:
+        self.said.append(metrics_step(trainer))
+
+
+class _StepLogger(CSVLogger):
+    def __init__(self, folder) -> None:
+        super().__init__(folder)
+        self.validation_steps: list[int] = []
+
+    def log_metrics(self, metrics, step=None) -> None:
+        if "valid_loss" in metrics:
+            self.validation_steps.append(step)
+        super().log_metrics(metrics, step)
+
+
+class _LoggingModel(BoringModel):
+    def validation_step(self, batch, batch_idx):
+        loss = super().validation_step(batch, batch_idx)["x"]
+        self.log("valid_loss", loss)
+        return loss
+
+
+def test_metrics_step_is_where_lightning_logs_a_validations_metrics(tmp_path):
+    """``metrics_step`` reads the logger connector's private count: the step of a validation's metrics
+    (framework/callbacks/attention_maps.py logs its pictures there)."""
+    seen, logger = _ValidationSteps(), _StepLogger(str(tmp_path))
+    trainer = pl.Trainer(max_epochs=2, limit_train_batches=3, limit_val_batches=2, num_sanity_val_steps=0, logger=logger,
+                         callbacks=[seen], enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(_LoggingModel())
+    assert logger.validation_steps == seen.said == [2, 5], \
+        "Lightning logs a validation's metrics elsewhere now: check framework/loggers.py (metrics_step)"

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 import wandb
+import yaml
 from google.protobuf.message import DecodeError
+from PIL import Image
 
 from framework.__main__ import main
 from framework.loggers import WandbLogger, unreachable
@@ -62,6 +63,11 @@ def test_wandb_runs_offline_into_the_run_folder_with_metrics_config_and_maps(cap
 
     maps = list(log.parent.glob("files/media/images/attention/*.png"))
     assert {p.name.split("_")[0] for p in maps} == {"encoder.layers.0.attention", "encoder.layers.1.attention"}
+    # drawn by the drawing process, each at the step of its validation (logged later, while training went on)
+    assert len(maps) == 4 and all(Image.open(p).size[1] >= 400 for p in maps)
+    validations = [s["trainer/global_step"] for s in steps if "val/acc" in s]
+    pictures = [s["trainer/global_step"] for s in steps if "attention/encoder.layers.0.attention/_type" in s]
+    assert pictures == validations
 
 
 def test_wandb_mode_disabled_is_honoured(monkeypatch):

@@ -7,9 +7,11 @@ from typing import Any, NamedTuple, Optional
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.loggers import WandbLogger
 
 from ..attention import capture
 from ..drawing import Job, drawer
+from ..loggers import metrics_step
 from ..pictures import as_image
 from .attention_stats import watch_validation_step
 
@@ -42,8 +44,8 @@ class AttentionMaps(Callback):
 
     Figures are rasterised by the drawing process (:mod:`framework.drawing`) while training
     goes on; each key's pictures are logged when they are done (checked after every training
-    batch), at the step of the validation that drew them, and all of them before the stage
-    ends (a stage that fails too).
+    batch), at the step of the metrics of the validation that drew them, and all of them before the
+    stage ends (a stage that fails too).
 
     The capture records the exact rows of ``probes`` queries per call (every query of a map
     that has no more; :mod:`framework.attention.probes`), so a block over a large feature map
@@ -94,7 +96,7 @@ class AttentionMaps(Callback):
         if not trainer.is_global_zero:
             return
         for name, images in pictures.items():
-            self._draw(f"images/{name}", images, trainer.global_step, loggers)
+            self._draw(f"images/{name}", images, metrics_step(trainer), loggers)
         modules = dict(pl_module.model.named_modules())
         for name, records in maps.items():
             block = modules.get(name, pl_module.model)
@@ -102,7 +104,7 @@ class AttentionMaps(Callback):
                         + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "") for k in range(len(records))]
             figures = [p for r, c in zip(records, captions) if (p := block.weights_picture(r, c)) is not None]
             if figures:
-                self._draw(f"attention/{name}", figures, trainer.global_step, loggers)
+                self._draw(f"attention/{name}", figures, metrics_step(trainer), loggers)
 
     def _draw(self, key: str, pictures: list[Any], step: int, loggers: list) -> None:
         """Figures go to the drawing process; a list with tensors or arrays is made images here."""
@@ -117,9 +119,11 @@ class AttentionMaps(Callback):
         """Log the pictures that are done, in the order they were drawn (with ``wait``: all of them)."""
         while self._drawing and (wait or self._drawing[0].job.done()):
             key, step, job, loggers = self._drawing.pop(0)
-            images = job.images(WAIT)
-            for logger in loggers:
+            files = job.files(WAIT)
+            for logger in loggers:  # W&B takes the PNG files as they are; other loggers arrays
+                images = [str(f) for f in files] if files and isinstance(logger, WandbLogger) else job.images(0)
                 logger.log_image(key=key, images=images, step=step)
+            job.discard()
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
