@@ -5,6 +5,9 @@ The typed graph's meta-paths (author-paper-author ...) become edge types between
 nodes with ``torch_geometric.transforms.AddMetaPaths``; a meta-path that reaches most nodes
 (users who rated a common movie) keeps each node's ``neighbours`` strongest meta-path
 neighbours (the most path instances, ties broken at random), so that the graph stays sparse.
+Generated data that knows which meta-paths carry the labels (:meth:`~HeteroNodeClassificationData.gold_metapaths`)
+marks them on every target node (``gold`` (N, P) bool), the gold evidence of the semantic-level
+attention (the evaluation's, and the attention-training options' of the task).
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ class HeteroNodeClassificationData(SplitDataModule):
     walk. Every split is one batch: a ``HeteroData`` with the target nodes only (features,
     labels, masks and ``target_mask``, the nodes the split scores) and one edge type
     ``(target, <meta-path name>, target)`` per chosen meta-path, edges j -> i for every
-    path instance from j to i (so a node is its own neighbour).
+    path instance from j to i (so a node is its own neighbour). Where the data knows which
+    chosen meta-paths carry the labels (:attr:`gold_evidence`), the target nodes have ``gold``
+    (N, P) bool: True for those meta-paths, in the order of ``metapaths`` (the model never reads it).
 
     Sizes (:mod:`framework.data.sizes`): ``num_classes`` (a subclass states it when built) and
     ``in_channels``, the target nodes' features F (known once ``setup`` has built the graph).
@@ -86,14 +91,27 @@ class HeteroNodeClassificationData(SplitDataModule):
         """The typed graph (see the class docstring)."""
         raise TypeError(f"{type(self).__name__} must define load_graph(), returning a torch_geometric HeteroData")
 
+    def gold_metapaths(self) -> Optional[list[str]]:
+        """The names of ``METAPATHS`` that carry the labels by construction (generated data), None
+        where that is not known (the default)."""
+        return None
+
+    @property
+    def gold_evidence(self) -> bool:
+        """Whether the batches mark gold meta-paths: the data knows them and some are chosen."""
+        return bool(set(self.gold_metapaths() or ()) & set(self.metapaths))
+
     def metapath_graph(self, typed: HeteroData) -> HeteroData:
-        """The target nodes and one edge type per chosen meta-path."""
+        """The target nodes (with ``gold``, where known) and one edge type per chosen meta-path."""
         with warnings.catch_warnings():  # PyG multiplies the adjacencies as sparse CSR tensors, a beta feature
             warnings.filterwarnings("ignore", message=".*[Ss]parse.*")
             walked = AddMetaPaths([self.METAPATHS[name] for name in self.metapaths], weighted=True)(typed)
         graph = HeteroData()
         for key in ("x", "y", *(f"{split}_mask" for split in SPLITS)):
             graph[self.target][key] = typed[self.target][key]
+        if self.gold_evidence:
+            gold = torch.tensor([name in self.gold_metapaths() for name in self.metapaths])
+            graph[self.target].gold = gold.expand(typed[self.target].num_nodes, -1).clone()
         for index, name in enumerate(self.metapaths):
             walk = walked[self.target, f"metapath_{index}", self.target]
             edges = walk.edge_index

@@ -22,8 +22,10 @@ class PlantedAuthors(HeteroNodeClassificationData):
     author attends ``venues_per_author`` venues drawn uniformly. Author features are the
     community's mean (a random unit vector times ``signal``) plus standard normal noise,
     papers and venues have one constant feature. Meta-paths: ``APA`` (co-authors: mostly the
-    same community) and ``AVA`` (the same venue: no information). The split is per community:
-    ``train_per_class`` training nodes, half of the rest (rounded down) validating, the others testing.
+    same community) and ``AVA`` (the same venue: no information); APA is the gold meta-path
+    (:meth:`gold_metapaths`, marked on the batches) unless ``homophily`` is 0. The split is per
+    community: ``train_per_class`` training nodes, half of the rest (rounded down) validating,
+    the others testing.
     Sizes: ``num_classes`` and, once set up, ``in_channels`` = ``num_features``.
 
     With the defaults: 400 authors (123 / 141 / 136 per community; 60 train, 169 validation,
@@ -64,6 +66,10 @@ class PlantedAuthors(HeteroNodeClassificationData):
             raise ConfigError(f"data.venues_per_author={venues_per_author} exceeds data.num_venues={num_venues}")
         self.save_hyperparameters()
         self.num_classes = num_classes
+
+    def gold_metapaths(self) -> list[str]:
+        """APA: co-authors are planted in the author's community (none with ``homophily`` 0); AVA is noise."""
+        return ["APA"] if self.hparams.homophily > 0 else []
 
     def load_graph(self) -> HeteroData:
         h = self.hparams

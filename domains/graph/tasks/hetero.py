@@ -1,11 +1,12 @@
 """Node classification on meta-path graphs (HAN): cross-entropy and accuracy on the scored nodes,
-pictures of both levels of attention (meta-paths, and one node's meta-path neighbours), and the
-evaluation's hooks at both levels."""
+pictures of both levels of attention (meta-paths, and one node's meta-path neighbours), the
+evaluation's hooks at both levels, and the attention-training families on the semantic level
+(against the planted meta-paths of generated data)."""
 
 from __future__ import annotations
 
 import copy
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -15,6 +16,7 @@ from framework.attention import capture
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention
 from framework.tasks import Classification
+from framework.tasks.classification import ReadOut
 
 from ..pictures import metapath_attention, node_coefficients
 from .nodes import NodeClassification, agreement_view, evaluated_nodes
@@ -53,32 +55,67 @@ class HeteroNodeClassification(Classification):
     along which the node has neighbours), erased by dropping the node's incoming edges along
     them; attribution methods are not applicable, the meta-paths' vectors being internal to
     the block. The known structure is label agreement, as for GAT: per layer and meta-path, the
-    node-level attention over the meta-path neighbours against their share of the node's class.
+    node-level attention over the meta-path neighbours against their share of the node's class;
+    on data with planted gold meta-paths (the batches' ``gold`` (N, P), :class:`PlantedAuthors`'
+    APA) also per layer the semantic weights against them (the gold evidence of the items, which
+    the plausibility test scores too).
+
+    The attention-training families (:mod:`framework.tasks.attention_training`) train the last
+    attention layer's semantic weights beta (P,), the same for every scored node, against the
+    planted gold meta-paths: ``attention_supervision`` adds lambda x the cross-entropy of beta
+    against the gold meta-paths (uniform over them), ``decouple_attention`` mu x -log(1 - m), m
+    beta's mass on them, averaged over the scored nodes; ``random_attention`` draws both levels
+    of every ``han`` block at random (node-level coefficients per node, semantic weights per call).
 
     Args:
         num_classes: classes K (default: the data's ``num_classes``, filled by the command line).
         image_node: the node whose neighbourhoods are drawn.
         max_drawn_neighbours: neighbours drawn at most per meta-path (the strongest ones).
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
+        attention_supervision, decouple_attention, random_attention: the families above (off by
+            default; the first two need data with gold meta-paths).
     """
 
     def __init__(self, num_classes: Optional[int] = None, image_node: int = 0, max_drawn_neighbours: int = 16,
-                 label_smoothing: float = 0.0) -> None:
-        super().__init__(num_classes, label_smoothing=label_smoothing)
+                 label_smoothing: float = 0.0, attention_supervision: float = 0.0, decouple_attention: float = 0.0,
+                 random_attention: bool = False) -> None:
+        super().__init__(num_classes, label_smoothing=label_smoothing, attention_supervision=attention_supervision,
+                         decouple_attention=decouple_attention, random_attention=random_attention)
         if image_node < 0:
             raise ConfigError(f"task.image_node must be a node id (>= 0), got {image_node}")
         if max_drawn_neighbours < 1:
             raise ConfigError(f"task.max_drawn_neighbours must be at least 1, got {max_drawn_neighbours}")
         self.image_node, self.max_drawn_neighbours = image_node, max_drawn_neighbours
 
+    def check(self, model: nn.Module, data: Any) -> None:
+        """The attention losses need data with gold meta-paths (beside the base's checks)."""
+        if self.trains_on_gold and not getattr(data, "gold_evidence", False):
+            raise ConfigError(f"{self.gold_options()} needs meta-path graphs with planted gold meta-paths "
+                              f"(domains.graph.PlantedAuthors with APA); {type(data).__name__} has none: set them to 0")
+        super().check(model, data)
+
     def split(self, batch: HeteroData) -> tuple[HeteroData, Tensor]:
         node = target_inputs(batch)[0]
         return batch, batch[node].y[batch[node].target_mask]
 
-    def run_model(self, model: nn.Module, batch: HeteroData) -> Tensor:
-        """Logits of the scored nodes only."""
+    def run_model(self, model: nn.Module, batch: HeteroData) -> Any:
+        """Logits of the scored nodes only; while the loss reads the gold meta-paths a
+        :class:`ReadOut`: with the last attention layer's semantic weights, (M, P) for the M
+        scored nodes, and their gold (M, P)."""
         node, x, edges = target_inputs(batch)
-        return model(x, edges)[batch[node].target_mask]
+        mask = batch[node].target_mask
+        if not self.trains_on_gold:
+            return model(x, edges)[mask]
+        if "gold" not in batch[node]:
+            raise ConfigError(f"{self.gold_options()} needs batches with gold meta-paths; this batch has none")
+        with capture(model, detach=False) as maps:
+            logits = model(x, edges)[mask]
+        semantic = [r.weights for records in maps.values() for r in records if not isinstance(r.weights, tuple)]
+        if not semantic:
+            raise ConfigError(f"{self.gold_options()} needs a model with semantic attention; {type(model).__name__} "
+                              "has none (model.attention=han)")
+        gold = batch[node].gold[mask]
+        return ReadOut(logits, semantic[-1].expand(len(logits), -1), gold, torch.ones_like(gold))
 
     def predict(self, model: nn.Module, batch: HeteroData) -> dict[str, Tensor]:
         """``{"node": ids (M,), "logits": (M, K)}`` of the scored nodes."""
@@ -141,6 +178,15 @@ class HeteroNodeClassification(Classification):
         rows[mask] = torch.arange(int(mask.sum()), device=mask.device)
         return rows
 
+    def _per_node(self, batch: HeteroData, semantic: Tensor) -> tuple[Tensor, Tensor]:
+        """Semantic weights (P,) as each scored node's (B, P), renormalised over the meta-paths
+        along which it has neighbours, and those meta-paths (B, P) bool."""
+        rows, edges = self._rows(batch), target_inputs(batch)[2]
+        size = int((rows >= 0).sum())
+        valid = torch.stack([torch.bincount(rows[e[1]][rows[e[1]] >= 0], minlength=size) > 0 for e in edges.values()], 1)
+        weights = semantic.float() * valid
+        return weights / weights.sum(-1, keepdim=True).clamp(min=1e-12), valid
+
     def item_attention(self, model: nn.Module, batch: HeteroData) -> Optional[ItemAttention]:
         """The last attention layer's semantic weights (B, P) of the meta-paths, the same for
         every node, renormalised over the meta-paths along which the node has neighbours."""
@@ -148,11 +194,12 @@ class HeteroNodeClassification(Classification):
         if not levels:
             return None
         name, (_, semantic) = list(levels.items())[-1]
-        rows, edges = self._rows(batch), target_inputs(batch)[2]
-        size = int((rows >= 0).sum())
-        valid = torch.stack([torch.bincount(rows[e[1]][rows[e[1]] >= 0], minlength=size) > 0 for e in edges.values()], 1)
-        weights = semantic.float() * valid
-        return ItemAttention(weights / weights.sum(-1, keepdim=True).clamp(min=1e-12), valid, (name,))
+        return ItemAttention(*self._per_node(batch, semantic), (name,))
+
+    def gold_attention(self, batch: HeteroData) -> Optional[Tensor]:
+        """The scored nodes' gold meta-paths (B, P) bool, where the data plants them (``gold``)."""
+        node = target_inputs(batch)[0]
+        return batch[node].gold[batch[node].target_mask] if "gold" in batch[node] else None
 
     def erase_items(self, batch: HeteroData, erased: Tensor) -> HeteroData:
         """The incoming edges of each scored node along its ``erased`` (B, P) meta-paths dropped."""
@@ -165,11 +212,20 @@ class HeteroNodeClassification(Classification):
         return dropped
 
     def gold_views(self, model: nn.Module, batch: HeteroData) -> list[GoldView]:
-        """Per attention layer and meta-path, the scored nodes' node-level coefficients over
-        their meta-path neighbours (heads averaged, themselves left out) against label agreement."""
+        """Per attention layer: for every meta-path, the scored nodes' node-level coefficients
+        over their meta-path neighbours (heads averaged, themselves left out) against label
+        agreement; then, where the data plants gold meta-paths, the semantic weights (one query
+        per node over the P meta-paths, as :meth:`item_attention` gives them) against those."""
         node, x, edges = target_inputs(batch)
         y, mask = batch[node].y, batch[node].target_mask
-        return [agreement_view(f"layer{index} ({name}) {relation} vs same-class neighbours",
-                               Data(edge_index=edges[relation], y=y, target_mask=mask, num_nodes=len(x)), weights)
-                for index, (name, (node_level, _)) in enumerate(self._levels(model, batch).items())
-                for relation, weights in zip(edges, node_level)]
+        gold = self.gold_attention(batch)
+        views = []
+        for index, (name, (node_level, semantic)) in enumerate(self._levels(model, batch).items()):
+            views += [agreement_view(f"layer{index} ({name}) {relation} vs same-class neighbours",
+                                     Data(edge_index=edges[relation], y=y, target_mask=mask, num_nodes=len(x)), weights)
+                      for relation, weights in zip(edges, node_level)]
+            if gold is not None:
+                weights, valid = self._per_node(batch, semantic)
+                views.append(GoldView(f"layer{index} ({name}) semantic vs planted meta-paths", weights[:, None],
+                                      gold[:, None], valid[:, None], (gold & valid).any(-1, keepdim=True)))
+        return views

@@ -1,6 +1,7 @@
 """The graph domain's evaluation hooks: scored nodes in their own subgraphs (HAN: copies of the
 graph), their in-neighbours as items (HAN: their meta-paths), erased by dropping edges, and label
-agreement as the known structure (HAN: per meta-path)."""
+agreement as the known structure (HAN: per meta-path; and the planted gold meta-path at the
+semantic level)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from domains.graph.tasks.nodes import NodeClassification, neighbours
 from framework.attention import capture
 from framework.evaluation.faithfulness import faithfulness_rows
 from framework.evaluation.intrinsic import intrinsic_rows
+from framework.evaluation.plausibility import plausibility_rows
 
 
 def _karate() -> Data:
@@ -123,6 +125,15 @@ def test_node_level_views_by_hand_on_a_star_with_two_meta_paths():
     torch.testing.assert_close(views[1].weights, torch.ones(1, 1, 1))
     baseline = HANClassifier(4, 2, metapaths=["A", "B"], attention="none")
     assert task.item_attention(baseline, graph) is None and task.gold_views(baseline, graph) == []
+    graph["author"].gold = torch.tensor([[False, True]]).expand(4, 2)  # B planted as the gold meta-path
+    batch = task.evaluation_batch(model, graph)
+    *_, semantic = task.gold_views(model, batch)
+    with capture(model) as maps, torch.no_grad():
+        task.run_model(model, graph)
+    beta = maps["layers.0"][-1].weights
+    assert semantic.name == "layer0 (layers.0) semantic vs planted meta-paths"
+    torch.testing.assert_close(semantic.weights, beta.view(1, 1, 2), atol=1e-6, rtol=0)
+    assert semantic.gold.tolist() == [[[False, True]]] and semantic.keys.all() and semantic.queries.tolist() == [[True]]
 
 
 def test_the_faithfulness_and_intrinsic_tests_run_on_han():
@@ -135,3 +146,10 @@ def test_the_faithfulness_and_intrinsic_tests_run_on_han():
     found, _ = intrinsic_rows(model, task, batches, say=lambda line: None)
     assert any("APA vs same-class neighbours" in row.block for row in found)
     assert any("AVA vs same-class neighbours" in row.block for row in found)
+    items = task.item_attention(model, batches[0])
+    (mass,) = [row for row in found if row.block == "layer0 (layers.0) semantic vs planted meta-paths"
+               and row.measure == "attention correctness"]
+    assert abs(mass.value - float(items.weights[:, 0].mean())) < 1e-6 and mass.baseline == 0.5  # APA's weight
+    plausible = {row.measure: row for row in plausibility_rows(model, task, batches, methods=(), say=lambda line: None)}
+    assert plausible["token F1"].block == "layers.0" and plausible["token F1"].setting.startswith("attention")
+    assert plausible["token F1"].value == float(items.weights[0, 0] > items.weights[0, 1])  # the top meta-path is APA
