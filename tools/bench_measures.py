@@ -23,7 +23,8 @@ the 2-layer SequenceClassifier); ``babi1``, bAbI task 1 with MemN2N (the support
 gold alignment: its sure links, or the field it comes from; ``seq2seq_luong.yaml``; its task has
 no item hooks, so only the ablation, the gold mass and plausibility are measured there);
 ``scenes``, digit scenes segmented by a non-local head (a tile's pixels look at the drawn digit;
-``nonlocal.yaml`` at 32 x 32, ``data.gold=true``). Each domain is one ``python -m framework compare`` grid over the
+``nonlocal.yaml`` at 32 x 32, ``data.gold=true``); ``han``, HAN on generated authors (the semantic attention of
+the last layer against the planted meta-path APA; ``han.yaml``, two layers, see :data:`HAN`). Each domain is one ``python -m framework compare`` grid over the
 families' task options (``--grid config=[<family presets>]``, ``--seeds``; runs under
 ``runs/compare/bench_measures_<setting>_<domain>/``, resumed by the same command), then
 ``evaluate`` of every run's best checkpoint with the measures' tests (the table in
@@ -83,6 +84,13 @@ SCENES = ["--data.gold=true", "--data.canvas_size=32", "--data.digits_per_scene=
           "--data.clutter=0", "--data.noise=0", "--data.batch_size=16", "--optimizer.init_args.lr=0.005",
           "--model.channels=[16,32,64,128]", "--model.stem_width=16"]
 
+#: The planted authors for HAN (both settings): 300 authors, 150 of them training; 5 seats per paper (co-authors along
+#: APA, the gold meta-path, about 20 per author); 750 venues of one author each on average, so that AVA is about the
+#: author itself. HAN of two layers without attention dropout (AVA's one neighbour would be dropped): the decoupled
+#: family gathers the co-authors in the first layer and reads them in the second through AVA (its own vector).
+HAN = ["--data.num_authors=300", "--data.num_papers=300", "--data.authors_per_paper=5", "--data.num_venues=750",
+       "--data.venues_per_author=1", "--data.train_per_class=50", "--model.num_layers=2", "--model.attention_dropout=0"]
+
 DOMAINS = {
     "recall": Domain("associative recall (SequenceClassifier)", "domains/demo/demo.yaml", "framework.tasks.Classification",
                      ["--trainer.max_epochs=6", "--data.train_size=4000", "--data.val_size=500", "--data.test_size=500"],
@@ -99,6 +107,8 @@ DOMAINS = {
                       "--trainer.max_epochs=8", "--lr_scheduler.init_args.T_max=8"],
                      [*SCENES, "--data.train_size=2000", "--data.val_size=100", "--data.test_size=100",
                       "--trainer.max_epochs=6", "--lr_scheduler.init_args.T_max=6"]),
+    "han": Domain("planted HAN meta-paths (HAN)", "domains/graph/han.yaml", "domains.graph.HeteroNodeClassification",
+                  [*HAN, "--trainer.max_epochs=200"], [*HAN, "--trainer.max_epochs=120"]),
 }
 
 
