@@ -1,20 +1,23 @@
-"""Pictures rasterised in a process of their own, so that training goes on while they are drawn.
+"""Pictures drawn in a process of their own, so that training goes on while they are drawn.
 
-Building a matplotlib figure is cheap; rasterising it (text layout, the constrained layout's
-passes, Agg) and encoding it as PNG (what ``wandb.Image`` does with an array) are not: together
-about 0.3-0.6 s a picture on a CPU core, 3-5 s for the ten pictures a validation of the
-``make fit`` model logs, which was most of what ``fit`` spent beyond training
-(``python -m tools.bench_overhead``). :class:`Drawer` sends the figures, pickled, to one drawing
-process (``python -m framework.drawing``: numpy, matplotlib and PIL, no torch) that writes them
-as PNG files; a :class:`Job` gives the files (which W&B takes as they are) or the (H, W, 3) uint8
-arrays read back, the same pixels as :func:`rasterise` gives in this process. The
-``attention_maps`` callback logs them when they are done, at the step of the validation that
-drew them.
+Building a matplotlib figure, rasterising it (text layout, the constrained layout's passes, Agg)
+and encoding it as PNG (what ``wandb.Image`` does with an array) cost about 0.3-0.6 s a picture
+on a CPU core: 3-5 s for the ten pictures a validation of the ``make fit`` model logs, most of
+what ``fit`` spent beyond training (``python -m tools.bench_overhead``). :class:`Drawer` sends
+the pictures, pickled, to one drawing process (``python -m framework.drawing``), which builds
+them (sketches of :mod:`framework.pictures`: a picture function and its inputs on the CPU;
+figures arrive built) and writes them as PNG files. A :class:`Job` gives the files (which W&B
+takes as they are) or the (H, W, 3) uint8 arrays read back: the same pixels as
+:func:`~framework.pictures.as_image` gives in this process. The ``attention_maps`` callback logs
+them when they are done, at the step of the metrics of the validation that drew them.
 
-Nothing is lost: a figure that does not pickle, a job not done within its wait, and every job
-after the drawing process ended (it is said once) are rasterised in this process instead.
+The process imports matplotlib and PIL, and torch only when the first sketch arrives (this
+module imports neither torch nor Lightning).
 
-Frames on the pipes: an 8-byte length, then a pickle; to the process ``(ticket, [figures])``,
+Nothing is lost: a picture that does not pickle, a job not done within its wait, and every job
+after the drawing process ended (it is said once) are drawn in this process instead.
+
+Frames on the pipes: an 8-byte length, then a pickle; to the process ``(ticket, [pictures])``,
 back ``(ticket, [PNG files] or None)`` (None: it could not draw them).
 """
 
@@ -100,7 +103,9 @@ class Job:
         if self._images is None:
             files = self.files(timeout)
             if files is None:
-                self._images = [rasterise(figure) for figure in self.figures or []]
+                from .pictures import as_image  # figures and sketches
+
+                self._images = [as_image(figure) for figure in self.figures or []]
             else:
                 from PIL import Image
 
@@ -123,6 +128,7 @@ class Drawer:
     def __init__(self) -> None:
         self._process: Optional[subprocess.Popen] = None
         self._failed = False
+        self._unpicklable = False  # said once
         self._jobs: dict[int, Job] = {}
         self._tickets = itertools.count()
         self._outbox: queue.Queue = queue.Queue()  # the frames for the process; None closes its input
@@ -130,11 +136,16 @@ class Drawer:
         self._folder: Optional[Path] = None  # where the process writes its PNG files
 
     def submit(self, figures: list) -> Job:
-        """Start rasterising ``figures`` (matplotlib figures); the job's arrays keep their order."""
+        """Start drawing ``figures`` (matplotlib figures, or sketches of :mod:`framework.pictures`,
+        which the process builds); the job's files and arrays keep their order."""
         job = Job(list(figures))
         try:
             payload = pickle.dumps(job.figures, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001 - whatever a figure holds that does not pickle: drawn here
+        except Exception as error:  # noqa: BLE001 - whatever a picture holds that does not pickle: drawn here
+            if not self._unpicklable:
+                self._unpicklable = True
+                warnings.warn(f"pictures that do not pickle are drawn in the training process ({error})", RuntimeWarning,
+                              stacklevel=2)
             job.finish(None)
             return job
         with self._lock:
@@ -233,7 +244,8 @@ def serve(inbox: IO[bytes], outbox: IO[bytes], folder: Path) -> None:
         ticket = unpickler.load()
         try:
             files = []
-            for k, figure in enumerate(unpickler.load()):
+            for k, item in enumerate(unpickler.load()):
+                figure = item.build() if hasattr(item, "build") else item  # a sketch of framework.pictures
                 files.append(str(folder / f"{ticket}-{k}.png"))
                 Image.fromarray(rasterise(figure)).save(files[-1], compress_level=PNG_LEVEL)
         except Exception:  # noqa: BLE001 - the training process draws them and sees the error itself

@@ -14,8 +14,11 @@ callback and ``evaluate`` rasterise and log what they draw.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -31,6 +34,57 @@ WEIGHTS = "viridis"  # the colour map of weights
 MAX_TICKS = 40  # axes with more positions get numbered ticks instead of one label each
 MASKED_FACE, MASKED_LINES = "0.88", "0.55"  # grey, hatched: cells that are no key
 NOT_A_KEY = "no query weighs it (padding, masked)"
+
+
+class Sketch(NamedTuple):
+    """A picture not drawn yet: the call of a :func:`picture` function with its inputs (tensors
+    detached and on the CPU), small to pickle; :meth:`build` draws its figure."""
+
+    draw: Callable[..., Figure]
+    args: tuple
+    kwargs: dict
+
+    def build(self) -> Figure:
+        return self.draw(*self.args, **self.kwargs)
+
+
+_SKETCHING: ContextVar[bool] = ContextVar("sketching", default=False)
+
+
+@contextlib.contextmanager
+def sketching() -> Iterator[None]:
+    """Within it, the :func:`picture` functions give their :class:`Sketch` instead of drawing: the
+    ``attention_maps`` callback has the figures built and rasterised in the drawing process
+    (:mod:`framework.drawing`), off the training process."""
+    token = _SKETCHING.set(True)
+    try:
+        yield
+    finally:
+        _SKETCHING.reset(token)
+
+
+def _on_cpu(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return value.detach().cpu()
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_on_cpu(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _on_cpu(v) for k, v in value.items()}
+    return value
+
+
+def picture(draw: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Mark a function that draws a whole picture from data (tensors, arrays, labels) and returns its
+    figure: called within :func:`sketching`, it returns a :class:`Sketch` of the call instead.
+    Such a function's figure is not changed by its callers (a sketch has none yet)."""
+
+    @functools.wraps(draw)
+    def drawn(*args: Any, **kwargs: Any) -> Any:
+        if _SKETCHING.get():
+            return Sketch(drawn, _on_cpu(args), _on_cpu(kwargs))
+        return draw(*args, **kwargs)
+
+    return drawn
 
 
 def array(x: Any) -> np.ndarray:
@@ -53,9 +107,11 @@ def figure(width: float, height: float) -> Figure:
 
 
 def as_image(picture: Any) -> np.ndarray:
-    """A figure, tensor or array picture as the (H, W, 3) uint8 array the loggers take."""
+    """A figure, sketch, tensor or array picture as the (H, W, 3) uint8 array the loggers take."""
     if isinstance(picture, Tensor):
         return picture.detach().cpu().numpy()
+    if isinstance(picture, Sketch):
+        picture = picture.build()
     if hasattr(picture, "canvas"):  # a matplotlib Figure
         from .drawing import rasterise
 
@@ -172,20 +228,26 @@ def cell_inches(rows: int, columns: int) -> float:
     return min(0.4, max(0.12 if longest <= MAX_TICKS else 0.0, 5.0 / longest))
 
 
-def heatmap(values: Any, *, rows: str, columns: str, caption_text: str = "", **options: Any) -> Figure:
+@picture
+def heatmap(values: Any, *, rows: str, columns: str, caption_text: str = "", marked: Optional[tuple[float, float]] = None,
+            **options: Any) -> Figure:
     """A figure of one :func:`weight_map` (``options`` are its keywords), sized so that its
-    cells are near square and its labels fit; padding, if any, named in a legend."""
+    cells are near square and its labels fit; padding, if any, named in a legend; a query
+    pixel ``marked`` (row, column) with :func:`mark`."""
     count_rows, count_columns = array(values).shape
     side = cell_inches(count_rows, count_columns)
     label_room = 1.2 if options.get("column_labels") is not None else 0.6
     fig = figure(min(12.0, count_columns * side + 2.6), min(12.0, count_rows * side + 1.2 + label_room))
     image = weight_map(fig.add_subplot(), values, rows=rows, columns=columns, **options)
+    if marked is not None:
+        mark(fig.axes[0], marked)
     if np.ma.is_masked(image.get_array()):
         padding_legend(fig)
     caption(fig, caption_text)
     return fig
 
 
+@picture
 def heatmaps(panels: Sequence[tuple[str, Any, str]], *, rows: str, columns: str, caption_text: str = "",
              **options: Any) -> Figure:
     """Maps over the same positions side by side: ``panels`` are ``(title, (R, C) values,
@@ -228,6 +290,7 @@ def mark(ax: Axes, point: tuple[float, float], label: str = "query pixel") -> No
             linestyle="none", label=label, zorder=3)
 
 
+@picture
 def overlay(image: Any, weights: Any, point: Optional[tuple[float, float]] = None, *,
             keys: str = "key pixels", caption_text: str = "") -> Figure:
     """The image beside where one query looks: the (h, w) ``weights`` over a grid of key

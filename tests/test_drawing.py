@@ -19,7 +19,7 @@ from domains.demo import AssociativeRecall, SequenceClassifier
 from framework import TaskModule
 from framework.callbacks import AttentionMaps
 from framework.drawing import Drawer, rasterise
-from framework.pictures import heatmap, heatmaps
+from framework.pictures import Sketch, as_image, heatmap, heatmaps, overlay, sketching
 from framework.tasks import Classification
 from tests.image_logger import ImageLogger
 
@@ -55,7 +55,8 @@ def test_a_figure_that_does_not_pickle_is_drawn_here(drawer):
         figure.axes[0].xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"k{x:.0f}"))  # a lambda does not pickle
         return figure
 
-    job = drawer.submit([unpicklable()])
+    with pytest.warns(RuntimeWarning, match="pictures that do not pickle are drawn in the training process"):
+        job = drawer.submit([unpicklable()])
     assert job.done() and not job.by_process
     np.testing.assert_array_equal(job.images()[0], rasterise(unpicklable()))
 
@@ -78,6 +79,27 @@ def test_a_closed_drawer_starts_a_new_process_for_the_next_pictures(drawer):
     assert first.poll() == 0, "the process ends at the end of its input"
     job = drawer.submit(pictures()[:1])
     assert len(job.images(timeout=60)) == 1 and job.by_process and drawer._process is not first
+
+
+def test_within_sketching_a_picture_function_gives_its_call_with_its_tensors_on_the_cpu(device):
+    torch.manual_seed(0)
+    image, weights = torch.rand(3, 16, 24, device=device), torch.rand(4, 6, device=device, requires_grad=True)
+    with sketching():
+        sketch = overlay(image, weights * 2, (5, 7), caption_text="where pixel (5, 7) looks")
+    assert isinstance(sketch, Sketch) and sketch.draw is overlay and sketch.kwargs["caption_text"].startswith("where")
+    assert all(t.device.type == "cpu" and not t.requires_grad for t in sketch.args[:2])
+    direct = overlay(image, weights.detach() * 2, (5, 7), caption_text="where pixel (5, 7) looks")
+    np.testing.assert_array_equal(as_image(sketch), as_image(direct))
+
+
+def test_the_drawing_process_builds_sketches_into_the_same_pixels(drawer):
+    with sketching():
+        sketches = pictures()
+    job = drawer.submit(sketches)
+    images = job.images(timeout=120)
+    assert job.by_process and all(isinstance(s, Sketch) for s in sketches)
+    for got, want in zip(images, [rasterise(figure) for figure in pictures()]):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_the_drawing_module_imports_neither_torch_nor_lightning():

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from torch import Tensor
 
-from framework.pictures import array, caption, colour_bar, figure, weight_map
+from framework.pictures import array, caption, colour_bar, figure, picture, weight_map
 
 FEATURES = "magma"  # the colour map of the spectrogram
 
@@ -21,6 +21,7 @@ def _spectrogram(ax: Any, features: Tensor) -> None:
     colour_bar(ax, image, "feature (standardised)")
 
 
+@picture
 def spectrogram_with_attention(features: Tensor, weights: Optional[Tensor] = None, title: str = "") -> Any:
     """(F, N) features, and under them the (N,) weights of the model's pooling over the frames
     as one bar per frame (the spectrogram alone without weights)."""
@@ -41,6 +42,7 @@ def spectrogram_with_attention(features: Tensor, weights: Optional[Tensor] = Non
     return fig
 
 
+@picture
 def spectrogram_with_alignment(features: Tensor, alignment: Tensor, tokens: Optional[Sequence[str]] = None,
                                title: str = "") -> Any:
     """(F, N) features and, under them, the (M, N') alignment of M output steps over N' encoder

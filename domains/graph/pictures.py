@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from torch import Tensor
 
-from framework.pictures import caption, colour_bar, figure, scale
+from framework.pictures import caption, colour_bar, figure, picture, scale
 
 
 def node_coefficients(edge_index: Tensor, alpha: Tensor, node: int) -> tuple[Tensor, Tensor]:
@@ -61,6 +61,7 @@ def neighbourhood(ax: Any, node: int, sources: Tensor, coefficients: Tensor, tit
     return colours
 
 
+@picture
 def draw_neighbourhood(node: int, sources: Tensor, coefficients: Tensor, title: str = "",
                        max_neighbours: int = 24) -> Any:
     """A figure of :func:`neighbourhood` with its colour bar; ``title`` is the caption."""
@@ -72,6 +73,7 @@ def draw_neighbourhood(node: int, sources: Tensor, coefficients: Tensor, title: 
     return fig
 
 
+@picture
 def metapath_attention(node: int, semantic: Optional[Tensor], views: Sequence[tuple[str, Tensor, Tensor]],
                        title: str = "", max_neighbours: int = 24) -> Any:
     """HAN's two levels for one node: the meta-paths' semantic weights ((P,) over the

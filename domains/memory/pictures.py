@@ -7,11 +7,12 @@ from typing import Any
 
 from torch import Tensor
 
-from framework.pictures import heatmap
+from framework.pictures import heatmap, picture
 
 SUPPORT_COLOUR = "tab:red"
 
 
+@picture
 def hop_image(weights: Tensor, support: Tensor, title: str = "") -> Any:
     """(hops, N) attention over the story's N sentences: one row per hop (top: hop 1), one
     column per sentence (oldest left); the supporting facts ((N,) bool) are starred and red."""
@@ -26,6 +27,7 @@ def hop_image(weights: Tensor, support: Tensor, title: str = "") -> Any:
     return fig
 
 
+@picture
 def weights_image(weights: Tensor, title: str = "") -> Any:
     """(rows, slots) weights of one read head: where each query (a step of the sequence) reads
     among the memory's slots (NTM: its rows; Hopfield: the stored steps); slots that no query

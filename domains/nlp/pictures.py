@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
-from framework.pictures import WEIGHTS, caption, colour_bar, figure, heatmap
+from framework.pictures import WEIGHTS, caption, colour_bar, figure, heatmap, picture
 
 WORDS_PER_ROW = 10  # words in one row of the highlight picture; longer lines wrap
 
@@ -19,6 +19,7 @@ def shown(token: str) -> str:
     return token if token.strip() else "␣"
 
 
+@picture
 def alignment_image(weights: Tensor, source: Sequence[str], target: Sequence[str], title: str = "") -> Any:
     """A (target x source) heat map with the tokens on its axes.
 
@@ -33,6 +34,7 @@ def alignment_image(weights: Tensor, source: Sequence[str], target: Sequence[str
                    column_labels=[shown(t) for t in source], caption_text=title)
 
 
+@picture
 def highlight_image(lines: Sequence[Sequence[tuple[str, float]]], title: str = "") -> Any:
     """Words in cells coloured by their weight, in reading order, with a colour bar.
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from torch import Tensor
 
-from framework.pictures import heatmap
+from framework.pictures import heatmap, picture
 
 
+@picture
 def history_attention(weights: Tensor, real: Tensor, items: Tensor, title: str = "") -> Any:
     """The attention (N, N) of a history's positions over its positions (query x key, heads
     averaged), cut to the positions of its items (``real``: (N,) bool, False at padding),

@@ -10,9 +10,11 @@ from typing import Any, Optional
 from torch import Tensor, nn
 
 from framework.attention import Record
-from framework.pictures import array, caption, colour_bar, figure, image_panel, overlay, padding_legend, weight_map
+from framework.pictures import (array, caption, colour_bar, figure, image_panel, overlay, padding_legend, picture,
+                                weight_map)
 
 
+@picture
 def masks(image: Tensor, truth: Tensor, prediction: Tensor, colours: Tensor, ignore_index: int,
           title: str = "") -> Any:
     """The image, the true and the predicted (H, W) label maps side by side, in the classes'

@@ -254,13 +254,9 @@ class AttentionBlock(nn.Module):
         if keys is not None and len(keys) == 2 and tuple(image.shape) == tuple(keys):
             middle = middle_query(record)
             query = f"query pixel {middle} of {queries[0]} x {queries[1]}" if queries else "its query"
-            figure = heatmap(image, rows="key row", columns="key column", aspect="equal",
-                             caption_text=f"{said}: where {query} looks")
-            if queries and tuple(queries) == tuple(keys) and probes is not None:
-                from ..pictures import mark
-
-                mark(figure.axes[0], middle)
-            return figure
+            marked = middle if queries and tuple(queries) == tuple(keys) and probes is not None else None
+            return heatmap(image, rows="key row", columns="key column", aspect="equal", marked=marked,
+                           caption_text=f"{said}: where {query} looks")
         if keys is None or len(keys) != 1 or image.shape[-1] != keys[0]:  # no grid: say what the axes are
             drawn = [w for w in weights if isinstance(w, Tensor) and w.dim() >= 2][-1] if isinstance(
                 weights, (tuple, list)) else weights  # the tensor weights_image draws

@@ -12,7 +12,7 @@ from lightning.pytorch.loggers import WandbLogger
 from ..attention import capture
 from ..drawing import Job, drawer
 from ..loggers import metrics_step
-from ..pictures import as_image
+from ..pictures import Sketch, as_image, sketching
 from .attention_stats import watch_validation_step
 
 #: seconds to wait for the drawing process at the end of a stage before drawing a job here
@@ -42,8 +42,9 @@ class AttentionMaps(Callback):
     are logged under ``images/<name>``. Pictures reach the loggers as (H, W, 3) uint8 arrays
     (:func:`framework.pictures.as_image`).
 
-    Figures are rasterised by the drawing process (:mod:`framework.drawing`) while training
-    goes on; each key's pictures are logged when they are done (checked after every training
+    The pictures are drawn within :func:`~framework.pictures.sketching`: the picture functions
+    give sketches (their inputs, on the CPU), which the drawing process (:mod:`framework.drawing`)
+    builds and rasterises while training goes on; each key's pictures are logged when they are done (checked after every training
     batch), at the step of the metrics of the validation that drew them, and all of them before the
     stage ends (a stage that fails too).
 
@@ -91,7 +92,7 @@ class AttentionMaps(Callback):
         if maps is None:
             with torch.no_grad(), capture(pl_module.model, *self.blocks, probes=self.probes or None) as maps:
                 pl_module.task.step(pl_module.model, batch, "val")
-        with torch.no_grad():
+        with torch.no_grad(), sketching():
             pictures = pl_module.task.images(pl_module.model, batch)
         if not trainer.is_global_zero:
             return
@@ -102,13 +103,15 @@ class AttentionMaps(Callback):
             block = modules.get(name, pl_module.model)
             captions = [f"{name}, first validation example, epoch {trainer.current_epoch + 1}"
                         + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "") for k in range(len(records))]
-            figures = [p for r, c in zip(records, captions) if (p := block.weights_picture(r, c)) is not None]
-            if figures:
-                self._draw(f"attention/{name}", figures, metrics_step(trainer), loggers)
+            with sketching():
+                drawn = [p for r, c in zip(records, captions) if (p := block.weights_picture(r, c)) is not None]
+            if drawn:
+                self._draw(f"attention/{name}", drawn, metrics_step(trainer), loggers)
 
     def _draw(self, key: str, pictures: list[Any], step: int, loggers: list) -> None:
-        """Figures go to the drawing process; a list with tensors or arrays is made images here."""
-        if all(hasattr(p, "canvas") for p in pictures):
+        """Sketches and figures go to the drawing process; a list with tensors or arrays is made
+        images here."""
+        if all(isinstance(p, Sketch) or hasattr(p, "canvas") for p in pictures):
             job = drawer().submit(pictures)
         else:
             job = Job([])
