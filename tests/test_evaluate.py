@@ -18,7 +18,8 @@ from framework.errors import ConfigError
 from framework.evaluation.ablation import choose, skippable, skipped
 from framework.evaluation.faithfulness import random_k, top_k
 from framework.evaluation.measures import (alignment_counts, alignment_error_rate, attention_correctness, hard_alignment,
-                                           jensen_shannon, kendall_tau, total_variation, uniform_correctness)
+                                           jensen_shannon, kendall_tau, kendall_tau_b, total_variation,
+                                           uniform_correctness)
 from framework.evaluation.protocol import erase_tokens, probe_forward
 from framework.evaluation.rollout import attention_rollout, self_attention_stacks
 from framework.tasks.attention_training import attention_supervision_loss
@@ -52,6 +53,23 @@ def test_kendall_tau_b_by_hand_with_ties_and_validity():
     assert tau[2] == pytest.approx(2 / math.sqrt(6))  # 2 concordant pairs, 1 tie in a: 2 / sqrt((3 - 1) * 3)
     assert tau[3] == pytest.approx(1 / 3)  # 2 concordant, 1 discordant of 3 pairs
     assert math.isnan(tau[4])  # constant attention: undefined
+
+
+def test_the_vectorised_tau_b_is_scipys_row_by_row_with_ties_masks_and_chunks():
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randint(0, 5, (40, 12), generator=generator).double()  # many ties
+    b = (a + torch.randint(-2, 3, (40, 12), generator=generator)).double()
+    valid = torch.rand(40, 12, generator=generator) > 0.25
+    valid[0] = False
+    valid[1, 1:] = False  # one valid item: undefined
+    a[2] = 3.0  # a constant side: undefined
+    expected = kendall_tau(a, b, valid).tau
+    for chunk in (1 << 22, 144, 1):  # all rows at once, one row, at least one row a chunk
+        got = kendall_tau_b(a, b, valid, pairs_per_chunk=chunk)
+        assert torch.allclose(got, expected, equal_nan=True, atol=1e-12)
+    assert got[:3].isnan().all() and not got[3:].isnan().all()
+    hand = kendall_tau_b(torch.tensor([[1.0, 1, 2, 0]]), torch.tensor([[1.0, 2, 3, 0]]), torch.tensor([[1, 1, 1, 0]]))
+    assert float(hand) == pytest.approx(2 / math.sqrt(6))  # 2 concordant pairs, 1 tie in a: 2 / sqrt((3 - 1) * 3)
 
 
 def test_attention_correctness_and_its_uniform_baseline_by_hand():

@@ -166,14 +166,14 @@ class AttentionCollapse(Callback):
         """Per head, the mean Kendall tau between the rows of two validations (NaN without both)."""
         if before is None or before.rows.shape != now.rows.shape:
             return [math.nan] * now.heads
-        from ..evaluation.measures import kendall_tau
+        from ..evaluation.measures import kendall_tau_b
 
         taus = []
         keys = torch.arange(0, now.rows.shape[-1], max(1, now.rows.shape[-1] // TAU_KEYS))
         for head in range(now.heads):
             keep = (before.counted[:, head] & now.counted[:, head]).flatten()
             a, b, valid = (t[:, head].flatten(0, 1)[keep][:TAU_ROWS, keys] for t in (before.rows, now.rows, now.valid))
-            tau = kendall_tau(a, b, valid).tau  # over the valid keys: uniform rows are constant, no tau
+            tau = kendall_tau_b(a, b, valid)  # over the valid keys: uniform rows are constant, no tau
             tau = tau[~tau.isnan()]
             taus.append(float(tau.mean()) if len(tau) else math.nan)
         return taus

@@ -60,6 +60,28 @@ def kendall_tau(a: Tensor, b: Tensor, valid: Optional[Tensor] = None) -> Tau:
     return Tau(torch.tensor(taus, dtype=torch.float64), torch.tensor(ps, dtype=torch.float64))
 
 
+def kendall_tau_b(a: Tensor, b: Tensor, valid: Optional[Tensor] = None, pairs_per_chunk: int = 1 << 22) -> Tensor:
+    """Kendall's tau-b of every row of ``a`` and ``b`` (B, N) over its ``valid`` items (B, N), at
+    once and without p-values (:func:`kendall_tau` gives them, through scipy):
+
+        tau_b = sum_{i != j} s^a_ij s^b_ij / sqrt(sum s^a_ij^2 * sum s^b_ij^2),  s^x_ij = sign(x_i - x_j)
+
+    over the pairs of valid items: concordant less discordant pairs, over the geometric mean of
+    the pairs untied in each (scipy's tau-b). NaN where a row has a constant side or fewer than
+    2 valid items. Rows are taken in chunks of at most ``pairs_per_chunk`` pairs."""
+    a, b = a.detach().double(), b.detach().double()
+    valid = torch.ones_like(a, dtype=torch.bool) if valid is None else valid.bool().expand_as(a)
+    taus = []
+    for rows in torch.split(torch.arange(len(a), device=a.device), max(1, pairs_per_chunk // max(1, a.shape[-1] ** 2))):
+        both = valid[rows, :, None] & valid[rows, None, :]
+        sign_a = torch.sign(a[rows, :, None] - a[rows, None, :]) * both
+        sign_b = torch.sign(b[rows, :, None] - b[rows, None, :]) * both
+        numerator = (sign_a * sign_b).sum((-2, -1))
+        denominator = (sign_a.square().sum((-2, -1)) * sign_b.square().sum((-2, -1))).sqrt()
+        taus.append(torch.where(denominator > 0, numerator / denominator.clamp(min=1), torch.nan))
+    return torch.cat(taus) if taus else a.new_zeros(0)
+
+
 def attention_correctness(weights: Tensor, gold: Tensor, queries: Optional[Tensor] = None) -> Tensor:
     """The weight mass on the gold keys, sum_k w_qk [k gold], for every query: weights (..., Q, K),
     gold (..., Q, K) bool (broadcastable). With ``queries`` (..., Q) bool, the mean over those
