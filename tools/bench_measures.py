@@ -84,12 +84,13 @@ SCENES = ["--data.gold=true", "--data.canvas_size=32", "--data.digits_per_scene=
           "--data.clutter=0", "--data.noise=0", "--data.batch_size=16", "--optimizer.init_args.lr=0.005",
           "--model.channels=[16,32,64,128]", "--model.stem_width=16"]
 
-#: The planted authors for HAN (both settings): 300 authors, 150 of them training; 5 seats per paper (co-authors along
-#: APA, the gold meta-path, about 20 per author); 750 venues of one author each on average, so that AVA is about the
-#: author itself. HAN of two layers without attention dropout (AVA's one neighbour would be dropped): the decoupled
-#: family gathers the co-authors in the first layer and reads them in the second through AVA (its own vector).
-HAN = ["--data.num_authors=300", "--data.num_papers=300", "--data.authors_per_paper=5", "--data.num_venues=750",
-       "--data.venues_per_author=1", "--data.train_per_class=50", "--model.num_layers=2", "--model.attention_dropout=0"]
+#: The planted authors for HAN (both settings): 240 authors, 120 of them training; 5 seats per paper (co-authors along
+#: APA, the gold meta-path, about 20 per author); 600 venues of one author each on average, so that AVA is about the
+#: author itself. HAN of two layers without attention dropout (AVA's one neighbour would be dropped), Adam 0.01: the
+#: decoupled family gathers the co-authors in the first layer and reads them in the second through AVA (its own vector).
+HAN = ["--data.num_authors=240", "--data.num_papers=240", "--data.authors_per_paper=5", "--data.num_venues=600",
+       "--data.venues_per_author=1", "--data.train_per_class=40", "--model.num_layers=2", "--model.attention_dropout=0",
+       "--optimizer.init_args.lr=0.01"]
 
 DOMAINS = {
     "recall": Domain("associative recall (SequenceClassifier)", "domains/demo/demo.yaml", "framework.tasks.Classification",
@@ -108,7 +109,7 @@ DOMAINS = {
                      [*SCENES, "--data.train_size=2000", "--data.val_size=100", "--data.test_size=100",
                       "--trainer.max_epochs=6", "--lr_scheduler.init_args.T_max=6"]),
     "han": Domain("planted HAN meta-paths (HAN)", "domains/graph/han.yaml", "domains.graph.HeteroNodeClassification",
-                  [*HAN, "--trainer.max_epochs=200"], [*HAN, "--trainer.max_epochs=120"]),
+                  [*HAN, "--trainer.max_epochs=150"], [*HAN, "--trainer.max_epochs=100"]),
 }
 
 
