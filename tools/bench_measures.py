@@ -23,9 +23,9 @@ the 2-layer SequenceClassifier); ``babi1``, bAbI task 1 with MemN2N (the support
 gold alignment: its sure links, or the field it comes from; ``seq2seq_luong.yaml``; its task has
 no item hooks, so only the ablation, the gold mass and plausibility are measured there);
 ``scenes``, digit scenes segmented by a non-local head (a tile's pixels look at the drawn digit;
-``nonlocal.yaml`` at 32 x 32, ``data.gold=true``); ``han``, HAN on generated authors (the semantic attention of
-the last layer against the planted meta-path APA; ``han.yaml``, two layers, see :data:`HAN`). Each domain is one ``python -m framework compare`` grid over the
-families' task options (``--grid config=[<family presets>]``, ``--seeds``; runs under
+``nonlocal.yaml`` at 32 x 32, ``data.gold=true``); ``han``, HAN on generated authors (the last
+layer's semantic attention against the planted meta-path APA; ``han.yaml``, two layers, see
+:data:`HAN`). Each domain is one ``python -m framework compare`` grid over the families' task options (``--grid config=[<family presets>]``, ``--seeds``; runs under
 ``runs/compare/bench_measures_<setting>_<domain>/``, resumed by the same command), then
 ``evaluate`` of every run's best checkpoint with the measures' tests (the table in
 ``runs/bench_measures/<setting>/<domain>/<family>/seed<S>/evaluation.csv``, not redone once
