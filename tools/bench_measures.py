@@ -26,7 +26,8 @@ no item hooks, so only the ablation, the gold mass and plausibility are measured
 ``nonlocal.yaml`` at 32 x 32, ``data.gold=true``); ``han``, HAN on generated authors (the last
 layer's semantic attention against the planted meta-path APA; ``han.yaml``, two layers, see
 :data:`HAN`). Each domain is one ``python -m framework compare`` grid over the families' task
-options (``--grid config=[<family presets>]``, ``--seeds``; runs under ``runs/compare/bench_measures_<setting>_<domain>/``, resumed by the same command), then
+options (``--grid config=[<family presets>]``, ``--seeds``; runs under
+``runs/compare/bench_measures_<setting>_<domain>/``, resumed by the same command), then
 ``evaluate`` of every run's best checkpoint with the measures' tests (the table in
 ``runs/bench_measures/<setting>/<domain>/<family>/seed<S>/evaluation.csv``, not redone once
 written).
