@@ -33,6 +33,14 @@ def test_rank_correlations_equal_scipy_on_rows_with_ties_in_both():
     np.testing.assert_allclose(d, [somersd(truth, row).statistic for row in values])
 
 
+def test_an_infinite_value_ranks_beyond_the_finite_ones_and_ties_with_its_equal():
+    with np.errstate(all="raise"):
+        rho, d = rank_correlations(np.array([math.inf, 0.5, -math.inf, -math.inf]), np.array([4, 3, 2, 1]))
+    # ranks 4, 3, 1.5, 1.5 against 4, 3, 2, 1: of the 6 pairs 5 concordant and 1 tied in the values
+    assert d == pytest.approx(5 / 6)
+    assert rho == pytest.approx(spearmanr([4, 3, 1.5, 1.5], [4, 3, 2, 1]).statistic)
+
+
 def test_separated_families_give_one_and_rho_its_ceiling():
     found = {"supervised": [0.9, 0.8, 0.85], "plain": [0.6, 0.7, 0.65], "decoupled": [0.3, 0.4, 0.35],
              "random": [0.1, 0.0, 0.05]}

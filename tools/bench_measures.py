@@ -285,14 +285,16 @@ def rank_correlations(values: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray
     ranks. D = sum_{i,j} s_ij t_ij / sum_{i,j} |t_ij|, s_ij = sign(x_i - x_j), t_ij = sign(y_i - y_j):
     Kendall's tau over the pairs of runs the truth orders (runs of different families), the share
     of those pairs a measure orders rightly less the share it orders wrongly. NaN where the
-    values are all equal (rho) or the truth orders no pair (D)."""
+    values are all equal (rho) or the truth orders no pair (D). An infinite value (Captum's
+    infidelity of a degenerate run) ranks beyond every finite one and ties with its equal."""
     from scipy.stats import rankdata
 
     values = np.asarray(values, dtype=float)
     ranks = rankdata(values, axis=-1)
     a = ranks - ranks.mean(-1, keepdims=True)
     b = rankdata(truth) - rankdata(truth).mean()
-    s = np.sign(values[..., :, None] - values[..., None, :])
+    before, after = values[..., :, None], values[..., None, :]
+    s = (before > after).astype(float) - (before < after)  # not sign(x_i - x_j): inf - inf is no order
     t = np.sign(np.subtract.outer(truth, truth).astype(float))
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum())
