@@ -207,6 +207,18 @@ class Drawer:
             warnings.warn(f"the drawing process of the pictures failed: {why}; they are drawn in the training "
                           "process from now on", RuntimeWarning, stacklevel=2)
 
+    def cpu_seconds(self) -> float:
+        """The CPU time the drawing process has used so far, user and system (0 while there is none);
+        ``tools/bench_overhead.py`` reports it beside the training process's time."""
+        import psutil
+
+        process = self._process
+        try:
+            times = psutil.Process(process.pid).cpu_times() if process is not None else None
+        except psutil.Error:  # it has just ended
+            return 0.0
+        return times.user + times.system if times is not None else 0.0
+
     def close(self) -> None:
         """End the drawing process (jobs not done yet are drawn where they are waited for)."""
         with self._lock:

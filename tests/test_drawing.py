@@ -49,6 +49,12 @@ def test_the_drawing_process_gives_the_pixels_this_process_draws(drawer):
         np.testing.assert_array_equal(got, want)
 
 
+def test_the_drawing_processs_cpu_time_is_counted_from_its_start(drawer):
+    assert drawer.cpu_seconds() == 0.0, "no process yet"
+    drawer.submit(pictures()).images(timeout=60)
+    assert drawer.cpu_seconds() > 0.05, "it imported matplotlib and drew two pictures"
+
+
 def test_a_figure_that_does_not_pickle_is_drawn_here(drawer):
     def unpicklable():
         figure = pictures()[0]

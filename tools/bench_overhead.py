@@ -9,7 +9,9 @@ an epoch of ``fit`` then an epoch of the loop (run from a callback between ``fit
 its own copy of the module), so that both see the same load of a shared machine; the ratio is
 of the medians. Start-up (imports, building the model, data set-up, the first epoch's warm-up)
 is excluded: the first epoch of each is not timed. The 1-minute load average is printed with
-the figures: compare ratios measured under similar loads.
+the figures: compare ratios measured under similar loads. ``fit`` draws its pictures in a
+process of its own (:mod:`framework.drawing`) while it trains: the CPU seconds that process
+spent an epoch, on another core, are printed beside the ratio (they are in neither time).
 
     python -m tools.bench_overhead                          # the three models on this machine's device
     python -m tools.bench_overhead --models ccnet --device cpu --epochs 4
@@ -123,31 +125,37 @@ class HandLoop:
         return EpochClock.now() - start
 
 
-def time_interleaved(cli, loop: HandLoop) -> tuple[list[float], list[float]]:
+def time_interleaved(cli, loop: HandLoop) -> tuple[list[float], list[float], list[float]]:
     """Seconds of each epoch of ``fit`` and of ``loop``, taken in turns (a fit epoch, a loop epoch,
-    a fit epoch ...), so that both see the same load of the machine; the first of each is not timed."""
+    a fit epoch ...), so that both see the same load of the machine, and the CPU seconds the
+    drawing process (:mod:`framework.drawing`) spent on each fit epoch's pictures, on another
+    core; the first of each is not timed."""
     import lightning.pytorch as pl
 
-    fit_epochs, loop_epochs = [], []
+    from framework.drawing import drawer
+
+    fit_epochs, loop_epochs, drawing = [], [], []
 
     class Turns(pl.Callback):
         started: Optional[float] = None
+        drawn = 0.0
 
         def _end_fit_epoch(self) -> None:
             if self.started is not None:
                 fit_epochs.append(EpochClock.now() - self.started)
+                drawing.append(drawer().cpu_seconds() - self.drawn)
                 loop_epochs.append(loop.epoch())
 
         def on_train_epoch_start(self, trainer, module) -> None:
             self._end_fit_epoch()
-            self.started = EpochClock.now()
+            self.started, self.drawn = EpochClock.now(), drawer().cpu_seconds()
 
         def on_train_end(self, trainer, module) -> None:
             self._end_fit_epoch()
 
     cli.trainer.callbacks.append(Turns())
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
-    return fit_epochs[1:], loop_epochs[1:]
+    return fit_epochs[1:], loop_epochs[1:], drawing[1:]
 
 
 def gpu_activity(cli, module, device: str, steps: int = 10) -> tuple[float, float]:
@@ -232,8 +240,9 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         loop = HandLoop(cli, copy.deepcopy(cli.model), train_batches, val_batches, args.device, Path(folder))
-        fit_epochs, loop_epochs = time_interleaved(cli, loop)
+        fit_epochs, loop_epochs, drawing = time_interleaved(cli, loop)
     row = {"model": name, "fit_s": statistics.median(fit_epochs), "loop_s": statistics.median(loop_epochs),
+           "drawing_s": statistics.median(drawing),
            "batches": f"{train_batches or 'all'} / {val_batches or 'all'}", "load": (load, os.getloadavg()[0]),
            "pairs": [f / l for f, l in zip(fit_epochs, loop_epochs)]}
     row["ratio"] = row["fit_s"] / row["loop_s"]
@@ -279,12 +288,13 @@ def main() -> None:
     clock = "process CPU time" if args.cpu_time else "wall time"
     print(f"\nFramework overhead on {args.device} ({torch.get_num_threads()} threads, {clock}, median of {args.epochs} epochs "
           "each, fit and loop epochs in turns; load: the 1-minute load average before and after)")
-    columns = "| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop | load |" + (" kernels/step | GPU busy |" if args.device == "cuda" else "")
+    columns = ("| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop | drawing process CPU s/epoch | load |"
+               + (" kernels/step | GPU busy |" if args.device == "cuda" else ""))
     print(columns)
     print("|" + "---|" * (columns.count("|") - 1))
     for row in rows:
         line = (f"| {row['model']} | {row['batches']} | {row['fit_s']:.3f} | {row['loop_s']:.3f} | {row['ratio']:.3f}x | "
-                f"{row['load'][0]:.1f}, {row['load'][1]:.1f} |")
+                f"{row['drawing_s']:.2f} | {row['load'][0]:.1f}, {row['load'][1]:.1f} |")
         if args.device == "cuda":
             line += f" {row['kernels_per_step']:.0f} | {row['gpu_busy']:.0%} |"
         print(line)
