@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from contextlib import nullcontext
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
@@ -13,7 +14,7 @@ from torchmetrics.text import Perplexity, SacreBLEUScore
 
 from framework.attention import capture
 from framework.errors import ConfigError
-from framework.evaluation.protocol import GoldView
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, erase_tokens, replaying
 from framework.tasks.attention_training import AttentionTraining
 from framework.tasks import Task
 
@@ -25,6 +26,56 @@ from ..pictures import alignment_image
 from .tokenizer import TokenizerState
 
 DECODINGS = ("greedy", "beam")
+
+#: The decision's log p is kept at or below log(1 - SATURATED) in its second logit, log(1 - p), which is then finite.
+SATURATED = 1e-6
+
+
+def cross_blocks(model: nn.Module) -> list[str]:
+    """The names of a model's cross-attention blocks, one per decoder layer (the Transformer's
+    ``decoder.<l>.cross_attention``; none in the recurrent models)."""
+    return [name for name, m in model.named_modules()
+            if getattr(m, "block_name", None) and name.endswith("cross_attention")]
+
+
+def alignment_blocks(model: nn.Module) -> tuple[str, ...]:
+    """The block the model's alignment (``Seq2SeqOutput.alignment``) comes from: the last decoder
+    layer's cross attention, or the recurrent decoder's ``attention``; none without attention."""
+    cross = cross_blocks(model)
+    if cross:
+        return (cross[-1],)
+    return ("attention",) if getattr(getattr(model, "attention", None), "block_name", None) else ()
+
+
+def source_weights(alignment: Tensor, target: Tensor, mask: Tensor) -> Tensor:
+    """The weights (B, N) of the source tokens in the whole output: the alignment (B, M, N)
+    averaged over the reference's M positions (``target`` (B, M) not ``<pad>``), renormalised
+    over the valid source tokens (``mask`` (B, N))::
+
+        w_n = sum_t a_tn / sum_{n' valid} sum_t a_tn'    (t over the reference tokens, </s> included)
+
+    (the mean's 1 / M cancels in the renormalisation; rows of a that sum to 1 need none).
+    """
+    summed = (alignment.float() * target.ne(PAD).unsqueeze(-1)).sum(1) * mask
+    return summed / summed.sum(-1, keepdim=True).clamp(min=torch.finfo(summed.dtype).tiny)
+
+
+def reference_decision(logits: Tensor, target: Tensor) -> Tensor:
+    """The decision (B, 2) that the faithfulness tests perturb, from the next-token logits
+    (B, M, V) of the reference ``target`` (B, M) under teacher forcing: "the model gives the
+    reference" against "it does not", with the logits [log p, log(1 - p)], so that their
+    softmax is (p, 1 - p), where
+
+        log p = mean_t log p(y_t | y_<t, x)     (t over the reference tokens, </s> included)
+
+    is the mean log-probability of the reference's tokens (p its per-token geometric mean
+    probability, 1 / the reference's perplexity). log(1 - p) reads log p clamped at
+    log(1 - :data:`SATURATED`), so that a saturated p keeps a finite second logit and gradient.
+    """
+    valid = target.ne(PAD)
+    log_p = logits.float().log_softmax(-1).gather(-1, target.unsqueeze(-1)).squeeze(-1).masked_fill(~valid, 0.0)
+    mean = log_p.sum(-1) / valid.sum(-1).clamp(min=1)
+    return torch.stack([mean, torch.log(-torch.expm1(mean.clamp(max=math.log1p(-SATURATED))))], -1)
 
 
 class Supervised(NamedTuple):
@@ -73,7 +124,11 @@ class Translation(AttentionTraining, TokenizerState, Task):
 
     Evaluation (``python -m framework evaluate``): on data with gold alignments, the alignment
     error rate and attention correctness of the model's alignment, and for a Transformer of
-    every decoder layer and head (:meth:`gold_views`).
+    every decoder layer and head (:meth:`gold_views`). The faithfulness tests (permutation,
+    erasure, attributions, ERASER, Captum's infidelity and sensitivity) take the source tokens
+    as the items, weighed by the alignment averaged over the reference's tokens
+    (:meth:`item_attention`), and as the decision whether the model gives the reference
+    (:meth:`decision`).
     """
 
     def __init__(self, decoding: str = "greedy", beam_size: int = 4, length_penalty: float = 0.0, max_length: int = 64,
@@ -146,7 +201,7 @@ class Translation(AttentionTraining, TokenizerState, Task):
         sure, possible = links == 2, links >= 1
         keys, queries = batch["mask"].bool().unsqueeze(1), possible.any(-1)
         inputs = teacher_inputs(batch["target"])
-        cross = [name for name, m in model.named_modules() if getattr(m, "block_name", None) and name.endswith("cross_attention")]
+        cross = cross_blocks(model)
         with capture(model, *cross) if cross else nullcontext() as maps:
             output = model(batch["tokens"], batch["mask"], inputs, need_weights=True)
         views = []
@@ -161,6 +216,72 @@ class Translation(AttentionTraining, TokenizerState, Task):
         if not views and output.alignment is not None:
             views.append(GoldView("alignment", output.alignment.float(), sure, keys, queries, possible))
         return views
+
+    # Evaluation hooks: the items are the source tokens, the decision whether the model gives the reference.
+
+    def decision(self, model: nn.Module, batch: Any) -> Tensor:
+        """The logits (B, 2) of "the model gives the reference" against "it does not"
+        (:func:`reference_decision`: softmax (p, 1 - p), p the reference's per-token geometric
+        mean probability under teacher forcing).
+
+        The tests take a decision as one distribution over K classes per example, while a
+        translation makes M decisions over the vocabulary; the item attention summarises all M
+        (:meth:`item_attention`), so the decision summarises them too, through the quantity the
+        model is trained on (exp of minus its token cross-entropy, length-normalised so that
+        examples of any length weigh alike). The decision "flips" when p crosses 1/2 (mean token
+        log-probability -log 2); ERASER's and Captum's probability of the predicted class is p for
+        the examples the model translates (p > 1/2).
+        """
+        target = batch["target"]
+        return reference_decision(model(batch["tokens"], batch["mask"], teacher_inputs(target)), target)
+
+    def item_attention(self, model: nn.Module, batch: Any) -> Optional[ItemAttention]:
+        """The source tokens' weights (B, N) in the whole reference: the model's alignment
+        (``Seq2SeqOutput.alignment`` (B, M, N) under teacher forcing: the recurrent decoder's
+        attention, the Transformer's last decoder layer's cross attention with its heads
+        averaged, as :meth:`gold_views` reads them) averaged over the reference's M tokens and
+        renormalised over the valid source tokens (:func:`source_weights`); None for a model
+        without attention."""
+        output = model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]), need_weights=True)
+        if output.alignment is None:
+            return None
+        mask = batch["mask"].bool()
+        return ItemAttention(source_weights(output.alignment, batch["target"], mask), mask, alignment_blocks(model))
+
+    def erase_items(self, batch: Any, erased: Tensor) -> Any:
+        """The source tokens ``erased`` (B, N) cut out of the source (:func:`erase_tokens`); the
+        target, and so the decoder's inputs, stay as they are. The gold alignment, which indexes
+        the source tokens, leaves the batch."""
+        tokens, mask = erase_tokens(batch["tokens"], batch["mask"], erased, PAD)
+        return {**{key: value for key, value in batch.items() if key != "alignment"}, "tokens": tokens, "mask": mask}
+
+    def item_layer(self, model: nn.Module) -> Optional[nn.Module]:
+        """The token embedding, which serves source and target alike."""
+        return getattr(model, "embed", None)
+
+    def item_forward(self, model: nn.Module, batch: Any) -> Optional[ItemForward]:
+        """The source tokens' embeddings (B, N, E) and :meth:`decision` and
+        :meth:`item_attention` as their functions. The embedding is shared: a forward pass calls
+        it on the source first (the encoder, ``start``), then on the decoder's inputs; the given
+        vectors replace the first call's output alone, and the target's embedding stays the model's."""
+        layer = self.item_layer(model)
+        if layer is None:
+            return None
+        with torch.no_grad():
+            vectors = layer(batch["tokens"])
+
+        def swap(given: Tensor) -> Any:
+            calls: list[None] = []
+
+            def source_only(module: nn.Module, args: Any, output: Tensor) -> Optional[Tensor]:
+                calls.append(None)
+                return given if len(calls) == 1 else None
+
+            return layer.register_forward_hook(source_only)
+
+        size = len(vectors)
+        return ItemForward(vectors.detach(), replaying(batch, size, swap, lambda b: self.decision(model, b)),
+                           replaying(batch, size, swap, lambda b: self.item_attention(model, b).weights))
 
     def generate(self, model: nn.Module, tokens: Tensor, mask: Tensor) -> Tensor:
         """Output ids (B, L) by the configured decoding."""

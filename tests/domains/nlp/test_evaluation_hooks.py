@@ -1,9 +1,11 @@
 """The NLP domain's evaluation hooks: the dates' gold alignments (by hand), the text classifiers'
-items (tokens: weights, erasure, vectors), the translation task's gold views and supervised attention."""
+items (tokens: weights, erasure, vectors), the translation task's gold views and supervised attention,
+and its items (source tokens: weights, decision, erasure, vectors; ``evaluate`` end to end on dates)."""
 
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 import pytest
 import torch
@@ -200,3 +202,139 @@ def test_supervised_attention_lowers_the_alignment_error_rate_on_dates():
         found[weight] = alignment_counts(hard_alignment(view.weights, view.keys.expand_as(view.weights)), view.gold,
                                          view.possible, view.queries).aer
     assert found[1.0] < 0.35 and found[0.0] - found[1.0] > 0.3, found
+
+
+TRANSLATORS = {"bahdanau": lambda: RecurrentSeq2Seq(64, dim=32, attention="additive", style="bahdanau"),
+               "luong": lambda: RecurrentSeq2Seq(64, dim=32, attention="general", style="luong"),
+               "transformer": lambda: TransformerSeq2Seq(64, dim=32, depth=2)}
+
+
+@pytest.mark.parametrize("name", list(TRANSLATORS))
+def test_translation_items_are_the_source_tokens_weighed_by_the_mean_alignment(name):
+    """The item attention is the alignment (the Transformer's last cross-attention layer, read
+    here from the block itself, heads averaged) summed over the reference's tokens by a loop and
+    renormalised over the valid source tokens."""
+    from framework.attention import capture
+    from domains.nlp.data.tokenization import PAD
+    from domains.nlp.models.seq2seq import teacher_inputs
+
+    torch.manual_seed(0)
+    _, batch = _dates(4)
+    batch["target"][0, -3:] = PAD  # a shorter reference: its last positions do not count
+    model, task = TRANSLATORS[name]().eval(), Translation()
+    with torch.no_grad():
+        items = task.item_attention(model, batch)
+    inputs = teacher_inputs(batch["target"])
+    with torch.no_grad():
+        if name == "transformer":
+            with capture(model, "decoder.1.cross_attention") as maps:
+                model(batch["tokens"], batch["mask"], inputs)
+            alignment = maps["decoder.1.cross_attention"][0].weights.mean(1)
+        else:
+            alignment = model(batch["tokens"], batch["mask"], inputs, need_weights=True).alignment
+    assert items.blocks == (("decoder.1.cross_attention",) if name == "transformer" else ("attention",))
+    for b in range(len(alignment)):
+        valid, reference = batch["mask"][b].tolist(), [t for t, token in enumerate(batch["target"][b]) if token != PAD]
+        summed = [sum(alignment[b, t, n].item() for t in reference) * valid[n] for n in range(len(valid))]
+        expected = torch.tensor([value / sum(summed) for value in summed])
+        torch.testing.assert_close(items.weights[b], expected, atol=1e-6, rtol=1e-5)
+    assert torch.equal(items.valid, batch["mask"].bool())
+    assert task.item_attention(RecurrentSeq2Seq(64, dim=32, attention="none"), batch) is None
+
+
+def test_the_translation_decision_is_whether_the_model_gives_the_reference():
+    """softmax(decision) = (p, 1 - p), p the geometric mean of the reference tokens' probabilities
+    under teacher forcing (by a loop); a saturated p keeps finite logits and gradients."""
+    import math
+
+    from domains.nlp.data.tokenization import PAD
+    from domains.nlp.models.seq2seq import teacher_inputs
+    from domains.nlp.tasks.translation import reference_decision
+
+    torch.manual_seed(0)
+    _, batch = _dates(4)
+    batch["target"][1, -4:] = PAD
+    model, task = RecurrentSeq2Seq(64, dim=32, attention="general", style="luong").eval(), Translation()
+    with torch.no_grad():
+        probabilities = model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"])).softmax(-1)
+        decision = task.decision(model, batch)
+    for b, row in enumerate(batch["target"].tolist()):
+        reference = [(t, token) for t, token in enumerate(row) if token != PAD]
+        p = math.exp(sum(math.log(float(probabilities[b, t, token])) for t, token in reference) / len(reference))
+        torch.testing.assert_close(decision[b].softmax(-1), torch.tensor([p, 1 - p]), atol=1e-6, rtol=1e-5)
+    certain = torch.full((1, 3, 8), -50.0).scatter(-1, torch.tensor([[[2], [5], [3]]]), 50.0).requires_grad_()
+    saturated = reference_decision(certain, torch.tensor([[2, 5, 3]]))
+    assert saturated.isfinite().all() and saturated.softmax(-1)[0, 0] > 1 - 1e-5
+    saturated.softmax(-1)[0, 0].backward()
+    assert certain.grad.isfinite().all()
+
+
+def test_erasing_source_tokens_leaves_the_target_alone():
+    torch.manual_seed(0)
+    _, batch = _dates(4)
+    model, task = RecurrentSeq2Seq(64, dim=32, attention="general", style="luong").eval(), Translation()
+    none = task.erase_items(batch, torch.zeros_like(batch["mask"]))
+    with torch.no_grad():
+        assert torch.equal(task.decision(model, none), task.decision(model, batch))
+    erased = torch.zeros_like(batch["mask"])
+    erased[0, [0, 2]] = erased[1, 1] = True
+    cut = task.erase_items(batch, erased)
+    tokens, length = batch["tokens"][0].tolist(), int(batch["mask"][0].sum())
+    assert cut["tokens"][0].tolist() == [tokens[1]] + tokens[3:length] + [0] * (len(tokens) - length + 2)
+    assert cut["mask"].sum(-1).tolist() == (batch["mask"].sum(-1) - torch.tensor([2, 1, 0, 0])).tolist()
+    assert torch.equal(cut["tokens"][2:], batch["tokens"][2:])
+    assert torch.equal(cut["target"], batch["target"]) and "alignment" not in cut, "the gold indexes the uncut source"
+    with torch.no_grad():
+        changed = (task.decision(model, cut) - task.decision(model, batch)).abs().sum(-1)
+    assert (changed[:2] > 0).all() and (changed[2:] == 0).all()
+
+
+@pytest.mark.parametrize("name", ["luong", "transformer"])
+def test_the_source_embeddings_give_back_the_decision_and_leave_the_targets_alone(name):
+    """Source and target share one embedding: the item vectors replace its source call alone. With
+    the source cut to the target's length, vectors that also replaced the target's embedding
+    would change the decision."""
+    torch.manual_seed(0)
+    _, batch = _dates(4)
+    length = batch["target"].shape[1]
+    batch = {**batch, "tokens": batch["tokens"][:, :length], "mask": batch["mask"][:, :length]}
+    model, task = TRANSLATORS[name]().eval(), Translation()
+    forward = task.item_forward(model, batch)
+    assert torch.equal(forward.vectors, model.embed(batch["tokens"]))
+    with torch.no_grad():
+        decision, weights = task.decision(model, batch), task.item_attention(model, batch).weights
+        torch.testing.assert_close(forward.forward(forward.vectors), decision)
+        torch.testing.assert_close(forward.forward(torch.cat([forward.vectors] * 3)), decision.repeat(3, 1))
+        torch.testing.assert_close(forward.attention(forward.vectors), weights)
+        moved = forward.vectors.clone()
+        moved[1, 0] += torch.randn(moved.shape[-1])  # not a constant, which the Transformer's layer norms remove
+        changed = (forward.forward(moved) - decision).abs().sum(-1)
+    assert changed[1] > 0 and (changed[[0, 2, 3]] == 0).all()
+
+
+def test_evaluate_measures_the_faithfulness_of_a_dates_model(tmp_path):
+    """A tiny Luong model fitted one epoch on 64 dates, then ``evaluate`` with the faithfulness,
+    ERASER and Captum tests: every row is measured, on the ``attention`` block."""
+    import csv
+
+    from framework.__main__ import main
+
+    config = Path(__file__).resolve().parents[3] / "domains" / "nlp" / "seq2seq_luong.yaml"
+    folder = tmp_path / "runs" / "dates" / "fit"
+    small = ["--data.train_size=64", "--data.val_size=16", "--data.test_size=16", "--data.batch_size=16",
+             "--model.dim=16", "--model.embed_dim=8", "--trainer.enable_progress_bar=false",
+             "--trainer.enable_model_summary=false", "--trainer.logger=false"]
+    fitted = main(["fit", "--config", str(config), *small, "--trainer.max_epochs=1", "--run_dir", str(folder)])
+    best = fitted.trainer.checkpoint_callback.best_model_path
+    main(["evaluate", "--config", str(folder / "config.yaml"), "--ckpt_path", best, *small, "--examples=16",
+          "--permutations=2", "--attribution_steps=2", "--perturb_samples=2",
+          "--tests=[eraser, faithfulness, infidelity, sensitivity]"])
+    (run,) = sorted(folder.parent.glob("*_evaluate"))
+    with (run / "evaluation.csv").open(newline="") as handle:
+        table = [row for row in csv.DictReader(handle) if row["test"] != "test"]
+    assert {row["test"] for row in table} == {"permutation", "erasure", "attribution", "eraser", "infidelity",
+                                              "sensitivity"}
+    assert {row["block"] for row in table if row["test"] != "attribution" or "vs" not in row["block"]} == {"attention"}
+    assert all(row["value"] for row in table), [row for row in table if not row["value"]]
+    sensitivity = {row["setting"].split(",")[0] for row in table if row["test"] == "sensitivity"}
+    assert {"attention", "gradient_x_input", "integrated_gradients", "leave_one_out"} <= sensitivity
