@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import somersd, spearmanr
 
-from tools.bench_measures import MEASURES, agreement, bootstrap, ceiling, interval, oriented, rank_correlations
+from tools.bench_measures import MEASURES, agreement, bootstrap, ceiling, interval, mean_sd, oriented, rank_correlations
 
 
 def test_rank_correlations_by_hand_with_a_tie():
@@ -39,6 +39,12 @@ def test_an_infinite_value_ranks_beyond_the_finite_ones_and_ties_with_its_equal(
     # ranks 4, 3, 1.5, 1.5 against 4, 3, 2, 1: of the 6 pairs 5 concordant and 1 tied in the values
     assert d == pytest.approx(5 / 6)
     assert rho == pytest.approx(spearmanr([4, 3, 1.5, 1.5], [4, 3, 2, 1]).statistic)
+
+
+def test_a_familys_mean_says_how_many_runs_were_infinite():
+    assert mean_sd([0.5, None, 0.7]) == "0.600 ± 0.141"
+    assert mean_sd([0.5, math.inf, 0.7]) == "0.600 ± 0.141 (1 of 3 infinite)"
+    assert mean_sd([math.inf]) == "inf (1 of 1 infinite)" and mean_sd([None]) == "-"
 
 
 def test_separated_families_give_one_and_rho_its_ceiling():

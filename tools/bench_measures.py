@@ -1,7 +1,7 @@
 """Benchmark of the measures: which faithfulness and plausibility measures order models by their true faithfulness?
 
-    python -m tools.bench_measures                     # the full setting: every domain, 5 seeds (under 2 h on 2 CPU cores)
-    python -m tools.bench_measures --quick             # the quick setting: smaller fits and evaluations, 3 seeds (minutes)
+    python -m tools.bench_measures --quick             # smaller fits and evaluations, 3 seeds: all five domains in about 1 h on 2 CPU cores
+    python -m tools.bench_measures                     # the full setting: 5 seeds, larger fits (hours on 2 CPU cores)
     python -m tools.bench_measures --domains recall --seeds 3 --jobs 2
     python -m tools.bench_measures --report            # only the tables of what has finished
 
@@ -20,8 +20,7 @@ of true faithfulness:
 Domains (``--domains``): ``recall``, the demo's associative recall (the queried pair is the gold;
 the 2-layer SequenceClassifier); ``babi1``, bAbI task 1 with MemN2N (the supporting fact;
 ``memn2n_babi.yaml``); ``dates``, date normalisation with Luong attention (an output character's
-gold alignment: its sure links, or the field it comes from; ``seq2seq_luong.yaml``; its task has
-no item hooks, so only the ablation, the gold mass and plausibility are measured there);
+gold alignment: its sure links, or the field it comes from; ``seq2seq_luong.yaml``);
 ``scenes``, digit scenes segmented by a non-local head (a tile's pixels look at the drawn digit;
 ``nonlocal.yaml`` at 32 x 32, ``data.gold=true``); ``han``, HAN on generated authors (the last
 layer's semantic attention against the planted meta-path APA; ``han.yaml``, two layers, see
@@ -387,10 +386,14 @@ def cell(value: float, bounds: tuple[float, float]) -> str:
 
 
 def mean_sd(values: list[Optional[float]]) -> str:
+    """Mean ± sd of the values; where some are infinite, the finite ones' and how many are not."""
     present = [v for v in values if v is not None]
-    if not present:
-        return "-"
-    return f"{np.mean(present):.3f} ± {np.std(present, ddof=1):.3f}" if len(present) > 1 else f"{present[0]:.3f}"
+    finite = [v for v in present if math.isfinite(v)]
+    infinite = f" ({len(present) - len(finite)} of {len(present)} infinite)" if len(finite) < len(present) else ""
+    if not finite:
+        return "-" if not present else f"inf{infinite}"
+    spread = f" ± {np.std(finite, ddof=1):.3f}" if len(finite) > 1 else ""
+    return f"{np.mean(finite):.3f}{spread}{infinite}"
 
 
 def report(domains: list[str], setting: Setting, seeds: int, draws: int) -> str:
