@@ -64,8 +64,8 @@ def sketching() -> Iterator[None]:
 
 
 def _on_cpu(value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return value.detach().cpu()
+    if isinstance(value, Tensor):  # a copy: a view would pickle its whole base (the batch of an example)
+        return value.detach().to("cpu", copy=True)
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
         return type(value)(_on_cpu(v) for v in value)
     if isinstance(value, dict):

@@ -5,6 +5,7 @@ here, nothing lost when it cannot (a figure that does not pickle, the process ki
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -94,6 +95,9 @@ def test_within_sketching_a_picture_function_gives_its_call_with_its_tensors_on_
         sketch = overlay(image, weights * 2, (5, 7), caption_text="where pixel (5, 7) looks")
     assert isinstance(sketch, Sketch) and sketch.draw is overlay and sketch.kwargs["caption_text"].startswith("where")
     assert all(t.device.type == "cpu" and not t.requires_grad for t in sketch.args[:2])
+    with sketching():
+        one = overlay(torch.rand(64, 3, 16, 24, device=device)[5], weights, (5, 7))  # one example of a batch
+    assert len(pickle.dumps(one)) < 3 * 16 * 24 * 4 + 20_000, "the example is copied, not its whole batch"
     direct = overlay(image, weights.detach() * 2, (5, 7), caption_text="where pixel (5, 7) looks")
     np.testing.assert_array_equal(as_image(sketch), as_image(direct))
 
