@@ -124,6 +124,20 @@ def test_eraser_rows_against_the_closed_form():
     assert aopc.against == "random items" and aopc.baseline is not None
 
 
+def test_eraser_asks_each_erasure_of_a_batch_once():
+    model, task, batch = _toy()
+    asked = []
+    erase = task.erase_items
+    task.erase_items = lambda b, erased: (asked.append(erased.clone()), erase(b, erased))[1]
+    fractions = (0.1, 0.2, 0.25)  # one item of each example at all three
+    rows = eraser_rows(model, task, [batch], fractions=fractions)
+    distinct = {bytes(e.numpy().tobytes()) for e in asked[1:]}  # the first: erase_items' probe of nothing
+    assert len(asked) - 1 == len(distinct), "no erasure computed twice"
+    assert len(distinct) < 4 * len(fractions), "the attention's top items, the same at every fraction, once"
+    values = {(r.setting.split(",")[0], r.measure): r.value for r in rows}
+    assert len({values[(f"top {f:.0%} of items", "comprehensiveness")] for f in fractions}) == 1
+
+
 # ------------------------------------------------------------------ plausibility
 
 def test_token_f1_iou_and_auprc_by_hand():

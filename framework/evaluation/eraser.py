@@ -93,13 +93,19 @@ def eraser_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any],
         with torch.no_grad():
             p = task.decision(model, batch).float().softmax(-1)
         predicted, enough = p.argmax(-1), valid.sum(-1) >= 2
+        asked: dict[bytes, Tensor] = {}  # erasures of this batch: with few items, several fractions pick the same
+
+        def without(chosen: Tensor) -> Tensor:
+            key = chosen.cpu().numpy().tobytes()
+            if key not in asked:
+                asked[key] = erased.probabilities(chosen)
+            return asked[key]
+
         for fraction in fractions:
             top = top_fraction(weights, valid, fraction)
             for name, chosen in (("attention", top), ("random", random_like(top, valid, generator))):
-                got.add(f"comprehensiveness/{name}/{fraction}",
-                        probability_drop(p, erased.probabilities(chosen), predicted)[enough])
-                got.add(f"sufficiency/{name}/{fraction}",
-                        probability_drop(p, erased.probabilities(valid & ~chosen), predicted)[enough])
+                got.add(f"comprehensiveness/{name}/{fraction}", probability_drop(p, without(chosen), predicted)[enough])
+                got.add(f"sufficiency/{name}/{fraction}", probability_drop(p, without(valid & ~chosen), predicted)[enough])
     if not got.values:
         return []
     label = ", ".join(blocks) or "-"
