@@ -112,8 +112,8 @@ class Segmentation(AttentionTraining, Task):
 
     Shapes: batch (image (B, C, H, W), target (B, H, W) long), or with gold attention
     (image, target, gold (B, 2, H, W) bool) as :meth:`DigitScenes.evaluation_dataloader` gives
-    it (and every loader with ``data.gold=true``); model output logits (B, K, H, W) or a SegmentationOutput; ``predict`` gives label maps
-    (B, H, W).
+    it (and every loader with ``data.gold=true``); model output logits (B, K, H, W) or a
+    SegmentationOutput; ``predict`` gives label maps (B, H, W).
 
     Evaluation (``python -m framework evaluate``): the decision tested is one pixel's class (a
     hidden tile's pixel where the batch has gold, else ``pixel``); the items are the key pixels
