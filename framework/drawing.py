@@ -56,6 +56,12 @@ def rasterise(figure: Any) -> np.ndarray:
     return np.asarray(figure.canvas.buffer_rgba())[..., :3].copy()
 
 
+def built(picture: Any) -> Any:
+    """The figure of a picture: a figure as it is, a sketch of :mod:`framework.pictures` built
+    (read by its ``build`` method: this module imports nothing of the framework)."""
+    return picture.build() if hasattr(picture, "build") else picture
+
+
 def send(stream: IO[bytes], payload: bytes) -> None:
     stream.write(LENGTH.pack(len(payload)) + payload)
     stream.flush()
@@ -103,9 +109,7 @@ class Job:
         if self._images is None:
             files = self.files(timeout)
             if files is None:
-                from .pictures import as_image  # figures and sketches
-
-                self._images = [as_image(figure) for figure in self.figures or []]
+                self._images = [rasterise(built(picture)) for picture in self.figures or []]
             else:
                 from PIL import Image
 
@@ -256,10 +260,9 @@ def serve(inbox: IO[bytes], outbox: IO[bytes], folder: Path) -> None:
         ticket = unpickler.load()
         try:
             files = []
-            for k, item in enumerate(unpickler.load()):
-                figure = item.build() if hasattr(item, "build") else item  # a sketch of framework.pictures
+            for k, picture in enumerate(unpickler.load()):
                 files.append(str(folder / f"{ticket}-{k}.png"))
-                Image.fromarray(rasterise(figure)).save(files[-1], compress_level=PNG_LEVEL)
+                Image.fromarray(rasterise(built(picture))).save(files[-1], compress_level=PNG_LEVEL)
         except Exception:  # noqa: BLE001 - the training process draws them and sees the error itself
             files = None
         send(outbox, pickle.dumps((ticket, files)))
