@@ -113,7 +113,10 @@ class Job:
             else:
                 from PIL import Image
 
-                self._images = [np.asarray(Image.open(f).convert("RGB")) for f in files]
+                self._images = []
+                for file in files:
+                    with Image.open(file) as image:
+                        self._images.append(np.asarray(image.convert("RGB")))
             self.figures = None
         return self._images
 
