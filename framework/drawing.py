@@ -85,6 +85,14 @@ class Job:
         self._files: Optional[list[Path]] = None
         self._images: Optional[list[np.ndarray]] = None
 
+    @classmethod
+    def ready(cls, images: list[np.ndarray]) -> "Job":
+        """A job whose pictures were arrays already (nothing to draw, no files)."""
+        job = cls([])
+        job._images = list(images)
+        job._drawn.set()
+        return job
+
     def finish(self, files: Optional[list[str]]) -> None:
         """The drawing process's PNG files, or None: :meth:`images` rasterises the figures here."""
         self._files = None if files is None else [Path(f) for f in files]

@@ -130,3 +130,21 @@ def test_pictures_drawn_meanwhile_are_logged_at_the_step_of_their_validation(tmp
     assert len(validations) == 3, "three validations"
     assert logger.steps == [("attention/encoder.layers.0.attention", step) for step in validations], \
         "each validation's picture logged once, in order, at the step of its metrics"
+
+
+class ArrayPictures(Classification):
+    """A task whose pictures are arrays already (no figure to draw)."""
+
+    def images(self, model, batch):
+        return {"tokens": [np.full((4, 5, 3), 7, dtype=np.uint8)]}
+
+
+def test_pictures_that_are_arrays_already_are_logged_as_they_are(tmp_path):
+    logger = ImageLogger()
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), ArrayPictures(10))
+    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
+    trainer = pl.Trainer(max_epochs=1, logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path,
+                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(module, AssociativeRecall(train_size=64, val_size=32, test_size=32, batch_size=32))
+    (image,) = logger.images["images/tokens"]
+    np.testing.assert_array_equal(image, np.full((4, 5, 3), 7, dtype=np.uint8))

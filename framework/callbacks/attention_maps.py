@@ -44,9 +44,10 @@ class AttentionMaps(Callback):
 
     The pictures are drawn within :func:`~framework.pictures.sketching`: the picture functions
     give sketches (their inputs, on the CPU), which the drawing process (:mod:`framework.drawing`)
-    builds and rasterises while training goes on; each key's pictures are logged when they are done (checked after every training
-    batch), at the step of the metrics of the validation that drew them, and all of them before the
-    stage ends (a stage that fails too).
+    builds and rasterises while training goes on. Each key's pictures are logged when they are
+    done (checked after every training batch), at the step of the metrics of the validation that
+    drew them, and all of them before the stage ends (a stage that fails too). Pictures that are
+    arrays or tensors already are logged as they are.
 
     The capture records the exact rows of ``probes`` queries per call (every query of a map
     that has no more; :mod:`framework.attention.probes`), so a block over a large feature map
@@ -114,8 +115,7 @@ class AttentionMaps(Callback):
         if all(isinstance(p, Sketch) or hasattr(p, "canvas") for p in pictures):
             job = drawer().submit(pictures)
         else:
-            job = Job([])
-            job.finish([as_image(p) for p in pictures])
+            job = Job.ready([as_image(p) for p in pictures])
         self._drawing.append(Drawing(key, step, job, loggers))
 
     def _log(self, wait: bool) -> None:
