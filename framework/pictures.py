@@ -45,7 +45,11 @@ class Sketch(NamedTuple):
     kwargs: dict
 
     def build(self) -> Figure:
-        return self.draw(*self.args, **self.kwargs)
+        token = _SKETCHING.set(False)  # drawn now, even when asked within sketching()
+        try:
+            return self.draw(*self.args, **self.kwargs)
+        finally:
+            _SKETCHING.reset(token)
 
 
 _SKETCHING: ContextVar[bool] = ContextVar("sketching", default=False)

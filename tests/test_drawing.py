@@ -100,6 +100,8 @@ def test_within_sketching_a_picture_function_gives_its_call_with_its_tensors_on_
     assert len(pickle.dumps(one)) < 3 * 16 * 24 * 4 + 20_000, "the example is copied, not its whole batch"
     direct = overlay(image, weights.detach() * 2, (5, 7), caption_text="where pixel (5, 7) looks")
     np.testing.assert_array_equal(as_image(sketch), as_image(direct))
+    with sketching():
+        assert hasattr(sketch.build(), "canvas"), "a sketch built within sketching() is drawn all the same"
 
 
 def test_the_drawing_process_builds_sketches_into_the_same_pixels(drawer):
