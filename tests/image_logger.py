@@ -69,3 +69,22 @@ def readable(fig, bars: int = 1) -> np.ndarray:
             named = (across and ax.get_ylabel()) if ax.axison else ax.get_title()
             assert named, f"a panel without axis names: {ax.get_title()!r}"
     return image
+
+
+def fit_logging_pictures(model, task, data, root, epochs: int = 1) -> ImageLogger:
+    """Fit ``model`` for ``task`` on ``data`` (SGD, lr 0.1) for ``epochs`` with the ``attention_maps``
+    callback and nothing else (no checkpoints, bars or summary), under ``root``; the
+    :class:`ImageLogger` that took its pictures."""
+    import lightning.pytorch as pl
+    import torch
+
+    from framework import TaskModule
+    from framework.callbacks import AttentionMaps
+
+    logger = ImageLogger()
+    module = TaskModule(model, task)
+    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
+    trainer = pl.Trainer(max_epochs=epochs, logger=logger, callbacks=[AttentionMaps()], default_root_dir=root,
+                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(module, data)
+    return logger

@@ -26,7 +26,7 @@ from framework.layers import (AttentionEncoder, AttentiveConvNet, PositionalEnco
 from framework.pictures import as_image, heatmap
 from framework.runs import resolve_run_dir
 from framework.tasks import Classification, split_batch
-from tests.image_logger import ImageLogger
+from tests.image_logger import ImageLogger, fit_logging_pictures
 
 
 def test_atomic_checkpoint_replaces_whole_files_or_nothing(tmp_path, monkeypatch):
@@ -100,12 +100,7 @@ def _small_demo(**data):
 
 
 def test_attention_maps_are_logged_as_images_for_every_block(tmp_path):
-    logger = ImageLogger()
-    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=2), Classification(10))
-    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
-    trainer = pl.Trainer(max_epochs=1, logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path,
-                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
-    trainer.fit(module, _small_demo())
+    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=2), Classification(10), _small_demo(), tmp_path)
     assert set(logger.images) == {"attention/encoder.layers.0.attention", "attention/encoder.layers.1.attention"}
     (image,) = logger.images["attention/encoder.layers.0.attention"]
     assert image.shape[-1] == 3 and min(image.shape[:2]) >= 400
@@ -124,13 +119,9 @@ class PicturingClassification(Classification):
 
 
 def test_the_task_pictures_are_logged_beside_the_attention_maps(tmp_path):
-    logger = ImageLogger()
-    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), PicturingClassification(10))
-    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
-    trainer = pl.Trainer(max_epochs=1, logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path,
-                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
     data = _small_demo()
-    trainer.fit(module, data)
+    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=1, attention="none"),
+                                  PicturingClassification(10), data, tmp_path)
     (image,) = logger.images["images/tokens"]
     first = next(iter(data.val_dataloader()))  # the callback draws the first validation batch
     np.testing.assert_array_equal(image, as_image(tokens_picture(first)))  # the figure, rasterised

@@ -10,19 +10,16 @@ import signal
 import subprocess
 import sys
 
-import lightning.pytorch as pl
 import numpy as np
 import pytest
 import torch
 from matplotlib.ticker import FuncFormatter
 
 from domains.demo import AssociativeRecall, SequenceClassifier
-from framework import TaskModule
-from framework.callbacks import AttentionMaps
 from framework.drawing import Drawer, rasterise
 from framework.pictures import Sketch, as_image, heatmap, heatmaps, overlay, sketching
 from framework.tasks import Classification
-from tests.image_logger import ImageLogger
+from tests.image_logger import fit_logging_pictures
 
 
 def pictures() -> list:
@@ -31,6 +28,10 @@ def pictures() -> list:
     return [heatmap(weights, rows="query", columns="key", valid_columns=torch.arange(9) < 7, caption_text="one map"),
             heatmaps([("attention", weights, "weight"), ("gold", (weights > 0.12).float(), "gold")], rows="query",
                      columns="key", caption_text="two panels")]
+
+
+def small_recall() -> AssociativeRecall:
+    return AssociativeRecall(train_size=64, val_size=32, test_size=32, batch_size=32)
 
 
 @pytest.fixture
@@ -122,12 +123,8 @@ def test_the_drawing_module_imports_neither_torch_nor_lightning():
 
 def test_pictures_drawn_meanwhile_are_logged_at_the_step_of_their_validation(tmp_path):
     torch.manual_seed(0)
-    logger = ImageLogger()
-    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), Classification(10))
-    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
-    trainer = pl.Trainer(max_epochs=3, logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path,
-                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
-    trainer.fit(module, AssociativeRecall(train_size=64, val_size=32, test_size=32, batch_size=32))
+    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=1), Classification(10), small_recall(), tmp_path,
+                                  epochs=3)
     validations = [step for names, step in logger.metric_steps if "val/acc" in names]
     assert len(validations) == 3, "three validations"
     assert logger.steps == [("attention/encoder.layers.0.attention", step) for step in validations], \
@@ -142,11 +139,7 @@ class ArrayPictures(Classification):
 
 
 def test_pictures_that_are_arrays_already_are_logged_as_they_are(tmp_path):
-    logger = ImageLogger()
-    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), ArrayPictures(10))
-    module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
-    trainer = pl.Trainer(max_epochs=1, logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path,
-                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
-    trainer.fit(module, AssociativeRecall(train_size=64, val_size=32, test_size=32, batch_size=32))
+    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), ArrayPictures(10),
+                                  small_recall(), tmp_path)
     (image,) = logger.images["images/tokens"]
     np.testing.assert_array_equal(image, np.full((4, 5, 3), 7, dtype=np.uint8))
