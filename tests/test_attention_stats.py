@@ -17,7 +17,7 @@ from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
 from domains.demo import AssociativeRecall, SequenceClassifier
 from framework.attention import capture, create
-from framework.attention.base import Record
+from framework.attention import Record
 from framework.attention.statistics import row_statistics
 from framework.callbacks import AttentionCollapse, AttentionStatistics
 from framework.callbacks import attention_stats, collapse

@@ -10,9 +10,10 @@ Public API, in the style of timm::
 One sub-package per kind of block (``registry.KINDS``): ``cross`` (the general attention
 model of Brauwers & Frasincar (2021), score x distribution functions composed by one
 ``Attention``, and the blocks built on it), ``sequence``, ``pooling``, ``feature_map`` for
-(B, C, H, W) maps, ``graph`` and ``memory``. ``base`` holds what every block shares (the
-record of its weights, the ablation switch), ``capture`` and ``ablation`` act on a whole model,
-``probes`` says which queries a capture with probes records the exact rows of.
+(B, C, H, W) maps, ``graph`` and ``memory``. ``base`` holds what every block shares (shape
+checks, weights on demand, the ablation switch), ``record`` what a capture keeps of one call,
+``capture`` and ``ablation`` act on a whole model, ``probes`` says which queries a capture with
+probes records the exact rows of.
 """
 
 import importlib
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import cross, feature_map, graph, memory, pooling, sequence
 from .ablation import ABLATIONS, ablation
-from .base import AttentionBlock, AttentionOutput, Record, ShapeError, expect_shape
+from .base import AttentionBlock, AttentionOutput, ShapeError, expect_shape
+from .record import Record
 from .capture import capture
 from .probes import ProbeRows, probe_index
 from .cross import Attention

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from .probes import Probes, ProbeRows, check_probes, probe_index, rows_of
+from .record import Record
 
 _ACTIVE: list[capture] = []
 
@@ -41,7 +42,7 @@ class capture(Mapping[str, list]):
             (:func:`~framework.attention.probes.probe_index`), at O(P x keys) memory.
 
     Inside the context the object is a mapping ``qualified name -> list of records``,
-    one :class:`~framework.attention.base.Record` per call of the block (a block applied
+    one :class:`~framework.attention.record.Record` per call of the block (a block applied
     twice, like criss-cross with recurrence 2 or a multi-hop read, leaves two): its
     ``weights`` are what each block documents under "Captured weights", with the grids of
     its queries and keys where they relate positions. With ``probes``, a record over a query
@@ -142,8 +143,6 @@ def record_rows(block: nn.Module, rows: Callable[[Tensor], ProbeRows], queries: 
     """Hand the rows that a block computes for the probe queries (``rows(index)`` for the (P,)
     flat indices, on ``device``, of each capture's probes on the grid ``queries``) to every
     active capture with probes that watches it, as records with ``probes`` set."""
-    from .base import Record
-
     for c in _ACTIVE:
         name = c._names.get(id(block))
         if name is None or c.probes is None:

@@ -26,7 +26,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .base import Record
+from .record import Record
 
 #: The statistics, in the order they are reported.
 NAMES = ("entropy", "entropy_ratio", "max_weight", "top_mass", "max_logit", "lse")

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from framework.attention import ablation, available, capture, create, probe_index
-from framework.attention.base import Record
+from framework.attention import Record
 from tests.attention.generic import probe_rows_match_the_full_map
 from tests.attention.reference import randomize_
 

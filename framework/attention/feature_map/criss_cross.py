@@ -24,7 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..base import AttentionBlock, AttentionOutput, Record
+from ..base import AttentionBlock, AttentionOutput
+from ..record import Record
 from ..probes import ProbeRows
 from ..registry import register
 from .criss_cross_op import criss_cross, statistics_dtype, uses_triton

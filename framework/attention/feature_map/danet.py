@@ -8,7 +8,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from ..base import AttentionBlock, AttentionOutput, Record
+from ..base import AttentionBlock, AttentionOutput
+from ..record import Record
 from ..registry import register
 from .non_local import dot_product_attention, tokens
 

@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..base import AttentionBlock, AttentionOutput, Record
+from ..base import AttentionBlock, AttentionOutput
+from ..record import Record
 from ..registry import register
 
 
