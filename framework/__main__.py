@@ -1,6 +1,7 @@
 """``python -m framework``: the one way in. It names every command and hands the rest of the
-command line to the module that runs it, importing that module only then (``--help`` imports
-neither Lightning nor W&B). Nothing in the framework imports this module; it imports them."""
+command line to the module of ``framework.commands`` that runs it, importing that module only
+then (``--help`` imports neither Lightning nor W&B). Nothing in the framework imports this
+module; it imports them."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ PROG = "python -m framework"
 
 #: command -> (module whose ``main(argv)`` runs it, its purpose in one line).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "fit": ("framework.lightning_cli", "train a model (a config names the model, task and data)"),
-    "validate": ("framework.lightning_cli", "validate a checkpoint on the validation split"),
-    "test": ("framework.lightning_cli", "test a checkpoint on the test split"),
-    "predict": ("framework.lightning_cli", "write a checkpoint's predictions into its run folder"),
-    "evaluate": ("framework.evaluation", "is the attention right? ablation, faithfulness, gold attention"),
-    "compare": ("framework.compare", "a grid, listed cells or an Optuna search of configs over seeds: tables, statistics"),
-    "parity": ("framework.parity", "each block's paths (eager, sdpa, flex, triton, compiled) against eager, timed"),
-    "blocks": ("framework.catalogue", "the attention catalogue: every block, its kind and paper"),
+    "fit": ("framework.commands.fit", "train a model (a config names the model, task and data)"),
+    "validate": ("framework.commands.fit", "validate a checkpoint on the validation split"),
+    "test": ("framework.commands.fit", "test a checkpoint on the test split"),
+    "predict": ("framework.commands.fit", "write a checkpoint's predictions into its run folder"),
+    "evaluate": ("framework.commands.evaluate", "is the attention right? ablation, faithfulness, gold attention"),
+    "compare": ("framework.commands.compare", "a grid, listed cells or an Optuna search of configs over seeds: tables, statistics"),
+    "parity": ("framework.commands.parity", "each block's paths (eager, sdpa, flex, triton, compiled) against eager, timed"),
+    "blocks": ("framework.commands.blocks", "the attention catalogue: every block, its kind and paper"),
 }
 #: Commands that are LightningCLI's subcommands: their module reads the command word too.
 LIGHTNING = ("fit", "validate", "test", "predict")

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
+from torch import Tensor
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 if TYPE_CHECKING:
     from jsonargparse import ArgumentParser, Namespace
 
-from .callbacks.guard import non_finite_weights
 from .errors import CheckpointError, ConfigError, NonFiniteError, parser_message
 from .runs import run_dir_of_checkpoint
 
@@ -22,6 +22,12 @@ from .runs import run_dir_of_checkpoint
 #: Where a checkpoint keeps the config of the data it was trained on (beside the model's and task's
 #: hyper-parameters, which rebuild the module).
 DATA_CONFIG_KEY = "data_config"
+
+
+def non_finite_weights(state_dict: dict[str, Any]) -> list[str]:
+    """Names of the floating-point tensors of a state dict that hold a NaN or an infinity."""
+    return [name for name, value in state_dict.items()
+            if isinstance(value, Tensor) and value.is_floating_point() and not torch.isfinite(value).all()]
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from framework.compare import main as compare_main
-from framework.compare import results
+from framework.commands.compare import main as compare_main
+from framework.commands.compare import results
 
 #: The demo, tiny: a run (fit + test) takes a few seconds.
 DEMO = ["--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml",

@@ -22,7 +22,7 @@ from framework.attention.statistics import row_statistics
 from framework.callbacks import AttentionCollapse, AttentionStatistics
 from framework.callbacks import attention_stats, collapse
 from framework.evaluation.protocol import GoldView
-from framework.lightning_cli import FrameworkCLI
+from framework.commands.fit import FrameworkCLI
 from framework.task_module import TaskModule
 from framework.tasks import Classification
 

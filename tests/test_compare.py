@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from framework.callbacks.summary import read_summary, write_json_atomically
+from framework.runs import read_summary, write_json_atomically
 from framework.__main__ import main
-from framework.compare import agent, grid, results, runner
-from framework.compare import main as compare_main
+from framework.commands.compare import agent, grid, results, runner
+from framework.commands.compare import main as compare_main
 from framework.errors import ConfigError
 from tests.comparisons import DEMO, compare, folder
 
@@ -213,7 +213,7 @@ def test_the_sweep_definition_is_a_wandb_grid_sweep_of_the_comparison():
     assert sweep["parameters"] == {"model.attention": {"values": ["mhsa", "none"]},
                                    "seed_everything": {"values": [0, 1, 2]}}
     command = sweep["command"]
-    assert command[:4] == ["${env}", "${interpreter}", "-m", "framework.compare.agent"] and command[-1] == "${args}"
+    assert command[:4] == ["${env}", "${interpreter}", "-m", "framework.commands.compare.agent"] and command[-1] == "${args}"
     assert command[command.index("--") + 1:-1] == DEMO
     assert command[command.index("--grid_keys") + 1] == "model.attention"
     assert not _runs_of("demo_sweep")  # the sweep's runs are the agents' to do
@@ -223,7 +223,7 @@ def test_the_sweep_definition_is_a_wandb_grid_sweep_of_the_comparison():
 
 
 def test_the_comparison_is_logged_to_wandb_offline_without_a_key(tmp_path):
-    from framework.compare import plots
+    from framework.commands.compare import plots
 
     records = {"default": [_record(0, 0.7, 0.2, 0.69), _record(1, 0.9, 0.3, 0.80)]}
     summary = results.summarize("hand_made", grid.cells([]), records, [], [0, 1], [])
@@ -249,7 +249,7 @@ def test_a_failed_stage_is_explained_from_its_log(capsys):
     assert runner.failure("fit", -9, "") == ("fit stopped by SIGKILL", True)
     assert runner.failure("fit", -11, "Fatal Python error: Segmentation fault") == ("fit crashed: SIGSEGV", False)
     assert runner.failure("fit", 3, "something odd\n") == ("fit exit status 3: something odd", False)
-    from framework.compare.command import explain_failures
+    from framework.commands.compare.command import explain_failures
 
     explain_failures([runner.RunResult("a/seed0", False, "fit", error="fit stopped by SIGKILL", log="a.log", retry=True)],
                      ["a/seed0"])
@@ -259,7 +259,7 @@ def test_a_failed_stage_is_explained_from_its_log(capsys):
 
 
 def test_the_status_line_counts_runs_names_epochs_and_projects_the_end(tmp_path, monkeypatch):
-    from framework.compare import progress
+    from framework.commands.compare import grid_status as progress
 
     plans = [runner.RunPlan(cell=f"c{i}", label=f"c{i}", seed=0, run_dir=str(tmp_path / f"c{i}"), fit_args=[],
                             test_args=[]) for i in range(4)]
@@ -287,7 +287,7 @@ def test_the_status_line_counts_runs_names_epochs_and_projects_the_end(tmp_path,
 def test_on_a_terminal_the_status_is_redrawn_in_place_below_the_lines():
     import io
 
-    from framework.progress import StatusLine
+    from framework.commands.status_line import StatusLine
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from framework.compare import grid, verify
+from framework.commands.compare import grid, verify
 from framework.errors import ConfigError
 from tests.comparisons import compare, folder
 

@@ -1,4 +1,4 @@
-"""The warm workers of ``compare`` (framework/compare/pool.py, worker.py): runs one after another
+"""The warm workers of ``compare`` (framework/commands/compare/pool.py, worker.py): runs one after another
 in one process, a crashing or killed run failing alone with its reason, and no state carried from
 one run to the next: a run done after others in a worker ends exactly as in a fresh process."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
 
-from framework.callbacks.summary import read_summary
-from framework.compare.pool import Pool
-from framework.compare.runner import RunPlan, fit_arguments, state
+from framework.runs import read_summary
+from framework.commands.compare.pool import Pool
+from framework.commands.compare.runner import RunPlan, fit_arguments, state
 from tests.comparisons import DEMO
 
 #: A callback that kills its process with SIGKILL after the second training step (a worker's crash).

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from lightning.pytorch.callbacks import Callback
 
-from framework.compare import search
-from framework.compare.resolve import resolve
+from framework.commands.compare import search
+from framework.commands.compare.resolve import resolve
 from framework.errors import ConfigError
 from tests.comparisons import DEMO, compare, folder
 

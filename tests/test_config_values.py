@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from jsonargparse import Namespace
 
 from framework.__main__ import main
-from framework.config_values import violations
+from framework.commands.fit.config_values import violations
 
 
 def config(trainer: dict = None, optimizer: dict = None, lr_scheduler: dict = None) -> Namespace:

@@ -15,7 +15,7 @@ from torch import nn
 
 from framework.attention import ablation, create
 from framework.errors import ConfigError
-from framework.evaluation.ablation import choose, skippable, skipped
+from framework.evaluation.block_ablation import choose, skippable, skipped
 from framework.evaluation.faithfulness import random_k, top_k
 from framework.evaluation.measures import (alignment_counts, alignment_error_rate, attention_correctness, hard_alignment,
                                            jensen_shannon, kendall_tau, kendall_tau_b, total_variation,
@@ -158,7 +158,7 @@ def test_rows_with_and_without_a_baseline_make_one_wandb_table():
 
 
 def test_the_report_reaches_loggers_that_take_tables_and_images(tmp_path):
-    from framework.evaluation.command import report
+    from framework.commands.evaluate import report
 
     class TableLogger:
         def __init__(self) -> None:
@@ -332,7 +332,7 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     monkeypatch.setattr(Task, "step", lambda task, model, batch, stage: stages.append(stage) or step(task, model, batch, stage))
     monkeypatch.setattr(Task, "forward_pass", lambda task, model, batch: passes.append(
         (model.training, torch.is_grad_enabled())) or forward_pass(task, model, batch))
-    from framework.evaluation import command
+    from framework.commands import evaluate as command
 
     counted = []
     close = command.Steps.__exit__
@@ -400,10 +400,10 @@ def test_evaluate_refuses_bad_options_naming_the_flag(demo_run):
 
 
 def test_the_evaluation_status_counts_its_steps_and_projects_the_end(monkeypatch):
-    from framework.evaluation.command import Steps
+    from framework.commands.evaluate import Steps
 
     clock = [0.0]
-    monkeypatch.setattr("framework.evaluation.command.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("framework.commands.evaluate.time.monotonic", lambda: clock[0])
     said = []
     with Steps(total=4, say=said.append, every=0) as steps:
         steps.say("evaluate: ablation uniform of encoder.layers.0.attention")

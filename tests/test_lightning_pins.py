@@ -29,10 +29,10 @@ PRIVATE_METHODS = [
     (ModelCheckpoint, "_save_last_checkpoint", ["self", "trainer", "monitor_candidates"],
      "framework/callbacks/checkpoints.py (RunCheckpoint overrides it and calls it)"),
     (ModelCheckpoint, "_monitor_candidates", ["self", "trainer"], "framework/callbacks/checkpoints.py"),
-    (TQDMProgressBar, "_should_update", ["self", "current", "total"], "framework/callbacks/progress.py"),
+    (TQDMProgressBar, "_should_update", ["self", "current", "total"], "framework/callbacks/progress_bar.py"),
     (ExperimentWriter, "_check_log_dir_exists", ["self"], "framework/loggers.py (_AppendingWriter overrides it)"),
-    (LightningCLI, "_add_configure_optimizers_method_to_model", ["self", "subcommand"], "framework/lightning_cli.py"),
-    (LightningCLI, "_get", ["self", "config", "key", "default"], "framework/lightning_cli.py"),
+    (LightningCLI, "_add_configure_optimizers_method_to_model", ["self", "subcommand"], "framework/commands/fit/cli.py"),
+    (LightningCLI, "_get", ["self", "config", "key", "default"], "framework/commands/fit/cli.py"),
 ]
 
 
@@ -127,11 +127,11 @@ def test_jsonargparse_private_parts():
     parser, fit = ArgumentParser(), ArgumentParser()
     parser.add_subcommands().add_subcommand("fit", fit)
     assert parser._subcommands_action._name_parser_map["fit"] is fit, \
-        "jsonargparse's subcommand parsers moved: check framework/lightning_cli.py (_subcommands_action)"
+        "jsonargparse's subcommand parsers moved: check framework/commands/fit/cli.py (_subcommands_action)"
     assert callable(_typehints.discard_init_args_on_class_path_change), \
-        "jsonargparse's discard_init_args_on_class_path_change is gone: check framework/config_sections.py"
+        "jsonargparse's discard_init_args_on_class_path_change is gone: check framework/commands/fit/config_sections.py"
     assert callable(_typehints.subclass_spec_as_namespace), \
-        "jsonargparse's subclass_spec_as_namespace is gone: check framework/config_sections.py"
+        "jsonargparse's subclass_spec_as_namespace is gone: check framework/commands/fit/config_sections.py"
 
 
 class _ValidationSteps(Callback):

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from framework.layers.positions import PositionalEncoding
-from framework.lightning_cli import FrameworkCLI
+from framework.commands.fit import FrameworkCLI
 from framework.optim import offered_in_groups, parameter_groups
 from framework.task_module import TaskModule
 from framework.tasks.classification import Classification

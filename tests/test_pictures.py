@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from framework.attention import available, capture, create, info
-from framework.compare import grid, plots, results
+from framework.commands.compare import grid, plots, results
 from framework.evaluation.rollout import rollout_picture
 from framework.pictures import MIN_SIDE, WEIGHTS, as_image, heatmap, heatmaps, overlay
 from tests.attention.cases import case

@@ -17,9 +17,9 @@ from typing import Callable
 import submitit
 from lightning.pytorch.callbacks import Callback
 
-from framework.callbacks.summary import read_summary
-from framework.compare.executors import Job
-from framework.compare.runner import RunPlan, fit_arguments
+from framework.runs import read_summary
+from framework.commands.compare.executors import Job
+from framework.commands.compare.runner import RunPlan, fit_arguments
 from tests.comparisons import DEMO
 
 

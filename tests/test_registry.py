@@ -12,7 +12,7 @@ import pytest
 import torch
 from jsonargparse import ArgumentParser
 
-from framework import catalogue
+from framework.commands import blocks as catalogue
 from framework.attention import KINDS, ShapeError, UnknownBlockError, aliases, available, build, create, info
 from framework.attention.spec import FeatureMapBlock, NoAttention
 from framework.__main__ import main

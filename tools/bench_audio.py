@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from framework.compare import main as compare
+from framework.commands.compare import main as compare
 
 MODELS = ("cnn", "cnn_cbam", "transformer", "crnn_attention")
 

@@ -47,7 +47,7 @@ def reference(runs: int, extra: list[str], root: Path) -> tuple[list[float], flo
     framework imported beforehand), and the processor seconds of all of them."""
     from framework.__main__ import main
 
-    importlib.import_module("framework.lightning_cli")  # imports are start-up, not training
+    importlib.import_module("framework.commands.fit")  # imports are start-up, not training
 
     for name in ("lightning.pytorch", "lightning.fabric"):  # their log handlers write to the terminal itself
         logging.getLogger(name).setLevel(logging.WARNING)

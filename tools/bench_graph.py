@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from framework.compare import main as compare
+from framework.commands.compare import main as compare
 
 MODELS = ("gat", "gatv2", "gcn")
 #: Test accuracy (%) on Cora's public split as published.

@@ -25,7 +25,7 @@ import os
 import statistics
 from pathlib import Path
 
-from framework.compare import main as compare
+from framework.commands.compare import main as compare
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = range(1, 21)

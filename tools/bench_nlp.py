@@ -29,7 +29,7 @@ import math
 import time
 from pathlib import Path
 
-from framework.compare import main as compare
+from framework.commands.compare import main as compare
 
 QUIET = ["--config", "configs/logger/csv.yaml", "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0"]
 BUDGET = ["--trainer.limit_val_batches=0", "--trainer.num_sanity_val_steps=0", "--test_ckpt", "last"]

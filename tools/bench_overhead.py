@@ -49,7 +49,7 @@ CPU_LIMITS = {"ccnet": (20, 5)}
 def build(config: str, device: str, train_batches: Optional[int], val_batches: Optional[int], epochs: int,
           extra: list[str]):
     """The CLI's objects for one config, ready to fit (nothing run yet); ``None`` batches: the whole split."""
-    from framework.lightning_cli import FrameworkCLI
+    from framework.commands.fit import FrameworkCLI
 
     limits = [f"--trainer.limit_train_batches={train_batches}"] if train_batches else []
     limits += [f"--trainer.limit_val_batches={val_batches}"] if val_batches else []

@@ -59,9 +59,9 @@ from domains.recommender import (
 )
 from domains.recommender.data import taste_histories
 from framework import TaskModule
-from framework.callbacks.summary import read_summary
+from framework.runs import read_summary
 from framework.__main__ import main as main_cli
-from framework.compare import main as compare
+from framework.commands.compare import main as compare
 
 CONFIGS = Path(__file__).resolve().parents[1] / "domains" / "recommender"
 MODELS = ("sasrec", "bert4rec", "gru4rec", "popularity")

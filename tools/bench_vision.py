@@ -45,7 +45,7 @@ def compare_args(data: str, epochs: int, heads: list[str], seeds: int, jobs: int
 def models_table(data: str, epochs: int, heads: list[str], seeds: int, jobs: int, overrides: list[str],
                  report: bool) -> None:
     """One comparison of the heads on one data set, then the table with the paper's figure."""
-    from framework.compare import main as compare
+    from framework.commands.compare import main as compare
 
     summary = compare(compare_args(data, epochs, heads, seeds, jobs, overrides, report))
     if summary is None:

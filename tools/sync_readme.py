@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from framework import catalogue
+from framework.commands import blocks as catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -5,10 +5,10 @@ from .attention_stats import AttentionStatistics
 from .checkpoints import RunCheckpoint
 from .collapse import AttentionCollapse
 from .guard import NonFiniteGuard
-from .predictions import PredictionWriter
-from .progress import ProgressBar
+from .prediction_writer import PredictionWriter
+from .progress_bar import ProgressBar
 from .resume import ResumePoints
-from .summary import RunSummary
+from .run_summary import RunSummary
 
 __all__ = ["AttentionCollapse", "AttentionMaps", "AttentionStatistics", "NonFiniteGuard", "PredictionWriter", "ProgressBar",
            "ResumePoints", "RunCheckpoint", "RunSummary"]

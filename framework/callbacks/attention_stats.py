@@ -11,7 +11,8 @@ from lightning.pytorch.callbacks import Callback
 from torch import nn
 
 from ..attention import capture
-from ..attention.statistics import RowStatistics, row_statistics
+from ..attention.statistics import RowStatistics
+from ..evaluation.maps import gold_masses, probe_statistics
 
 
 def watch_validation_step(pl_module: pl.LightningModule, blocks: list[str], probes: int) -> Optional[capture]:
@@ -28,24 +29,6 @@ def watch_validation_step(pl_module: pl.LightningModule, blocks: list[str], prob
     rows = capture(model, *blocks, probes=probes)
     pl_module.watch_next_step("val", rows)
     return rows
-
-
-def probe_statistics(model: nn.Module, task: Any, batch: Any, *, probes: int, blocks: list[str],
-                     top_k: int, rows: Optional[capture] = None) -> dict[str, RowStatistics]:
-    """The statistics of every record that weighs a key grid, by the block's module name
-    (``<name>/call<k>`` for a block called more than once: recurrence, hops), from the capture
-    ``rows`` of a step already run, else from one validation step of ``batch`` under a capture
-    with ``probes``."""
-    if rows is None:
-        with torch.no_grad(), capture(model, *blocks, probes=probes) as rows:
-            task.step(model, batch, "val")
-    found = {}
-    for name, records in rows.items():
-        for call, record in enumerate(records):
-            stats = row_statistics(record, top_k)
-            if stats is not None:
-                found[name if len(records) == 1 else f"{name}/call{call + 1}"] = stats
-    return found
 
 
 class AttentionStatistics(Callback):
@@ -123,20 +106,3 @@ class AttentionStatistics(Callback):
                 if self.per_head and stats.heads > 1:
                     metrics.update({f"attention/{key}/head{h}/{name}": float(v) for h, v in enumerate(values)})
         return {name: value for name, value in metrics.items() if math.isfinite(value)}
-
-
-def gold_masses(model: nn.Module, task: Any, batch: Any) -> dict[str, float]:
-    """``attention/gold/<view>/mass``: the weight mass on the gold keys (attention correctness)
-    of each of the task's gold views of ``batch`` with boolean gold, over the queries with gold."""
-    from ..evaluation.measures import attention_correctness
-
-    with torch.no_grad():
-        views = task.gold_views(model, batch)
-    masses = {}
-    for view in views:
-        if view.gold.dtype != torch.bool:
-            continue  # a graded reference (graphs): for rank correlation, not a mass
-        mass = float(attention_correctness(view.weights.float(), view.gold & view.keys.bool(), view.queries))
-        if math.isfinite(mass):
-            masses[f"attention/gold/{view.name}/mass"] = mass
-    return masses

@@ -14,7 +14,8 @@ from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities import rank_zero_only
 
 from ..attention.statistics import RowStatistics
-from .attention_stats import AttentionStatistics, probe_statistics
+from ..evaluation.maps import probe_statistics
+from .attention_stats import AttentionStatistics
 
 #: The kinds of collapse, and what the warning says of each.
 KINDS = {

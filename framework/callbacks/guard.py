@@ -88,9 +88,3 @@ def _first_non_finite(module: pl.LightningModule) -> Optional[str]:
         if parameter.grad is not None and not torch.isfinite(parameter.grad).all():
             return name
     return None
-
-
-def non_finite_weights(state_dict: dict[str, Any]) -> list[str]:
-    """Names of the floating-point tensors of a state dict that hold a NaN or an infinity."""
-    return [name for name, value in state_dict.items()
-            if isinstance(value, Tensor) and value.is_floating_point() and not torch.isfinite(value).all()]

@@ -11,13 +11,15 @@ for a map over pixels; the probe rows over the keys, for a sequence).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import math
+from typing import Any, Callable, Optional
 
 import torch
 from torch import nn
 
 from ..attention import capture
-from ..attention.statistics import row_statistics
+from ..attention.statistics import RowStatistics, row_statistics
+from .measures import attention_correctness
 from .table import Row
 
 #: The statistics also reported per head.
@@ -45,3 +47,36 @@ def map_rows(model: nn.Module, forward: Callable[[], Any], probes: int = 64, top
             if picture is not None:
                 drawn[f"maps/{label}"] = picture
     return found, drawn
+
+
+def probe_statistics(model: nn.Module, task: Any, batch: Any, *, probes: int, blocks: list[str],
+                     top_k: int, rows: Optional[capture] = None) -> dict[str, RowStatistics]:
+    """The statistics of every record that weighs a key grid, by the block's module name
+    (``<name>/call<k>`` for a block called more than once: recurrence, hops), from the capture
+    ``rows`` of a step already run, else from one validation step of ``batch`` under a capture
+    with ``probes``."""
+    if rows is None:
+        with torch.no_grad(), capture(model, *blocks, probes=probes) as rows:
+            task.step(model, batch, "val")
+    found = {}
+    for name, records in rows.items():
+        for call, record in enumerate(records):
+            stats = row_statistics(record, top_k)
+            if stats is not None:
+                found[name if len(records) == 1 else f"{name}/call{call + 1}"] = stats
+    return found
+
+
+def gold_masses(model: nn.Module, task: Any, batch: Any) -> dict[str, float]:
+    """``attention/gold/<view>/mass``: the weight mass on the gold keys (attention correctness)
+    of each of the task's gold views of ``batch`` with boolean gold, over the queries with gold."""
+    with torch.no_grad():
+        views = task.gold_views(model, batch)
+    masses = {}
+    for view in views:
+        if view.gold.dtype != torch.bool:
+            continue  # a graded reference (graphs): for rank correlation, not a mass
+        mass = float(attention_correctness(view.weights.float(), view.gold & view.keys.bool(), view.queries))
+        if math.isfinite(mass):
+            masses[f"attention/gold/{view.name}/mass"] = mass
+    return masses

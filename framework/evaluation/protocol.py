@@ -19,9 +19,8 @@ has a default that means "not available here"::
 The evaluation's probes (which blocks the ablation can skip, the rollout, the maps) call
 ``forward_pass`` through :func:`probe_forward`: the model in eval mode, no gradient, no loss,
 never the training step. Beside the hooks, the helpers their implementations share (:func:`repeat_batch`,
-:func:`replaying`, :func:`erase_tokens` ...). This module imports torch alone: ``framework.tasks``
-imports it and the training options of :mod:`.supervision`, nothing else of the evaluation
-package, which in turn reads tasks only through this protocol.
+:func:`replaying`, :func:`erase_tokens` ...). This module imports torch alone; the evaluation
+package, beneath the tasks, reads them only through this protocol.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@
 One module per measure: :mod:`.eraser` (ERASER's comprehensiveness, sufficiency and AOPC),
 :mod:`.plausibility` (token F1, IOU F1 and AUPRC against gold evidence), :mod:`.captum_metrics`
 (Captum's infidelity and max-sensitivity), :mod:`.graph_fidelity` (PyG's fidelity+ and -, the
-characterization score). This module names them for the command: their ``--tests`` names,
-their options and their rows. They are not in the default ``--tests``: ask for them.
+characterization score). This module gathers them: their ``--tests`` names and their rows (the
+command, :mod:`framework.commands.evaluate`, gives their options). They are not in the default
+``--tests``: ask for them.
 """
 
 from __future__ import annotations
@@ -17,32 +18,10 @@ from typing import Any, Callable
 
 from torch import nn
 
-from ..errors import ConfigError
-from .eraser import FRACTIONS
 from .table import Row
 
 #: The tests of this module, by their ``--tests`` names.
 TESTS = ("eraser", "plausibility", "infidelity", "sensitivity", "graph_fidelity")
-
-
-def add_arguments(parser: Any) -> None:
-    """The options of these tests on ``evaluate``'s parser."""
-    parser.add_argument("--fractions", type=list[float], default=list(FRACTIONS),
-                        help="Shares of the items in a rationale (eraser, graph_fidelity): ERASER's bins by default.")
-    parser.add_argument("--perturb_samples", type=int, default=10,
-                        help="Perturbations per example of infidelity and sensitivity.")
-    parser.add_argument("--perturb_radius", type=float, default=0.02,
-                        help="Sensitivity's perturbations: uniform in an L-infinity ball of this radius (Captum's default).")
-
-
-def check(config: Any) -> None:
-    """These tests' options, each error naming its flag."""
-    if not config.fractions or any(not 0 < f < 1 for f in config.fractions):
-        raise ConfigError(f"--fractions: shares in (0, 1) expected, got {config.fractions}")
-    if config.perturb_samples < 1:
-        raise ConfigError(f"--perturb_samples must be at least 1, got {config.perturb_samples}")
-    if config.perturb_radius <= 0:
-        raise ConfigError(f"--perturb_radius must be above 0, got {config.perturb_radius}")
 
 
 def passes(tests: Iterable[str]) -> list[str]:

@@ -38,7 +38,7 @@ from ..errors import ConfigError
 from ..evaluation.protocol import EvaluationHooks
 
 if TYPE_CHECKING:
-    from ..callbacks.predictions import PredictionSink
+    from ..runs import PredictionSink
 
 
 class Step(NamedTuple):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from framework.attention import available, backends, create
-from framework.attention.parity import compare_block
+from framework.attention.backend_parity import compare_block
 from framework.provenance import blocks_record
 from tests.attention.cases import case
 

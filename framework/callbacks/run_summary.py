@@ -40,13 +40,11 @@ process's peak resident set (``ru_maxrss``: weights, activations, data and the P
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import resource
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -57,34 +55,7 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
 
 from .. import provenance
-
-SUMMARY_FILE = "summary.json"
-FORMAT = 1
-
-
-def write_json_atomically(path: Path, content: dict) -> None:
-    """Write ``content`` as JSON to ``path`` through a temporary file, fsync and rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(content, f, indent=1, allow_nan=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def read_summary(run_dir: Path) -> dict:
-    """The ``summary.json`` of a run folder, or ``{}`` when it is missing or unreadable."""
-    try:
-        content = json.loads((Path(run_dir) / SUMMARY_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return content if isinstance(content, dict) else {}
-
+from ..runs import SUMMARY_FILE, SUMMARY_FORMAT, read_summary, write_json_atomically
 
 def _scalars(metrics: dict, prefix: str) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items() if k.startswith(prefix) and getattr(v, "numel", lambda: 1)() == 1}
@@ -293,7 +264,7 @@ class RunSummary(Callback):
             for run in _wandb_runs(trainer):
                 run.summary.update(best)
         content = read_summary(run_dir)
-        content.update({"format": FORMAT, "run_dir": str(run_dir), stage: section})
+        content.update({"format": SUMMARY_FORMAT, "run_dir": str(run_dir), stage: section})
         try:
             write_json_atomically(run_dir / SUMMARY_FILE, content)
         except OSError as err:  # a summary must never stop a run

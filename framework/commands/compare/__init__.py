@@ -5,13 +5,18 @@
 
 The package, one purpose per module:
 
-* :mod:`.grid`: ``--grid KEY=[...]`` flags, their product, the cells;
-* :mod:`.spec`: the comparison's spec and folder (``runs/compare/<name>/spec.json``), resuming;
+* :mod:`.command`: the command line, its options and what it does with them;
+* :mod:`.grid`: ``--grid KEY=[...]`` flags and ``--cells``, their product, the cells;
+* :mod:`.comparison`: the comparison's spec and folder (``runs/compare/<name>/spec.json``), resuming;
 * :mod:`.resolve`: every cell's config checked by the CLI's parser before anything runs;
-* :mod:`.runner`: one run, a ``fit`` process and a ``test`` process, and what a run still needs;
+* :mod:`.runner`: one run, a ``fit`` and a ``test`` of its checkpoint, and what a run still needs;
+* :mod:`.pool` and :mod:`.worker`: warm worker processes that take runs one after another;
 * :mod:`.executors`: local worker slots (GPUs or CPU threads), or a submitit job array (SLURM);
+* :mod:`.grid_status`: the live status line of the runs, with an ETA;
+* :mod:`.search` and :mod:`.pruning`: an Optuna search instead of a grid, and its pruner in the fits;
 * :mod:`.results`: mean +- std, the paired t-test, best-of-N, ``results.csv``/``.md``;
 * :mod:`.plots`: ``metric.png`` and ``curves.png``, logged to W&B;
+* :mod:`.verify`: ``--verify``, a recorded run done again and compared;
 * :mod:`.sweep` and :mod:`.agent`: the comparison as a W&B grid sweep, and a sweep run.
 """
 
@@ -20,7 +25,7 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
-from ..errors import explained
+from ...errors import explained
 
 
 def main(argv: Optional[list[str]] = None):

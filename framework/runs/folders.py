@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 #: The folder of the presets (configs/<group>/x.yaml): a preset never names an experiment.
 CONFIG_PRESETS = "configs"
@@ -229,6 +229,6 @@ def place_run(config: Any, stage: str) -> None:
         config.checkpoint.dirpath = str(run_dir / "checkpoints")
     _fill_logger_save_dir(config.trainer.logger, run_dir)
     if stage != "fit" and (fit_run := run_dir_of_checkpoint(config.get("ckpt_path"))) is not None:
-        from .loggers import continue_fit_run  # a test of a fit's checkpoint logs into the fit's W&B run
+        from ..loggers import continue_fit_run  # a test of a fit's checkpoint logs into the fit's W&B run
 
         continue_fit_run(config.trainer.logger, fit_run, stage)

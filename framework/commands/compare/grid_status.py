@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..progress import StatusLine, duration
-from ..callbacks.summary import read_summary
+from ..status_line import StatusLine, duration
+from ...runs import read_summary
 from .runner import TEST_FOLDER, RunPlan, RunResult, state
 
 #: Running runs named in the status line (the others are counted).
@@ -28,7 +28,7 @@ NAMED = 3
 
 class GridProgress:
     """Of ``total`` runs, told when each run starts (:meth:`started`, from any thread) and ends (:meth:`finished`);
-    shows :meth:`describe` as a :class:`~framework.progress.StatusLine`, every ``every`` seconds
+    shows :meth:`describe` as a :class:`~framework.commands.status_line.StatusLine`, every ``every`` seconds
     as a plain line when stdout is no terminal (0: never)."""
 
     def __init__(self, total: int, max_epochs: Optional[dict[str, Optional[int]]] = None, every: float = 30.0) -> None:

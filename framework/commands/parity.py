@@ -1,5 +1,5 @@
 """``python -m framework parity``: every attention block with several paths, each path against eager
-on one batch of the config's data (:mod:`framework.attention.parity`), printed as a table.
+on one batch of the config's data (:mod:`framework.attention.backend_parity`), printed as a table.
 
     python -m framework parity --config domains/demo/demo.yaml
     python -m framework parity --config domains/vision/ccnet.yaml --backends='[eager, triton, compiled]' --device cuda
@@ -17,11 +17,9 @@ import torch
 from lightning.pytorch.cli import LightningArgumentParser
 from torch import nn
 
-from .config_files import check_config_files
-from .config_values import check_values
-from .errors import ConfigError, explained
-from .lightning_cli import FrameworkCLI, instantiate_data, resolve_run_values
-from .tasks import Task
+from ..errors import ConfigError
+from ..tasks import Task
+from .fit import FrameworkCLI, check_values, instantiate_data, resolve_run_values, run_command
 
 
 class ParityCLI(FrameworkCLI):
@@ -45,7 +43,7 @@ class ParityCLI(FrameworkCLI):
                             help="Weights of a fit to load into the model (default: the untrained model).")
 
     def before_instantiate_classes(self) -> None:
-        from .attention.backends import BACKENDS
+        from ..attention.backends import BACKENDS
 
         config = self.config
         wrong = [name for name in config.backends or [] if name not in BACKENDS]
@@ -72,7 +70,7 @@ class ParityCLI(FrameworkCLI):
 
 def report(cli: ParityCLI) -> list:
     """Run the comparison on the first validation batch and print the table."""
-    from .attention.parity import format_table, parity
+    from ..attention.backend_parity import format_table, parity
 
     config = cli.config
     device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -92,11 +90,6 @@ def report(cli: ParityCLI) -> list:
 
 
 def main(argv: Optional[list[str]] = None) -> Optional[list]:
-    """``python -m framework parity ...``: an error the framework explains is one or two lines, status 1."""
+    """``python -m framework parity ...`` (see :func:`framework.commands.fit.run_command`)."""
     argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
-
-    def run() -> list:
-        check_config_files(argv)
-        return report(ParityCLI(argv))
-
-    return explained(argv, run)
+    return run_command(argv, lambda: report(ParityCLI(argv)))

@@ -2,7 +2,7 @@
 whose config names a model, a task and data.
 
     python -m framework fit --config domains/vision/ccnet.yaml --trainer.max_epochs=3
-    python -m framework test --config runs/ccnet/<run>/config.yaml --ckpt_path runs/ccnet/<run>/checkpoints/best.ckpt
+    python -m framework test --config runs/vision/ccnet/<run>/config.yaml --ckpt_path runs/vision/ccnet/<run>/checkpoints/best.ckpt
 
 A config has the usual LightningCLI sections ``trainer``, ``data``, ``optimizer``,
 ``lr_scheduler``, ``seed_everything``, and two of this framework:
@@ -24,7 +24,7 @@ import signal
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, NoReturn, Optional, Union
+from typing import Any, Callable, NoReturn, Optional, TypeVar, Union
 
 import torch
 import yaml
@@ -37,20 +37,22 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 
-from . import config_sections, provenance, quiet, runs
-from .callbacks import (AttentionCollapse, AttentionMaps, AttentionStatistics, NonFiniteGuard, PredictionWriter, ProgressBar,
-                        ResumePoints, RunCheckpoint, RunSummary)
-from .checkpoint import AtomicCheckpointIO, config_from_checkpoint
+from ... import provenance, quiet, runs
+from ...callbacks import (AttentionCollapse, AttentionMaps, AttentionStatistics, NonFiniteGuard, PredictionWriter,
+                          ProgressBar, ResumePoints, RunCheckpoint, RunSummary)
+from ...checkpoint import AtomicCheckpointIO, config_from_checkpoint
+from ...data.limits import check_limits
+from ...data.sizes import fill_sizes
+from ...errors import TRACEBACK_ENV, ConfigError, explained, parser_message, traceback_requested
+from ...optim import DecayOn, offered_in_groups
+from ...task_module import CompileMode, TaskModule
+from ...tasks import Task
+from . import config_sections
 from .config_files import check_config_files
 from .config_values import check_values
-from .data.limits import check_limits
-from .data.sizes import fill_sizes
-from .errors import TRACEBACK_ENV, ConfigError, explained, parser_message, traceback_requested
-from .optim import DecayOn, offered_in_groups
-from .task_module import CompileMode, TaskModule
-from .tasks import Task
 
 PROG = "python -m framework"
+T = TypeVar("T")
 DESCRIPTION = "Train, validate, test or predict with attention models (`python -m framework --help`: every command)."
 #: ``ckpt_path`` values Lightning resolves itself (the checkpoint callback's files of this process).
 LIGHTNING_CKPT_ALIASES = ("best", "last", "hpc", "registry")
@@ -207,7 +209,8 @@ class FrameworkCLI(LightningCLI):
 
     def before_test(self) -> None:
         """``--ablation``: the test runs with the chosen blocks ablated (checked against the model first)."""
-        from .evaluation.ablation import MODES, AblationSwitch, choose
+        from ...callbacks.ablation_switch import AblationSwitch
+        from ...evaluation.block_ablation import MODES, choose
 
         config = self.config["test"]
         if config.get("ablation") is None:
@@ -326,7 +329,7 @@ def resolve_run_values(config: Namespace, data: Optional[LightningDataModule]) -
 def use_backends(model: nn.Module, choice: Any, device: torch.device, training: bool = False) -> None:
     """``--attention_backend``: the blocks run on the chosen paths, which ``device`` must have (with
     their backward when ``training``)."""
-    from .attention import backends
+    from ...attention import backends
 
     try:
         backends.use(model, choice.as_dict() if isinstance(choice, Namespace) else choice)
@@ -366,27 +369,33 @@ def _as_dict(value: Namespace) -> dict:
     return json.loads(json.dumps(value.as_dict() if isinstance(value, Namespace) else dict(value), default=str))
 
 
-def main(argv: list[str], cli: type[FrameworkCLI] = FrameworkCLI) -> FrameworkCLI:
-    """``python -m framework fit|validate|test|predict <argv>`` (``argv`` starts with the subcommand).
+def run_command(argv: list[str], build: Callable[[], T]) -> T:
+    """Run a command built on this CLI (``build()``, which parses ``argv``): its ``--config`` files
+    checked first (file, line, column). An error the framework explains (a config value, a size, a
+    file, a diverged run; see :mod:`framework.errors`) prints as one or two lines and exits with
+    status 1, and a run folder this process made and never used is removed; other errors keep
+    their traceback, and so does every error with ``--traceback`` or ``FRAMEWORK_TRACEBACK=1``.
+    The run folder's lock is released at the end."""
 
-    An error the framework explains (a config value, a size, a file, a diverged run; see
-    :mod:`framework.errors`) prints as one or two lines and exits with status 1, and a run
-    folder this process made and never used is removed; other errors keep their traceback,
-    and so does every error with ``--traceback`` or ``FRAMEWORK_TRACEBACK=1``.
-    """
-    argv = [str(arg) for arg in argv]
-
-    def run() -> FrameworkCLI:
+    def run() -> T:
         check_config_files(argv)
-        return cli(args=argv)
+        return build()
 
     try:
         return explained(argv, run, cleanup=runs.discard_unused)
+    finally:
+        runs.release()
+
+
+def main(argv: list[str], cli: type[FrameworkCLI] = FrameworkCLI) -> FrameworkCLI:
+    """``python -m framework fit|validate|test|predict <argv>`` (``argv`` starts with the subcommand),
+    through :func:`run_command`; a run stopped by SIGTERM exits with status 143, saying how to resume it."""
+    argv = [str(arg) for arg in argv]
+    try:
+        return run_command(argv, lambda: cli(args=argv))
     except SIGTERMException:  # Lightning ends a run stopped by SIGTERM with SystemExit(None): status 0
         run = Path(os.environ.get(runs.RUN_DIR_ENV, "runs"))
         last = run / "checkpoints" / "last.ckpt"
         resume = f"; resume it with `fit --config {run / 'config.yaml'} --ckpt_path {last}`" if last.is_file() else ""
         print(f"stopped by SIGTERM{resume}", file=sys.stderr, flush=True)
         raise SystemExit(128 + signal.SIGTERM) from None
-    finally:
-        runs.release()

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ..callbacks.summary import read_summary, write_json_atomically
+from ...runs import read_summary, write_json_atomically
 from .grid import Cell, value_text
 from .runner import TEST_FOLDER
 

@@ -1,4 +1,4 @@
-"""``predict`` writes its predictions into the run folder, in a format per task."""
+"""The files of a ``predict`` run, ``<run folder>/predictions/``: CSV rows, text lines, PNG images."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-import lightning.pytorch as pl
 import numpy as np
-from lightning.pytorch.callbacks import BasePredictionWriter
-from lightning.pytorch.utilities import rank_zero_info
 from PIL import Image
 
 
@@ -67,29 +64,3 @@ class PredictionSink:
         """The indices of the next ``count`` examples."""
         start, self.index = self.index, self.index + count
         return range(start, self.index)
-
-
-class PredictionWriter(BasePredictionWriter):
-    """Hand every predicted batch to the task's writer; say at the end where the files are.
-
-    Lightning keeps the predictions in memory as well (``trainer.predict`` returns them).
-    """
-
-    def __init__(self) -> None:
-        super().__init__(write_interval="batch")
-        self.sink: Optional[PredictionSink] = None
-
-    def on_predict_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        folder = Path(trainer.default_root_dir) / "predictions"
-        self.sink = PredictionSink(folder, trainer.global_rank, trainer.world_size)
-
-    def write_on_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, prediction: Any,
-                           batch_indices: Optional[Sequence[int]], batch: Any, batch_idx: int, dataloader_idx: int) -> None:
-        pl_module.task.write_predictions(prediction, batch, self.sink)
-
-    def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if self.sink is None or not self.sink.written:
-            return
-        files = self.sink.written
-        where = ", ".join(map(str, files)) if len(files) <= 3 else f"{len(files)} files in {self.sink.folder}"
-        rank_zero_info(f"Predictions of {self.sink.index} examples: {where}")

@@ -37,7 +37,7 @@ import yaml
 from submitit.core.job_environment import JobEnvironment
 from submitit.helpers import Checkpointable
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .pool import Pool
 from .runner import RunPlan, RunResult, execute
 

@@ -3,7 +3,7 @@
 ``python -m framework compare <the comparison's arguments> --sweep`` writes
 ``runs/compare/<name>/sweep.yaml``: a ``grid`` sweep over the ``--grid`` keys and
 ``seed_everything`` (one sweep run per cell and seed), whose command runs
-``python -m framework.compare.agent`` with the comparison's arguments. On every machine::
+``python -m framework.commands.compare.agent`` with the comparison's arguments. On every machine::
 
     wandb sweep runs/compare/<name>/sweep.yaml           # once: prints the sweep id
     wandb agent <entity>/<project>/<sweep id>            # on each machine, in the project's folder and environment
@@ -22,9 +22,9 @@ from typing import Any, Optional
 import yaml
 
 from .grid import CONFIG_KEY
-from .spec import Spec
+from .comparison import Spec
 
-AGENT_MODULE = "framework.compare.agent"
+AGENT_MODULE = "framework.commands.compare.agent"
 
 
 def definition(spec: Spec, metric: Optional[str] = None, goal: str = "maximize") -> dict[str, Any]:
@@ -36,7 +36,7 @@ def definition(spec: Spec, metric: Optional[str] = None, goal: str = "maximize")
         agent_args.append(f"--test_override={arg}")
     sweep: dict[str, Any] = {
         "name": spec.name,
-        "program": "framework/compare/agent.py",
+        "program": "framework/commands/compare/agent.py",
         "method": "grid",
         "parameters": parameters,
         "command": ["${env}", "${interpreter}", "-m", AGENT_MODULE, *agent_args, "--", *spec.run_args, "${args}"],

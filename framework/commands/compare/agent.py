@@ -1,6 +1,6 @@
-"""One run of a comparison started by a W&B sweep agent (see :mod:`framework.compare.sweep`)::
+"""One run of a comparison started by a W&B sweep agent (see :mod:`framework.commands.compare.sweep`)::
 
-    python -m framework.compare.agent --name NAME --grid_keys model.attention [--test_ckpt best]
+    python -m framework.commands.compare.agent --name NAME --grid_keys model.attention [--test_ckpt best]
         [--test_override=FLAG ...] -- <the comparison's run arguments> --model.attention=cbam --seed_everything=2
 
 The flags after ``--`` that set a grid key or ``seed_everything`` (the agent's ``${args}``)
@@ -18,10 +18,10 @@ from typing import Optional
 
 import yaml
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .grid import CONFIG_KEY, Axis, cells
 from .runner import RunPlan, execute, fit_arguments
-from .spec import comparison_folder
+from .comparison import comparison_folder
 
 
 def split(argv: list[str], keys: list[str]) -> tuple[list[str], dict[str, object], Optional[int]]:
@@ -42,7 +42,7 @@ def split(argv: list[str], keys: list[str]) -> tuple[list[str], dict[str, object
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     own, run = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    parser = argparse.ArgumentParser(prog="python -m framework.compare.agent", allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="python -m framework.commands.compare.agent", allow_abbrev=False)
     parser.add_argument("--name", required=True)
     parser.add_argument("--grid_keys", default="-")
     parser.add_argument("--test_ckpt", choices=["best", "last"], default="best")

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
-from .errors import ConfigError
+from ...errors import ConfigError
 
 
 class Rule(NamedTuple):

@@ -1,6 +1,6 @@
 """One run of a comparison: a ``fit``, then a ``test`` of its best checkpoint, in this process.
 
-A run is two command lines of the CLI, called in-process (:func:`framework.lightning_cli.main`)
+A run is two command lines of the CLI, called in-process (:func:`framework.commands.fit.main`)
 by a warm worker (:mod:`.worker`), a submitit job or a W&B sweep agent: ``fit <args>
 --seed_everything=<s> --run_dir=<comparison>/runs/<cell>/seed<s>``, then ``test --config
 <run>/config.yaml --ckpt_path <run>/checkpoints/best.ckpt --run_dir=<run>/test``. Each stage's
@@ -8,7 +8,7 @@ output (the process's file descriptors 1 and 2, so libraries' and crashes' outpu
 ``<run>/fit.log`` and ``<run>/test.log``, each attempt after a ``$ python -m framework ...`` line.
 
 What a run still needs is read from its ``summary.json`` files (see
-:mod:`framework.callbacks.summary`): nothing when the fit finished and the test wrote its
+:mod:`framework.callbacks.run_summary`): nothing when the fit finished and the test wrote its
 metrics; the test alone when only the fit finished; a fit resumed from ``last.ckpt`` when a
 fit was stopped or killed (its summary says ``running`` or ``interrupted``); a fit from scratch
 when it failed or left no checkpoint.
@@ -42,8 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from ..callbacks.summary import read_summary
-from ..runs import RUN_DIR_ENV
+from ...runs import RUN_DIR_ENV, read_summary
 
 TEST_FOLDER = "test"
 QUIET = ["--trainer.enable_progress_bar=false"]
@@ -164,7 +163,7 @@ def isolated(plan: RunPlan, stage: str) -> Iterator[None]:
     the run folder's lock freed, and the peak-memory counters are reset for the next run."""
     import torch
 
-    from .. import runs
+    from ... import runs
 
     environ, cwd = dict(os.environ), os.getcwd()
     flags = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark,
@@ -219,12 +218,12 @@ def _reset_peak_memory() -> None:
 def call(stage: str, args: list[str], plan: RunPlan) -> tuple[int, str]:
     """Run ``python -m framework <stage> <args>`` in this process; its exit status, and the
     pruner's message when an Optuna pruner stopped the fit."""
-    from ..lightning_cli import FrameworkCLI, main
+    from ..fit import FrameworkCLI, main
 
     cli = FrameworkCLI
     pruned: tuple[type[BaseException], ...] = ()
     if plan.pruning and stage == "fit":
-        from .search import pruning_cli
+        from .pruning import pruning_cli
 
         cli, pruned = pruning_cli(plan.pruning)
     try:
@@ -314,8 +313,3 @@ def execute(plan: RunPlan, on_stage: Callable[[str, str, int], None] = lambda *t
     if why is None and not read_summary(run_dir / TEST_FOLDER).get("test", {}).get("metrics"):
         why = ("test ended without test metrics in summary.json", True)
     return failed(why, "test.log") if why else RunResult(plan.key, True, "+".join(did), time.perf_counter() - start)
-
-
-def execute_dict(plan: dict) -> dict:
-    """:func:`execute` on plain data."""
-    return asdict(execute(RunPlan(**plan)))

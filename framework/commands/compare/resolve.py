@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import yaml
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .grid import CELLS_KEY, CONFIG_KEY, Cell
 
 
@@ -19,8 +19,8 @@ def resolve(args: list[str], filled: bool = False) -> tuple[Optional[str], str]:
     """The resolved config of ``fit <args>`` as YAML, or None and the parser's message; with
     ``filled``, the sizes and the checkpoint metric that the data and the task fill in (building
     those two), else the config as its files and flags say, nothing built."""
-    from ..errors import TRACEBACK_ENV
-    from ..lightning_cli import FrameworkCLI, main
+    from ...errors import TRACEBACK_ENV
+    from ..fit import FrameworkCLI, main
 
     class AsWritten(FrameworkCLI):
         fill_printed_config = filled

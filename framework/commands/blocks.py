@@ -15,9 +15,9 @@ import textwrap
 from fnmatch import fnmatchcase
 from typing import Optional, Sequence
 
-from .attention import KINDS, available, info
-from .attention.registry import aliases
-from .attention.cross import DISTRIBUTIONS, SCORES
+from ..attention import KINDS, available, info
+from ..attention.registry import aliases
+from ..attention.cross import DISTRIBUTIONS, SCORES
 
 WILDCARDS = set("*?[")
 

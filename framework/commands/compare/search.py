@@ -38,15 +38,16 @@ from typing import Any, Optional
 
 import yaml
 
-from ..callbacks.summary import read_summary
-from ..errors import ConfigError
+from ...runs import read_summary
+from ...errors import ConfigError
 from . import executors, results
 from .grid import KEY_PATTERN, Cell, value_text
 from .pool import Pool
-from .progress import GridProgress
+from .pruning import make_pruner
+from .grid_status import GridProgress
 from .resolve import has_key, resolve, wandb_project
 from .runner import RunPlan, RunResult, fit_arguments
-from .spec import Spec, check_resumable, comparison_folder, default_name
+from .comparison import Spec, check_resumable, comparison_folder, default_name
 
 STUDY_FILE = "study.db"
 BEST_FILE = "best.yaml"
@@ -121,13 +122,6 @@ def parse_spaces(flags: list[str]) -> dict[str, Space]:
 
 # -- the study ---------------------------------------------------------------------------------
 
-def make_pruner(name: str):
-    import optuna
-
-    return {"median": optuna.pruners.MedianPruner, "hyperband": optuna.pruners.HyperbandPruner,
-            "none": optuna.pruners.NopPruner}[name]()
-
-
 def storage_url(folder: Path) -> str:
     return f"sqlite:///{folder / STUDY_FILE}"
 
@@ -145,27 +139,6 @@ def open_study(spec: Spec, direction: str, pruner: str, first_seed: int):
                           f"task's checkpoint metric is to {direction}: choose another --name")
     study.sampler = optuna.samplers.TPESampler(seed=first_seed + len(study.trials), constant_liar=True)
     return study
-
-
-def pruning_cli(pruning: dict):
-    """The CLI class of a pruned fit (in a worker): FrameworkCLI with Optuna's Lightning pruning
-    callback for the trial ``pruning`` names; and the exception a pruned fit ends with."""
-    import optuna
-    from optuna_integration import PyTorchLightningPruningCallback
-
-    from ..lightning_cli import FrameworkCLI
-
-    study = optuna.load_study(study_name=pruning["study"], storage=pruning["storage"],
-                              pruner=make_pruner(pruning["pruner"]))
-    callback = PyTorchLightningPruningCallback(optuna.trial.Trial(study, pruning["trial"]), monitor=pruning["monitor"])
-
-    class Pruned(FrameworkCLI):
-        def instantiate_trainer(self, **kwargs: Any):
-            trainer = super().instantiate_trainer(**kwargs)
-            trainer.callbacks.append(callback)
-            return trainer
-
-    return Pruned, (optuna.TrialPruned,)
 
 
 def trial_cell(number: int, params: dict[str, Any]) -> Cell:

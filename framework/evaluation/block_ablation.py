@@ -11,7 +11,7 @@ reported as not applicable.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from fnmatch import fnmatch
 from typing import Any, Callable, Optional
 
@@ -113,27 +113,6 @@ def skippable(model: nn.Module, run: Callable[[], Any]) -> dict[str, Optional[st
             hook.remove()
     return {name: None if fits.get(name) else "output shape differs" if name in fits else
             "not called as a module (its parent runs it)" for name in modules}
-
-
-class AblationSwitch(pl.Callback):
-    """``test --ablation=MODE --ablation_blocks=[...]``: the test runs with the chosen blocks'
-    weights replaced (``uniform``, ``random``, ``permute``) or the blocks skipped (``none``)."""
-
-    def __init__(self, mode: str, patterns: Sequence[str] = ()) -> None:
-        self.mode, self.patterns = mode, list(patterns)
-        self._stack: Optional[ExitStack] = None
-
-    def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._stack = ExitStack()
-        self._stack.enter_context(ablated(pl_module.model, self.mode, *self.patterns))
-
-    def on_test_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if self._stack is not None:
-            self._stack.close()
-            self._stack = None
-
-    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
-        self.on_test_end(trainer, pl_module)
 
 
 def quiet_trainer(trainer: pl.Trainer) -> pl.Trainer:

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any, Optional
 
-from ..pictures import caption, figure
+from ...pictures import caption, figure
 from .results import Summary
 
 MAX_PANELS = 4
@@ -125,7 +125,7 @@ def log_to_wandb(summary: Summary, folder: Path, project: str, group: str, image
 
     import wandb
 
-    from ..loggers import WandbLogger
+    from ...loggers import WandbLogger
 
     logger = WandbLogger(name=f"{group}/comparison", save_dir=str(folder), project=project, group=group,
                          job_type="compare", id=f"compare-{group}"[-64:])

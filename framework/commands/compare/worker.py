@@ -1,4 +1,4 @@
-"""A warm worker: ``python -m framework.compare.worker FD``, started by :class:`.pool.Pool`.
+"""A warm worker: ``python -m framework.commands.compare.worker FD``, started by :class:`.pool.Pool`.
 
 It imports torch, Lightning, W&B and the framework once, then takes runs one after another:
 a :class:`~.runner.RunPlan` as one JSON line on its stdin, each run done in this process by
@@ -39,7 +39,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     threading.Thread(target=_watch, args=(os.getppid(),), daemon=True).start()
     faulthandler.enable()  # a crash's Python stack goes to the run's log (file descriptor 2 during a run)
 
-    for module in ("wandb", "framework.lightning_cli"):  # the imports every run needs, once
+    for module in ("wandb", "framework.commands.fit"):  # the imports every run needs, once
         importlib.import_module(module)
     gc.freeze()  # the libraries' objects live as long as the worker: the collection after each stage skips them (0.24 -> 0.01 s)
     from .runner import RunPlan, RunResult, execute

@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from . import executors, plots, results, sweep
 from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
 from .resolve import has_key, resolve, resolve_cells, wandb_project
-from .progress import GridProgress
+from .grid_status import GridProgress
 from .runner import RunPlan, RunResult, fit_arguments, state
-from .spec import Spec, check_resumable, comparison_folder, config_hash, default_name
+from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name
 
 USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
                                 [--cells 'NAME: FLAGS' ...] [--seeds N] [--jobs N] [--name NAME] [--baseline CELL]
@@ -226,7 +226,7 @@ def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
     if not options.report:
         check_cells(spec)
     else:  # the tables of what exists: the saved spec knows where the runs log
-        from .spec import load
+        from .comparison import load
 
         spec.wandb_project = load(spec.folder).get("wandb_project")
     check_resumable(spec)

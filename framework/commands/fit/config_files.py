@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import yaml
 
-from .errors import ConfigError
+from ...errors import ConfigError
 
 
 def check_config_files(argv: list[str]) -> None:

@@ -20,13 +20,13 @@ import re
 import shutil
 from typing import Any, Optional
 
-from ..callbacks.summary import read_summary
-from ..errors import ConfigError
+from ...runs import read_summary
+from ...errors import ConfigError
 from .executors import cpu_count, local_slots
 from .pool import Pool
 from .results import primary_metric
 from .runner import TEST_FOLDER, RunPlan, fit_arguments, state
-from .spec import Spec
+from .comparison import Spec
 
 
 def recorded_threads(provenance: dict) -> Optional[int]:

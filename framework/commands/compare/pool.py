@@ -26,7 +26,7 @@ import threading
 from dataclasses import asdict
 from typing import Callable, Optional
 
-from ..runs import RUN_DIR_ENV
+from ...runs import RUN_DIR_ENV
 from .runner import RunPlan, RunResult, failure
 
 #: Seconds a worker has to end after its stdin closes before it is killed.
@@ -57,7 +57,7 @@ class Worker:
 
     def start(self) -> None:
         read, write = os.pipe()
-        self.process = subprocess.Popen([sys.executable, "-m", "framework.compare.worker", str(write)],
+        self.process = subprocess.Popen([sys.executable, "-m", "framework.commands.compare.worker", str(write)],
                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, pass_fds=(write,),
                                         env=worker_environment(self.gpu, self.threads), process_group=0, text=True)
         os.close(write)

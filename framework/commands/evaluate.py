@@ -26,20 +26,19 @@ from lightning.pytorch.utilities import move_data_to_device
 
 from .. import runs
 from ..checkpoint import config_from_checkpoint
-from ..config_files import check_config_files
-from ..config_values import check_values
-from ..lightning_cli import FrameworkCLI
-from ..errors import ConfigError, explained
+from ..errors import ConfigError
 from ..pictures import as_image
-from ..progress import StatusLine, duration
-from .ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
-from .faithfulness import METHODS, faithfulness_rows
-from .intrinsic import intrinsic_rows
-from .maps import map_rows
-from .protocol import probe_forward
-from .rollout import rollout_picture, rollouts
-from . import standard
-from .table import Row, format_table, log_table, write_csv
+from .fit import FrameworkCLI, check_values, run_command
+from .status_line import StatusLine, duration
+from ..evaluation.block_ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
+from ..evaluation.faithfulness import METHODS, faithfulness_rows
+from ..evaluation.intrinsic import intrinsic_rows
+from ..evaluation.maps import map_rows
+from ..evaluation.protocol import probe_forward
+from ..evaluation.rollout import rollout_picture, rollouts
+from ..evaluation import standard
+from ..evaluation.eraser import FRACTIONS
+from ..evaluation.table import Row, format_table, log_table, write_csv
 
 TESTS = ("ablation", "faithfulness", "intrinsic", "rollout", "maps")
 
@@ -75,7 +74,7 @@ class EvaluateCLI(FrameworkCLI):
         parser.add_argument("--attributions", type=list[str], default=list(METHODS),
                             help=f"Attribution methods compared with the attention: any of {', '.join(METHODS)}.")
         parser.add_argument("--attribution_steps", type=int, default=16, help="Steps of integrated gradients.")
-        standard.add_arguments(parser)
+        add_standard_arguments(parser)
         parser.add_argument("--probes", type=int, default=64,
                             help="Probe queries per block of the maps test: their exact rows, not the N x N map.")
 
@@ -113,7 +112,27 @@ def check_options(config: Any) -> None:
             raise ConfigError(f"{flag} must be at least {least}, got {value}")
     if any(k < 1 for k in config.erase_k):
         raise ConfigError(f"--erase_k: every k must be at least 1, got {config.erase_k}")
-    standard.check(config)
+    check_standard_options(config)
+
+
+def add_standard_arguments(parser: Any) -> None:
+    """The options of the standard measures (:mod:`framework.evaluation.standard`)."""
+    parser.add_argument("--fractions", type=list[float], default=list(FRACTIONS),
+                        help="Shares of the items in a rationale (eraser, graph_fidelity): ERASER's bins by default.")
+    parser.add_argument("--perturb_samples", type=int, default=10,
+                        help="Perturbations per example of infidelity and sensitivity.")
+    parser.add_argument("--perturb_radius", type=float, default=0.02,
+                        help="Sensitivity's perturbations: uniform in an L-infinity ball of this radius (Captum's default).")
+
+
+def check_standard_options(config: Any) -> None:
+    """The standard measures' options, each error naming its flag."""
+    if not config.fractions or any(not 0 < f < 1 for f in config.fractions):
+        raise ConfigError(f"--fractions: shares in (0, 1) expected, got {config.fractions}")
+    if config.perturb_samples < 1:
+        raise ConfigError(f"--perturb_samples must be at least 1, got {config.perturb_samples}")
+    if config.perturb_radius <= 0:
+        raise ConfigError(f"--perturb_radius must be above 0, got {config.perturb_radius}")
 
 
 def test_loader(cli: EvaluateCLI) -> Iterable[Any]:
@@ -139,7 +158,7 @@ def test_batches(cli: EvaluateCLI, device: torch.device, examples: int) -> Itera
 
 
 class Steps:
-    """The evaluation's live status (:class:`~framework.progress.StatusLine`, a plain line every
+    """The evaluation's live status (:class:`~framework.commands.status_line.StatusLine`, a plain line every
     ``every`` seconds in a log): the steps done of the ``total`` planned (an ablated test run, a
     batch of the faithfulness or intrinsic tests), the one running, and an ETA from the mean
     time of a step so far. Lines go to ``say`` (default: printed above the bar)."""
@@ -313,14 +332,6 @@ def report(rows: list[Row], drawn: dict[str, Any], run_dir: Path, loggers: list,
 
 
 def main(argv: Optional[list[str]] = None) -> Optional[list[Row]]:
-    """``python -m framework evaluate ...``: an error the framework explains is one or two lines, status 1."""
+    """``python -m framework evaluate ...`` (see :func:`framework.commands.fit.run_command`)."""
     argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
-
-    def run() -> list[Row]:
-        check_config_files(argv)
-        return evaluate(EvaluateCLI(argv))
-
-    try:
-        return explained(argv, run, cleanup=runs.discard_unused)
-    finally:
-        runs.release()
+    return run_command(argv, lambda: evaluate(EvaluateCLI(argv)))

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ..callbacks.summary import write_json_atomically
-from ..errors import ConfigError
-from ..runs import RUNS_ROOT_ENV
+from ...errors import ConfigError
+from ...runs import RUNS_ROOT_ENV, write_json_atomically
 from .grid import CELLS_KEY, Axis, Cell, cells, split_config_flags, value_text
 
 SPEC_FILE = "spec.json"

@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 import yaml
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 CONFIG_KEY = "config"
 CELLS_KEY = "cells"
