@@ -12,13 +12,15 @@ takes as they are) or the (H, W, 3) uint8 arrays read back: the same pixels as
 them when they are done, at the step of the metrics of the validation that drew them.
 
 The process imports matplotlib and PIL, and torch only when the first sketch arrives (this
-module imports neither torch nor Lightning).
+module imports neither torch nor Lightning; of the framework, only :mod:`framework.warm_process`,
+which imports the standard library alone).
 
 Nothing is lost: a picture that does not pickle, a job not done within its wait, and every job
 after the drawing process ended (it is said once) are drawn in this process instead.
 
-Frames on the pipes: an 8-byte length, then a pickle; to the process ``(ticket, [pictures])``,
-back ``(ticket, [PNG files] or None)`` (None: it could not draw them).
+The pipes and their frames are :mod:`framework.warm_process`'s (the process is its warm process;
+closed, it ends at the end of its input); each frame is a pickle: to the process
+``(ticket, [pictures])``, back ``(ticket, [PNG files] or None)`` (None: it could not draw them).
 """
 
 from __future__ import annotations
@@ -28,21 +30,18 @@ import io
 import itertools
 import os
 import pickle
-import queue
 import shutil
 import signal
-import struct
-import subprocess
-import sys
 import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import Any, Optional
 
 import numpy as np
 
-LENGTH = struct.Struct("<Q")
+from .warm_process import Child, WarmProcess
+
 PNG_LEVEL = 1  # zlib level of the PNG files: 8x faster to write than PIL's 6, about 15 % larger
 
 
@@ -60,19 +59,6 @@ def built(picture: Any) -> Any:
     """The figure of a picture: a figure as it is, a sketch of :mod:`framework.pictures` built
     (read by its ``build`` method: this module imports nothing of the framework)."""
     return picture.build() if hasattr(picture, "build") else picture
-
-
-def send(stream: IO[bytes], payload: bytes) -> None:
-    stream.write(LENGTH.pack(len(payload)) + payload)
-    stream.flush()
-
-
-def receive(stream: IO[bytes]) -> Optional[bytes]:
-    """The next frame; None at the end of the stream."""
-    head = stream.read(LENGTH.size)
-    if len(head) < LENGTH.size:
-        return None
-    return stream.read(LENGTH.unpack(head)[0])
 
 
 class Job:
@@ -135,18 +121,18 @@ class Job:
 
 
 class Drawer:
-    """One drawing process, started at the first :meth:`submit`, fed and read by two threads.
+    """One drawing process (a :class:`~framework.warm_process.WarmProcess`, fed and read by its two
+    threads), started at the first :meth:`submit`, and again at the first after :meth:`close`.
 
     Use the process's own through :func:`drawer`; :meth:`close` ends the process (at exit too).
     """
 
     def __init__(self) -> None:
-        self._process: Optional[subprocess.Popen] = None
+        self._process: Optional[WarmProcess] = None
         self._failed = False
         self._unpicklable = False  # said once
         self._jobs: dict[int, Job] = {}
         self._tickets = itertools.count()
-        self._outbox: queue.Queue = queue.Queue()  # the frames for the process; None closes its input
         self._lock = threading.Lock()
         self._folder: Optional[Path] = None  # where the process writes its PNG files
 
@@ -169,45 +155,35 @@ class Drawer:
                 return job
             ticket = next(self._tickets)
             self._jobs[ticket] = job
-            self._outbox.put(pickle.dumps(ticket) + payload)
+            self._process.send(pickle.dumps(ticket) + payload)
         return job
 
     def _start(self) -> bool:
+        """Start the drawing process unless it runs (with the lock held: its reader's calls wait)."""
         if self._process is not None:
             return True
-        env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join(
-            [str(Path(__file__).resolve().parents[1]), *filter(None, [os.environ.get("PYTHONPATH")])])}
         self._folder = Path(tempfile.mkdtemp(prefix="framework-drawing-"))
+        process = WarmProcess("framework.drawing", [str(self._folder)], env={**os.environ, "MPLBACKEND": "Agg"},
+                              on_message=self._drawn, on_exit=lambda status: self._ended(process, status),
+                              name="drawing")
         try:
-            self._process = subprocess.Popen([sys.executable, "-m", "framework.drawing", str(self._folder)],
-                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            process.start()
         except OSError as error:
             self._fail(f"it could not start ({error})")
+            shutil.rmtree(self._folder, ignore_errors=True)
             return False
-        self._outbox = queue.Queue()
-        threading.Thread(target=self._write, args=(self._process, self._outbox), name="drawing-writer", daemon=True).start()
-        threading.Thread(target=self._read, args=(self._process,), name="drawing-reader", daemon=True).start()
+        self._process = process
         return True
 
-    @staticmethod
-    def _write(process: subprocess.Popen, outbox: queue.Queue) -> None:
-        try:
-            while (message := outbox.get()) is not None:
-                send(process.stdin, message)
-            process.stdin.close()  # the process ends at the end of its input
-        except (OSError, ValueError):
-            pass  # it ended: the reader sees it
+    def _drawn(self, frame: bytes) -> None:
+        """An answer of the drawing process: a job's PNG files (in its reader thread)."""
+        ticket, files = pickle.loads(frame)
+        with self._lock:
+            job = self._jobs.pop(ticket)
+        job.finish(files)
 
-    def _read(self, process: subprocess.Popen) -> None:
-        try:
-            while (frame := receive(process.stdout)) is not None:
-                ticket, files = pickle.loads(frame)
-                with self._lock:
-                    job = self._jobs.pop(ticket)
-                job.finish(files)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError):
-            pass
-        status = process.wait()
+    def _ended(self, process: WarmProcess, status: int) -> None:
+        """The drawing process ended (in its reader thread, after its last answer)."""
         if status and status != -signal.SIGTERM:
             self._fail(f"it ended with status {status}")
         with self._lock:  # what it had not drawn is drawn where it is waited for
@@ -237,16 +213,11 @@ class Drawer:
     def close(self) -> None:
         """End the drawing process (jobs not done yet are drawn where they are waited for)."""
         with self._lock:
-            process, self._process = self._process, None
-            if process is None:
-                return
-            self._outbox.put(None)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        shutil.rmtree(self._folder, ignore_errors=True)
+            process, folder, self._process = self._process, self._folder, None
+        if process is None:
+            return
+        process.close(grace=10)  # it ends at the end of its input; killed after 10 s
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 _drawer: Optional[Drawer] = None
@@ -261,12 +232,12 @@ def drawer() -> Drawer:
     return _drawer
 
 
-def serve(inbox: IO[bytes], outbox: IO[bytes], folder: Path) -> None:
+def serve(child: Child, folder: Path) -> None:
     """The drawing process: each job's figures rasterised into PNG files in ``folder``
-    (``<ticket>-<k>.png``), until the end of ``inbox``."""
+    (``<ticket>-<k>.png``), until the training process closes its end of the pipe."""
     from PIL import Image
 
-    while (frame := receive(inbox)) is not None:
+    for frame in child.messages():
         unpickler = pickle.Unpickler(io.BytesIO(frame))
         ticket = unpickler.load()
         try:
@@ -276,9 +247,10 @@ def serve(inbox: IO[bytes], outbox: IO[bytes], folder: Path) -> None:
                 Image.fromarray(rasterise(built(picture))).save(files[-1], compress_level=PNG_LEVEL)
         except Exception:  # noqa: BLE001 - the training process draws them and sees the error itself
             files = None
-        send(outbox, pickle.dumps((ticket, files)))
+        child.reply(pickle.dumps((ticket, files)))
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops training; the process ends with its pipe
-    serve(sys.stdin.buffer, sys.stdout.buffer, Path(sys.argv[1]))
+    child = Child()
+    serve(child, Path(child.args[0]))

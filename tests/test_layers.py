@@ -5,12 +5,13 @@ The floors are declared once, lowest first (:data:`FLOORS`), and read from the s
 ``import`` and ``from ... import`` statement, at any depth, lazy ones inside functions included.
 Beside the floors, three rules the order alone cannot say: the framework imports no domain,
 domains do not import each other, and the drawing process imports nothing of the framework
-(it runs without torch).
+but its pipe, which imports the standard library alone (it runs without torch).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the floor of its longest matching prefix; it may import from its own floor and those below.
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("foundations, which import nothing of the framework",
-     ("framework.errors", "framework.quiet", "framework.drawing", "framework.optim")),
+     ("framework.errors", "framework.quiet", "framework.warm_process", "framework.drawing", "framework.optim")),
     ("the picture kit", ("framework.pictures",)),
     ("the block library: pure nn.Modules", ("framework.attention",)),
     ("services: data, shared layers, decoding, loggers, run folders, checkpoints, provenance",
@@ -163,9 +164,16 @@ def test_the_framework_imports_no_domain_and_domains_not_each_other():
 
 
 def test_the_drawing_process_imports_nothing_of_the_framework():
-    """``python -m framework.drawing`` runs beside training with numpy and matplotlib alone."""
-    path = ROOT / "framework" / "drawing.py"
-    assert [names[0] for _, names in imported_modules(path) if names[0].split(".")[0] == "framework"] == []
+    """``python -m framework.drawing`` runs beside training with numpy and matplotlib alone: of the
+    framework it imports only its pipe, :mod:`framework.warm_process`, which imports the standard
+    library alone."""
+    pipe = "framework.warm_process"
+    drawing = [names[0] for _, names in imported_modules(ROOT / "framework" / "drawing.py")
+               if names[0].split(".")[0] == "framework"]
+    assert [name for name in drawing if name != pipe and not name.startswith(pipe + ".")] == []
+    outside = [names[0] for _, names in imported_modules(ROOT / "framework" / "warm_process.py")
+               if names[0].split(".")[0] not in sys.stdlib_module_names | {"__future__"}]
+    assert outside == []
 
 
 def test_the_floors_are_checked_for_real():

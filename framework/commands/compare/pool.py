@@ -11,6 +11,11 @@ that run alone, with the reason read from the stage's log and the signal that en
 the slot starts a new worker for its next run. :meth:`Pool.stop` (Ctrl-C on ``compare``) lets
 no run start any more and sends the running workers SIGTERM (a fit writes a resumable
 ``last.ckpt``); :meth:`Pool.kill` ends them at once.
+
+A worker is a :class:`~framework.warm_process.WarmProcess` in a process group of its own (Ctrl-C
+at the terminal reaches the pool, which stops the runs itself): a run goes to it as one frame of
+JSON, its answers come back as frames of JSON (see :mod:`.worker`), and the end of its answers
+without a result is its death, whose exit status and the stage's log say why.
 """
 
 from __future__ import annotations
@@ -20,13 +25,12 @@ import json
 import os
 import queue
 import signal
-import subprocess
-import sys
 import threading
 from dataclasses import asdict
 from typing import Callable, Optional
 
 from ...runs import RUN_DIR_ENV
+from ...warm_process import WarmProcess
 from .runner import RunPlan, RunResult, failure
 
 #: Seconds a worker has to end after its stdin closes before it is killed.
@@ -50,21 +54,16 @@ class Worker:
 
     def __init__(self, gpu: Optional[str], threads: Optional[int]) -> None:
         self.gpu, self.threads = gpu, threads
-        self.process: Optional[subprocess.Popen] = None
-        self.channel = None
+        self.process: Optional[WarmProcess] = None
         self.busy = False
         self.start()
 
     def start(self) -> None:
-        read, write = os.pipe()
-        self.process = subprocess.Popen([sys.executable, "-m", "framework.commands.compare.worker", str(write)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, pass_fds=(write,),
-                                        env=worker_environment(self.gpu, self.threads), process_group=0, text=True)
-        os.close(write)
-        self.channel = os.fdopen(read)
+        self.process = WarmProcess("framework.commands.compare.worker", env=worker_environment(self.gpu, self.threads),
+                                   own_group=True, name="compare-worker").start()
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.process is not None and self.process.alive()
 
     def run(self, plan: RunPlan) -> RunResult:
         """Hand ``plan`` to the worker and wait for its result (a crash's result when it dies)."""
@@ -73,41 +72,25 @@ class Worker:
             self.start()
         plan.threads = plan.threads or self.threads
         stage, log, offset = "", "", 0
-        try:
-            self.process.stdin.write(json.dumps(asdict(plan)) + "\n")
-            self.process.stdin.flush()
-            for line in self.channel:
-                message = json.loads(line)
-                if "result" in message:
-                    return RunResult(**message["result"])
-                stage, log, offset = message["stage"], message["log"], message["offset"]
-        except (BrokenPipeError, OSError, ValueError):  # it died before or while answering
-            pass
+        self.process.send(json.dumps(asdict(plan)).encode())
+        while (answer := self.process.receive()) is not None:  # None: it died before or while answering
+            message = json.loads(answer)
+            if "result" in message:
+                return RunResult(**message["result"])
+            stage, log, offset = message["stage"], message["log"], message["offset"]
         code = self.process.wait()
         why, retry = failure(stage or "worker", code, read_from(log, offset) if log else "")
         return RunResult(plan.key, False, stage, error=why, log=log, retry=retry)
 
     def signal(self, number: int) -> None:
-        if self.alive():
-            try:
-                self.process.send_signal(number)
-            except (ProcessLookupError, OSError):  # it ended meanwhile
-                pass
+        if self.process is not None:
+            self.process.signal(number)
 
     def close(self, grace: float = GRACE) -> None:
-        """Close its stdin (it ends after its run) and wait for it, killing it after ``grace`` seconds."""
+        """Close its input (it ends after its run) and wait for it, killing it after ``grace`` seconds."""
         if self.process is None:
             return
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.process.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-            self.process.wait()
-        self.channel.close()
+        self.process.close(grace)
         self.process = None
 
 
