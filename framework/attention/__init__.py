@@ -11,7 +11,8 @@ One sub-package per kind of block (``registry.KINDS``): ``cross`` (the general a
 model of Brauwers & Frasincar (2021), score x distribution functions composed by one
 ``Attention``, and the blocks built on it), ``sequence``, ``pooling``, ``feature_map`` for
 (B, C, H, W) maps, ``graph`` and ``memory``. ``base`` holds what every block shares (shape
-checks, weights on demand, the ablation switch), ``record`` what a capture keeps of one call,
+checks, weights on demand, the ablation switch), ``masks`` the checks of a sequence block's inputs
+and the one boolean mask it attends with (``sequence_mask``), ``record`` what a capture keeps of one call,
 ``capture`` and ``ablation`` act on a whole model, ``probes`` says which queries a capture with
 probes records the exact rows of.
 """
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import cross, feature_map, graph, memory, pooling, sequence
 from .ablation import ABLATIONS, ablation
 from .base import AttentionBlock, AttentionOutput, ShapeError, expect_shape
+from .masks import sequence_mask
 from .record import Record
 from .capture import capture
 from .probes import ProbeRows, probe_index
@@ -82,6 +84,7 @@ __all__ = [
     "expect_shape",
     "info",
     "probe_index",
+    "sequence_mask",
 ]
 
 

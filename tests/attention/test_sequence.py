@@ -9,10 +9,11 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from framework.attention import AttentionOutput, ShapeError, capture, create
+from framework.attention import AttentionOutput, ShapeError, available, capture, create, info, sequence_mask
 from framework.attention.cross import AlternatingCoAttention, LuongLocalAttention, ParallelCoAttention, RotatoryAttention
 from framework.attention.pooling import AttentionPooling, HierarchicalAttention, frobenius_penalty
 from framework.attention.sequence import LocalAttention, MultiHeadSelfAttention, band_mask
+from tests.attention.cases import case
 from tests.attention.reference import assert_matches_reference, randomize_
 
 B, N, D = 3, 6, 8
@@ -422,6 +423,47 @@ def test_capture_records_documented_weights():
 def test_shape_errors_name_block_tensor_and_shapes(block, args, message):
     with pytest.raises(ShapeError, match=message):
         block(*args)
+
+
+def test_sequence_mask_checks_the_inputs_and_ands_the_masks():
+    """The one helper of the sequence blocks: attn_mask's shape and dtype named with the block;
+    padding, attn_mask, the block's structure and the causal triangle and-ed, (B|1, h|1, N|1, N)."""
+    block, x = MultiHeadSelfAttention(D, 2), torch.randn(2, 5, D)
+    with pytest.raises(ShapeError, match=r"mhsa: attn_mask must have shape \(5, 5\), \(2, 5, 5\) or \(2, 2, 5, 5\), got \(5, 4\)"):
+        block(x, attn_mask=torch.ones(5, 4, dtype=torch.bool))
+    with pytest.raises(ShapeError, match=r"sparse_strided: attn_mask must have shape .* got \(2, 3, 5, 5\)"):
+        create("sparse_strided", D, num_heads=2)(x, attn_mask=torch.ones(2, 3, 5, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"synthesizer_dense: attn_mask must be boolean \(True = may attend\), got torch.float32"):
+        create("synthesizer_dense", D, num_heads=2, max_len=8)(x, attn_mask=torch.ones(5, 5))
+
+    mask, attn_mask = lengths_mask([5, 3], 5), torch.rand(2, 5, 5) > 0.3
+    band = band_mask(5, 1, x.device)
+    allowed = sequence_mask(block, x, mask, attn_mask, structure=lambda n, device: band_mask(n, 1, device), causal=True)
+    expected = mask[:, None, None, :] & attn_mask[:, None] & band & torch.ones(5, 5, dtype=torch.bool).tril()
+    assert allowed.shape == (2, 1, 5, 5) and torch.equal(allowed, expected)
+    assert sequence_mask(block, x, mask).shape == (2, 1, 1, 5) and sequence_mask(block, x) is None
+    assert torch.equal(sequence_mask(block, x, None, attn_mask[:1]), attn_mask[:1, None])  # B = 1 broadcasts
+
+
+@pytest.mark.parametrize("name", [name for name in available() if info(name).kind == "sequence"])
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_a_sequence_with_every_position_masked(name, need_weights):
+    """Such a sequence changes nothing for the others and gets finite outputs and gradients; in the
+    blocks that end in an output projection, its context is zero: the projection's bias, with no
+    gradient reaching its tokens."""
+    torch.manual_seed(0)
+    block, (x,), kwargs = case(name)
+    block.eval()
+    x, mask = x.clone().requires_grad_(True), kwargs["mask"].clone()
+    mask[0] = False
+    out = block(x, mask, need_weights=need_weights)
+    out = out.output if need_weights else out
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(x.grad).all()
+    torch.testing.assert_close(out[1:], block(x[1:], mask[1:]))
+    projection = getattr(block, "out_proj", None) or getattr(block, "out", None)
+    if projection is not None:
+        assert torch.equal(out[0], projection.bias.expand_as(out[0])) and not x.grad[0].any()
 
 
 @pytest.mark.parametrize(

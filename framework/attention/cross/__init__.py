@@ -11,9 +11,10 @@ the recurrent alignments (``location_aware``, ``gru_gated``, the ``monotonic`` f
 Importing the package registers them all.
 """
 
+from ..masks import causal_mask
 from .alignment import RecurrentAlignment
 from .area import AreaAttention
-from .attention import Attention, causal_mask
+from .attention import Attention
 from .attention_over_attention import AttentionOverAttention
 from .attention_via_attention import AttentionViaAttention
 from .co_attention import AlternatingCoAttention, ParallelCoAttention

@@ -12,8 +12,6 @@ Brauwers & Frasincar (2021), eqs. (1)-(4), with the extensions of their taxonomy
 
 from __future__ import annotations
 
-import operator
-from functools import lru_cache, reduce
 from typing import Any, Optional
 
 import torch
@@ -21,20 +19,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
+from ..masks import causal_mask, combine
 from ..probes import ProbeRows
 from ..registry import register, unknown_name_message
 from .distribution import DISTRIBUTIONS, Hard, Normalize, Softmax
 from .score import SCORES, KernelScore, Score
-
-
-@lru_cache(maxsize=32)
-def causal_mask(m: int, n: int, device: torch.device) -> Tensor:
-    """(m, n) boolean mask, True where query i may attend key j <= i (built once per size).
-
-    Built outside inference mode: a cached inference tensor would break a later backward.
-    """
-    with torch.inference_mode(False):
-        return torch.ones(m, n, dtype=torch.bool, device=device).tril()
 
 
 def _lookup(table: dict, name: str, what: str) -> Any:
@@ -211,17 +200,9 @@ class Attention(AttentionBlock):
         return x.unflatten(-1, (self.num_heads, -1)).transpose(1, 2)
 
     def _mask(self, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], m: int, n: int, device: torch.device) -> Optional[Tensor]:
-        """Key padding, explicit and causal masks combined into one (B|1, h|1, M|1, N) boolean mask."""
-        parts = []
-        if key_padding_mask is not None:
-            parts.append(key_padding_mask.bool()[:, None, None, :])
-        if attn_mask is not None:
-            if attn_mask.dtype != torch.bool:
-                raise ValueError(f"{self.block_name}: attn_mask must be boolean (True = may attend), got {attn_mask.dtype}")
-            parts.append(attn_mask if attn_mask.dim() == 4 else attn_mask.reshape(-1, 1, m, n))
-        if self.causal:
-            parts.append(causal_mask(m, n, device))
-        return reduce(operator.and_, parts) if parts else None
+        """Key padding, explicit and causal masks combined into one (B|1, h|1, M|1, N) boolean mask
+        (:func:`~framework.attention.masks.combine`)."""
+        return combine(self.block_name, key_padding_mask, attn_mask, m, n, causal_mask(m, n, device) if self.causal else None)
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor],
                 attn_mask: Optional[Tensor], want: bool) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
@@ -264,16 +245,13 @@ class Attention(AttentionBlock):
 
     def _row_mask(self, index: Tensor, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], m: int,
                   n: int) -> Optional[Tensor]:
-        """The rows ``index`` (P,) of :meth:`_mask`, (B|1, h|1, P, N), without building the (M, N) mask."""
-        parts = []
-        if key_padding_mask is not None:
-            parts.append(key_padding_mask.bool()[:, None, None, :])
+        """The rows ``index`` (P,) of :meth:`_mask`, (B|1, h|1, P|1, N), without building the (M, N) mask."""
+        rows = None
         if attn_mask is not None:
-            full = attn_mask if attn_mask.dim() == 4 else attn_mask.reshape(-1, 1, m, n)
-            parts.append(full.index_select(-2, index) if full.shape[-2] == m else full)
-        if self.causal:
-            parts.append(torch.arange(n, device=index.device) <= index[:, None])
-        return reduce(operator.and_, parts) if parts else None
+            full = combine(self.block_name, None, attn_mask, m, n)  # (B|1, h|1, M|1, N)
+            rows = full.index_select(-2, index) if full.shape[-2] == m else full
+        causal = torch.arange(n, device=index.device) <= index[:, None] if self.causal else None
+        return combine(self.block_name, key_padding_mask, rows, len(index), n, causal)
 
     def _probe(self, q: Tensor, k: Tensor, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor],
                weights: Optional[Tensor] = None, energies: Optional[Tensor] = None) -> None:

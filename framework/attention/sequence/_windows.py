@@ -25,20 +25,18 @@ def window_flags(valid: Tensor, block: int, before: int, after: int, outside: bo
     return F.pad(valid, (before, after), value=outside).unfold(-1, before + block + after, block)
 
 
-def window_mask(attn_mask: Tensor, n: int, block: int, blocks: int, before: int, after: int,
+def window_mask(allowed: Tensor, n: int, block: int, blocks: int, before: int, after: int,
                 ahead: bool = False) -> Tensor:
-    """The entries of a boolean ``attn_mask`` (N, N), (B, N, N) or (B, h, N, N) for each block's
-    queries and window of keys: (B|1, h|1, S, L, K). Keys past the sequence are False; keys
-    ahead of its start are ``ahead`` (True for a memory the mask does not cover)."""
-    if attn_mask.dtype != torch.bool:
-        raise ValueError(f"attn_mask must be boolean (True = may attend), got {attn_mask.dtype}")
+    """The entries of a boolean mask ``allowed`` (B|1, h|1, N, N) (from
+    :func:`~framework.attention.masks.sequence_mask`) for each block's queries and window of
+    keys: (B|1, h|1, S, L, K). Keys past the sequence are False; keys ahead of its start are
+    ``ahead`` (True for a memory the mask does not cover)."""
     total = blocks * block
-    grid = attn_mask if attn_mask.dim() == 4 else attn_mask.reshape(-1, 1, n, n)
-    grid = F.pad(grid, (0, total - n + after, 0, total - n), value=False)
+    grid = F.pad(allowed, (0, total - n + after, 0, total - n), value=False)
     grid = F.pad(grid, (before, 0), value=ahead)  # key column c of block s sits at s * block + c
-    start = torch.arange(blocks, device=attn_mask.device)[:, None, None] * block
-    rows = start + torch.arange(block, device=attn_mask.device)[None, :, None]  # (S, L, 1)
-    cols = start + torch.arange(before + block + after, device=attn_mask.device)[None, None, :]  # (S, 1, K)
+    start = torch.arange(blocks, device=allowed.device)[:, None, None] * block
+    rows = start + torch.arange(block, device=allowed.device)[None, :, None]  # (S, L, 1)
+    cols = start + torch.arange(before + block + after, device=allowed.device)[None, None, :]  # (S, 1, K)
     return grid[..., rows, cols]
 
 

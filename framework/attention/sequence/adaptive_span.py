@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
+from ..masks import sequence_mask
 from ..registry import register
 from ._windows import window_flags, window_mask, windows, windows_to_dense
 
@@ -87,10 +88,8 @@ class AdaptiveSpanAttention(Attention):
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
                 need_weights: bool = False) -> Tensor | AttentionOutput:
-        self.expect("x", x, "B N D", D=self.dim)
+        pairs = sequence_mask(self, x, mask, attn_mask)  # (B|1, h|1, N|1, N)
         b, n = x.shape[:2]
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=b, N=n)
         # Blocks of L queries, each attending the keys within S + R of it (one block when N <= S + R).
         block = min(self.reach, n)
         before = self.reach if n > block else 0
@@ -111,7 +110,7 @@ class AdaptiveSpanAttention(Attention):
         if self.causal:
             allowed = allowed & (distance >= 0)
         if attn_mask is not None:
-            allowed = allowed & window_mask(attn_mask, n, block, blocks, before, after)
+            allowed = allowed & window_mask(pairs, n, block, blocks, before, after)
         log_soft = torch.log(torch.where(soft > 0, soft, 1.0))  # finite, with a finite gradient
         dropout = self.dropout if self.training else 0.0
         weights = None

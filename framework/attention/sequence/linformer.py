@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
+from ..masks import sequence_mask
 from ..registry import register
 
 
@@ -68,10 +69,8 @@ class Linformer(Attention):
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
                 need_weights: bool = False) -> Tensor | AttentionOutput:
-        self.expect("x", x, "B N D", D=self.dim)
+        sequence_mask(self, x, mask)  # the checks: the keys are projected, the padding zeroes them
         n = x.shape[1]
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=x.shape[0], N=n)
         if attn_mask is not None:
             raise ValueError(f"{self.block_name}: attn_mask is not supported: the keys are k projected rows, not tokens")
         if n > self.max_len:

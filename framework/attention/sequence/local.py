@@ -11,6 +11,7 @@ from torch import Tensor
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
+from ..masks import sequence_mask
 from ..registry import register
 
 
@@ -40,8 +41,9 @@ class LocalAttention(Attention):
         a_ij = exp(e_ij) / sum_{|i - l| <= w} exp(e_il),  e_ij = (W_Q x_i)^T (W_K x_j) / sqrt(d_h)
         out_i = W_O [sum_j a_ij W_V x_j]   (per head, heads concatenated)
 
-    The band is an ``attn_mask`` of the general :class:`~framework.attention.Attention`,
-    cached per (length, window, device). With ``causal`` only j in [i - w, i] is attended.
+    The band (cached per length, window and device), and-ed with the padding by
+    :func:`~framework.attention.sequence_mask`, is the ``attn_mask`` of the general
+    :class:`~framework.attention.Attention`. With ``causal`` only j in [i - w, i] is attended.
 
     Args:
         dim: token features D.
@@ -64,8 +66,5 @@ class LocalAttention(Attention):
         self.window = window
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Tensor | AttentionOutput:  # type: ignore[override]
-        self.expect("x", x, "B N D", D=self.dim)
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=x.shape[0], N=x.shape[1])
-        band = band_mask(x.shape[1], self.window, x.device)
-        return super().forward(x, key_padding_mask=mask, attn_mask=band, need_weights=need_weights)
+        allowed = sequence_mask(self, x, mask, structure=lambda n, device: band_mask(n, self.window, device))
+        return super().forward(x, attn_mask=allowed, need_weights=need_weights)

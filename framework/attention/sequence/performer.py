@@ -11,6 +11,7 @@ from torch import Tensor
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
+from ..masks import sequence_mask
 from ..registry import register
 
 
@@ -109,10 +110,8 @@ class Performer(Attention):
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
                 need_weights: bool = False) -> Tensor | AttentionOutput:
-        self.expect("x", x, "B N D", D=self.dim)
+        sequence_mask(self, x, mask)  # the checks: the linear path needs no (N, N) mask
         n = x.shape[1]
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=x.shape[0], N=n)
         if attn_mask is not None:
             raise ValueError(f"{self.block_name}: attn_mask is not supported (a mask between tokens has no linear-time form)")
         if self.training and self.redraw_interval:
@@ -122,7 +121,7 @@ class Performer(Attention):
         fq, fk = self.feature_map(q, query=True), self.feature_map(k, valid, query=False)
         weights = None
         if self.wants_weights(need_weights):
-            allowed = self._mask(mask, None, n, n, x.device)
+            allowed = sequence_mask(self, x, mask, causal=self.causal)
             energies = fq @ fk.transpose(-1, -2)
             if allowed is not None:
                 energies = energies * allowed

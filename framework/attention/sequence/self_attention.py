@@ -9,6 +9,7 @@ from torch import Tensor
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
+from ..masks import sequence_mask
 from ..registry import register
 
 
@@ -57,7 +58,5 @@ class MultiHeadSelfAttention(Attention):
         attn_mask: Optional[Tensor] = None,
         need_weights: bool = False,
     ) -> Tensor | AttentionOutput:
-        self.expect("x", x, "B N D", D=self.dim)
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=x.shape[0], N=x.shape[1])
-        return super().forward(x, key_padding_mask=mask, attn_mask=attn_mask, need_weights=need_weights)
+        allowed = sequence_mask(self, x, mask, attn_mask)
+        return super().forward(x, attn_mask=allowed, need_weights=need_weights)

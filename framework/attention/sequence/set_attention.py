@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
 from ..cross.set_attention import SET_TRANSFORMER, MultiheadAttentionBlock
+from ..masks import sequence_mask
 from ..registry import register
 
 
@@ -44,6 +45,7 @@ class SetAttentionBlock(MultiheadAttentionBlock):
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *,  # type: ignore[override]
                 need_weights: bool = False) -> Tensor | AttentionOutput:
+        sequence_mask(self, x, mask)  # the checks: the mask is the keys' padding of MAB(X, X)
         return super().forward(x, x, mask, need_weights=need_weights)
 
 
@@ -89,9 +91,7 @@ class InducedSetAttentionBlock(AttentionBlock):
         self.read = MultiheadAttentionBlock(dim, **options)
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Tensor | AttentionOutput:
-        self.expect("x", x, "B N D", D=self.dim)
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=x.shape[0], N=x.shape[1])
+        sequence_mask(self, x, mask)  # the checks: the mask is the keys' padding of MAB(I, X)
         want = self.wants_weights(need_weights)
         summary = self.induce(self.inducing.expand(x.shape[0], -1, -1), x, mask, need_weights=want)
         out = self.read(x, summary.output if want else summary, need_weights=want)

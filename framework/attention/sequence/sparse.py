@@ -14,6 +14,7 @@ from torch.nn.attention.flex_attention import AuxRequest, BlockMask, create_bloc
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
+from ..masks import sequence_mask
 from ..probes import ProbeRows
 from ..registry import register
 
@@ -164,16 +165,12 @@ class SparseAttention(Attention):
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
                 need_weights: bool = False) -> Tensor | AttentionOutput:
-        self.expect("x", x, "B N D", D=self.dim)
-        n = x.shape[1]
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=x.shape[0], N=n)
         if self.uses_flex(x, need_weights, attn_mask):
+            sequence_mask(self, x, mask)  # the checks: the padding is a score modification, the pattern a block mask
             return self._flex_forward(x, mask)
-        allowed = pattern_mask(n, self.pattern, self.stride, self.summary, False, x.device)  # Attention adds causal
-        if attn_mask is not None:
-            allowed = allowed & attn_mask
-        return super().forward(x, key_padding_mask=mask, attn_mask=allowed, need_weights=need_weights)
+        allowed = sequence_mask(self, x, mask, attn_mask, structure=lambda n, device: pattern_mask(  # Attention adds causal
+            n, self.pattern, self.stride, self.summary, False, device))
+        return super().forward(x, attn_mask=allowed, need_weights=need_weights)
 
     def _flex_forward(self, x: Tensor, mask: Optional[Tensor]) -> Tensor:
         n = x.shape[1]

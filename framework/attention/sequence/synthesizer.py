@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
-from ..cross.attention import causal_mask
 from ..cross.distribution import Softmax
+from ..masks import sequence_mask
 from ..registry import register
 
 VARIANTS = ("dense", "random")
@@ -85,19 +85,11 @@ class Synthesizer(AttentionBlock):
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,
                 need_weights: bool = False) -> Tensor | AttentionOutput:
-        self.expect("x", x, "B N D", D=self.dim)
-        b, n = x.shape[:2]
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=b, N=n)
+        allowed = sequence_mask(self, x, mask, attn_mask, causal=self.causal)
+        n = x.shape[1]
         if n > self.max_len:
             raise ValueError(f"{self.block_name}: a sequence of {n} tokens is longer than max_len={self.max_len}; "
                              "build the block with a larger max_len")
-        allowed = None
-        for part in (None if mask is None else mask[:, None, None, :],
-                     None if attn_mask is None else attn_mask if attn_mask.dim() == 4 else attn_mask.reshape(-1, 1, n, n),
-                     causal_mask(n, n, x.device) if self.causal else None):
-            if part is not None:
-                allowed = part if allowed is None else allowed & part
         weights, _ = self.distribution(self.synthesised(x), allowed)
         weights = self.ablate(weights, allowed)
         dropped = F.dropout(weights, self.dropout) if self.training and self.dropout else weights

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
+from ..masks import sequence_mask
 from ..registry import register
 from ._windows import window_mask, windows_to_dense
 
@@ -87,11 +88,9 @@ class TransformerXLAttention(Attention):
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
                 need_weights: bool = False, memory: Optional[Tensor] = None) -> Tensor | AttentionOutput:
-        self.expect("x", x, "B N D", D=self.dim)
+        pairs = sequence_mask(self, x, mask, attn_mask)  # (B|1, h|1, N|1, N)
         b, n, _ = x.shape
         seg = self.segment
-        if mask is not None:
-            self.expect("mask", mask, "B N", B=b, N=n)
         if memory is not None:
             self.expect("memory", memory, "B L D", B=b, L=seg, D=self.dim)
         segments = -(-n // seg)
@@ -117,7 +116,7 @@ class TransformerXLAttention(Attention):
         if self.causal:
             allowed = allowed & (key_pos <= query_pos)
         if attn_mask is not None:  # the mask's entries for each segment and its memory (a given memory stays visible)
-            allowed = allowed & window_mask(attn_mask, n, seg, segments, before=seg, after=0, ahead=True)
+            allowed = allowed & window_mask(pairs, n, seg, segments, before=seg, after=0, ahead=True)
 
         # Position scores (q_i + v)^T W_R R_{i-j} for the 3L - 1 distances, then read per (i, j).
         distances = torch.arange(1 - seg, 2 * seg, device=x.device)
