@@ -1,6 +1,7 @@
 """Data conventions shared by the domains."""
 
 from .cache import content_key, load_or_rebuild
+from .generated import GeneratedSplits, seeded_splits, split_seed, split_sizes
 from .lines import TextFile
 from .media import check_audio, check_label_values, image_header, read_audio, read_image
 from .module import SPLITS, SplitDataModule
@@ -9,7 +10,8 @@ from .paths import (CACHE_DIR_ENV, DATA_DIR_ENV, DataError, DataNotFoundError, c
 from .tensors import Batch, TensorExamples, collate
 
 __all__ = [
-    "CACHE_DIR_ENV", "DATA_DIR_ENV", "SPLITS", "Batch", "DataError", "DataNotFoundError", "SplitDataModule",
-    "TensorExamples", "TextFile", "cache_dir", "check_audio", "check_label_values", "collate", "content_key", "data_root",
-    "dataset_dir", "image_header", "load_or_rebuild", "not_empty", "read_audio", "read_image", "reading", "unpickle",
+    "CACHE_DIR_ENV", "DATA_DIR_ENV", "SPLITS", "Batch", "DataError", "DataNotFoundError", "GeneratedSplits",
+    "SplitDataModule", "TensorExamples", "TextFile", "cache_dir", "check_audio", "check_label_values", "collate",
+    "content_key", "data_root", "dataset_dir", "image_header", "load_or_rebuild", "not_empty", "read_audio",
+    "read_image", "reading", "seeded_splits", "split_seed", "split_sizes", "unpickle",
 ]

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import Dataset
 
-from framework.data import SplitDataModule
+from framework.data import SplitDataModule, split_seed, split_sizes
 from framework.decoding import Specials
 from framework.errors import ConfigError
 
@@ -134,7 +134,9 @@ class DigitStrings(SplitDataModule):
         gap: [low, high] seconds of silence between digits.
         noise: the noise floor's standard deviation.
         events_per_digit: clips per digit and split of the ``events`` source.
-        seed: the strings of split k come from ``seed + k``; FSDD's validation hold-out from ``seed``.
+        seed: the strings of split k come from ``seed + k`` (:func:`framework.data.split_seed`); the
+            ``events`` source's clips of split k from ``10000 + seed + k``; FSDD's validation hold-out
+            from ``seed``.
         sample_rate: Hz (FSDD: 8000).
         batch_size, eval_batch_size, num_workers: as in SplitDataModule.
     """
@@ -150,9 +152,7 @@ class DigitStrings(SplitDataModule):
         super().__init__(batch_size, eval_batch_size, num_workers)
         if source not in SOURCES:
             raise ConfigError(f"data.source must be one of {SOURCES}, got {source!r}")
-        if min(train_size, val_size, test_size) < 0:
-            raise ConfigError(f"data.train_size, val_size and test_size must be >= 0, got {train_size}, {val_size}, "
-                             f"{test_size}")
+        self.sizes = split_sizes(train_size, val_size, test_size)
         if not 1 <= min_digits <= max_digits:
             raise ConfigError(f"data.min_digits and data.max_digits must satisfy 1 <= min_digits <= max_digits, got "
                              f"{min_digits} and {max_digits}")
@@ -162,7 +162,6 @@ class DigitStrings(SplitDataModule):
             raise ConfigError(f"data.events_per_digit must be at least 1, got {events_per_digit}")
         self.fsdd = FSDD(root, split, test_speakers, val_fraction, seed, sample_rate) if source == "fsdd" else None
         self.source, self.sample_rate, self.seed = source, sample_rate, seed
-        self.sizes = {"train": train_size, "val": val_size, "test": test_size}
         self.min_digits, self.max_digits, self.gap, self.noise = min_digits, max_digits, (float(gap[0]), float(gap[1])), noise
         self.events_per_digit = events_per_digit
         self.collate_fn = collate_strings
@@ -173,8 +172,8 @@ class DigitStrings(SplitDataModule):
             return {name: [Clip(read_wav(r.path, self.sample_rate, CHANNELS), r.digit, r.speaker) for r in part]
                     for name, part in self.fsdd.recordings().items()}
         pools = {}
-        for offset, name in enumerate(self.sizes):  # generated events of 0.4 s, -5 to 20 dB SNR
-            generator = torch.Generator().manual_seed(10_000 + self.seed + offset)
+        for name in self.sizes:  # generated events of 0.4 s, -5 to 20 dB SNR
+            generator = torch.Generator().manual_seed(split_seed(10_000 + self.seed, name))
             labels = torch.arange(10).repeat(self.events_per_digit)
             clips = synthesize(labels, round(0.4 * self.sample_rate), self.sample_rate, generator, (-5.0, 20.0))
             pools[name] = [Clip(clip, int(label), "events") for clip, label in zip(clips, labels)]
@@ -182,5 +181,5 @@ class DigitStrings(SplitDataModule):
 
     def make_splits(self) -> dict[str, DigitStringExamples]:
         return {name: DigitStringExamples(pool, self.sizes[name], self.min_digits, self.max_digits, self.gap,
-                                          self.noise, self.sample_rate, self.seed + offset)
-                for offset, (name, pool) in enumerate(self.pools().items())}
+                                          self.noise, self.sample_rate, split_seed(self.seed, name))
+                for name, pool in self.pools().items()}

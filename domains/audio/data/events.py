@@ -14,7 +14,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from framework.data.tensors import TensorExamples
+from framework.data import TensorExamples, seeded_splits, split_sizes
 from framework.errors import ConfigError
 
 from .clips import AudioDataModule
@@ -102,13 +102,14 @@ class AudioEventDataset(TensorExamples):
 
 
 class AudioEvents(AudioDataModule):
-    """Generated audio events (:data:`CLASSES`, 10 classes): train, val and test from one seed.
+    """Generated audio events (:data:`CLASSES`, 10 classes): train, val and test from one seed
+    (:func:`framework.data.seeded_splits`).
 
     Args:
         train_size, val_size, test_size: clips per split.
         sample_rate, duration: clip format (default 8 kHz, 1 s, as FSDD's configs).
         snr_db: range of the signal-to-noise ratio in dB, ``[low, high]``.
-        seed: the generator seed (the splits use seed, seed + 1, seed + 2).
+        seed: the seed of the train split (val and test draw from seed + 1 and seed + 2).
         batch_size, eval_batch_size, num_workers: as in SplitDataModule.
     """
 
@@ -118,16 +119,13 @@ class AudioEvents(AudioDataModule):
                  duration: float = 1.0, snr_db: tuple[float, float] = (-10.0, 10.0), seed: int = 0,
                  batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(sample_rate, duration, batch_size, eval_batch_size, num_workers)
-        if min(train_size, val_size, test_size) < 0:
-            raise ConfigError("data.train_size, val_size and test_size must be >= 0, "
-                             f"got {train_size}, {val_size}, {test_size}")
+        self.sizes = split_sizes(train_size, val_size, test_size)
         if len(snr_db) != 2 or snr_db[0] > snr_db[1]:
             raise ConfigError(f"data.snr_db must be [low, high] with low <= high, got {list(snr_db)}")
         if duration < 0.3:
             raise ConfigError(f"data.duration must be at least 0.3 s to hold an event, got {duration}")
-        self.sizes = {"train": train_size, "val": val_size, "test": test_size}
         self.snr_db, self.seed = (float(snr_db[0]), float(snr_db[1])), seed
 
     def make_splits(self) -> dict[str, AudioEventDataset]:
-        return {name: AudioEventDataset(size, self.sample_rate, self.num_samples, self.snr_db, self.seed + offset)
-                for offset, (name, size) in enumerate(self.sizes.items())}
+        make = lambda size, seed: AudioEventDataset(size, self.sample_rate, self.num_samples, self.snr_db, seed)
+        return seeded_splits(self.sizes, self.seed, make)

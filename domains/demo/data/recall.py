@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from framework.data import SplitDataModule, TensorExamples
+from framework.data import GeneratedSplits, TensorExamples
 from framework.errors import ConfigError
 
 
@@ -46,21 +46,21 @@ class RecallDataset(TensorExamples):
 
 
 
-class AssociativeRecall(SplitDataModule):
-    """Generated associative-recall data: train, val and test splits from one seed.
+class AssociativeRecall(GeneratedSplits):
+    """Generated associative-recall data: train, val and test splits from one seed (``GeneratedSplits``).
 
     Args:
         num_keys, num_values: vocabulary of keys and of values (the classes).
         min_pairs, max_pairs: pairs per example.
         train_size, val_size, test_size: examples per split.
         batch_size: examples per batch.
-        seed: the generator seed (splits use seed, seed + 1, seed + 2).
+        seed: the seed of the train split (val and test draw from seed + 1 and seed + 2).
     """
 
     def __init__(self, num_keys: int = 16, num_values: int = 10, min_pairs: int = 3, max_pairs: int = 8,
                  train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 64,
                  seed: int = 0) -> None:
-        super().__init__(batch_size)
+        super().__init__(train_size, val_size, test_size, seed, batch_size)
         if not 1 <= min_pairs <= max_pairs <= num_keys:
             raise ConfigError(f"data: need 1 <= min_pairs <= max_pairs <= num_keys, got {min_pairs}, {max_pairs}, {num_keys}")
         self.save_hyperparameters()
@@ -68,7 +68,6 @@ class AssociativeRecall(SplitDataModule):
         self.num_classes = num_values
         self.gold_evidence = True  # batches mark the queried pair (the task's attention options read it)
 
-    def make_splits(self) -> dict[str, RecallDataset]:
+    def generate(self, size: int, seed: int) -> RecallDataset:
         h = self.hparams
-        make = lambda size, offset: RecallDataset(size, h.num_keys, h.num_values, h.min_pairs, h.max_pairs, h.seed + offset)
-        return {"train": make(h.train_size, 0), "val": make(h.val_size, 1), "test": make(h.test_size, 2)}
+        return RecallDataset(size, h.num_keys, h.num_values, h.min_pairs, h.max_pairs, seed)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from framework.data import SplitDataModule, TensorExamples
+from framework.data import GeneratedSplits, TensorExamples
 from framework.errors import ConfigError
 
 
@@ -46,8 +46,9 @@ class UniqueCountDataset(TensorExamples):
         self.target = unique - 1
 
 
-class UniqueCount(SplitDataModule):
-    """Generated sets whose distinct elements are counted: train, val and test splits from one seed.
+class UniqueCount(GeneratedSplits):
+    """Generated sets whose distinct elements are counted: train, val and test splits from one seed
+    (``GeneratedSplits``).
 
     Args:
         num_tokens: distinct tokens the sets draw from (the padding id is ``num_tokens``).
@@ -55,7 +56,7 @@ class UniqueCount(SplitDataModule):
         max_unique: the most distinct elements, and the number of classes.
         train_size, val_size, test_size: sets per split.
         batch_size: sets per batch.
-        seed: the generator seed (splits use seed, seed + 1, seed + 2).
+        seed: the seed of the train split (val and test draw from seed + 1 and seed + 2).
 
     Attributes:
         vocab_size: ``num_tokens + 1``, the tokens and padding (the model's embedding rows).
@@ -65,7 +66,7 @@ class UniqueCount(SplitDataModule):
     def __init__(self, num_tokens: int = 100, min_size: int = 6, max_size: int = 20, max_unique: int = 10,
                  train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 64,
                  seed: int = 0) -> None:
-        super().__init__(batch_size)
+        super().__init__(train_size, val_size, test_size, seed, batch_size)
         if not 1 <= min_size <= max_size:
             raise ConfigError(f"data: need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}")
         if not 2 <= max_unique <= min(max_size, num_tokens):
@@ -75,8 +76,6 @@ class UniqueCount(SplitDataModule):
         self.vocab_size = num_tokens + 1  # the tokens and padding: what model.vocab_size must hold
         self.num_classes = max_unique
 
-    def make_splits(self) -> dict[str, UniqueCountDataset]:
+    def generate(self, size: int, seed: int) -> UniqueCountDataset:
         h = self.hparams
-        make = lambda size, offset: UniqueCountDataset(size, h.num_tokens, h.min_size, h.max_size, h.max_unique,
-                                                       h.seed + offset)
-        return {"train": make(h.train_size, 0), "val": make(h.val_size, 1), "test": make(h.test_size, 2)}
+        return UniqueCountDataset(size, h.num_tokens, h.min_size, h.max_size, h.max_unique, seed)

@@ -18,6 +18,7 @@ import random
 from collections.abc import Sequence
 from typing import Optional
 
+from framework.data import seeded_splits, split_sizes
 from framework.errors import ConfigError
 
 from .stories import Example, StoryDataModule, Vocabulary
@@ -99,7 +100,8 @@ def generate_stories(size: int, tasks: tuple[int, ...], min_sentences: int, max_
 
 
 class GeneratedStories(StoryDataModule):
-    """bAbI-style stories from a seeded generator: tasks 1 and 2, no data folder.
+    """bAbI-style stories from a seeded generator: tasks 1 and 2, no data folder; train, val and
+    test from ``seed``, ``seed + 1``, ``seed + 2`` (:func:`framework.data.seeded_splits`).
 
     The vocabulary is the generator's lexicon (33 words and the padding, so
     ``model.vocab_size: 34``), the same for every setting.
@@ -108,7 +110,7 @@ class GeneratedStories(StoryDataModule):
         tasks: which kinds of question, 1 (single supporting fact) and/or 2 (two).
         train_size, val_size, test_size: questions per split.
         min_sentences, max_sentences: sentences per story.
-        seed: the generator seed (splits use seed, seed + 1, seed + 2).
+        seed: the seed of the train split.
         memory_size: the most recent sentences kept of a story.
         similar_lengths: batches of similar story lengths (see ``StoryDataModule``; 0 = off).
         batch_size, eval_batch_size, num_workers: loader settings.
@@ -126,12 +128,12 @@ class GeneratedStories(StoryDataModule):
         if min(train_size, val_size, test_size) < 1:
             raise ConfigError(f"data: split sizes must be at least 1, got {train_size}, {val_size}, {test_size}")
         self.tasks = tuple(tasks)
-        self.sizes = {"train": train_size, "val": val_size, "test": test_size}
+        self.sizes = split_sizes(train_size, val_size, test_size)
         self.min_sentences, self.max_sentences, self.seed = min_sentences, max_sentences, seed
 
     def vocabulary(self) -> Vocabulary:
         return lexicon()
 
     def examples(self) -> dict[str, list[Example]]:
-        return {split: generate_stories(size, self.tasks, self.min_sentences, self.max_sentences, self.seed + offset)
-                for offset, (split, size) in enumerate(self.sizes.items())}
+        make = lambda size, seed: generate_stories(size, self.tasks, self.min_sentences, self.max_sentences, seed)
+        return seeded_splits(self.sizes, self.seed, make)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from framework.data import SplitDataModule, TensorExamples
+from framework.data import GeneratedSplits, TensorExamples
 from framework.errors import ConfigError
 
 
@@ -52,8 +52,9 @@ class RecallSequences(TensorExamples):
         self.target = contents[rows, asked + 1]
 
 
-class AssociativeRecallBits(SplitDataModule):
-    """Generated associative recall of bit vectors: train, val and test splits from one seed.
+class AssociativeRecallBits(GeneratedSplits):
+    """Generated associative recall of bit vectors: train, val and test splits from one seed
+    (``GeneratedSplits``).
 
     The paper's set-up is 6 bits, items of 3 vectors, 2 to 6 items.
 
@@ -63,13 +64,13 @@ class AssociativeRecallBits(SplitDataModule):
         min_items, max_items: items per example (at least 2: one to ask, one to answer).
         train_size, val_size, test_size: examples per split.
         batch_size: examples per batch.
-        seed: the generator seed (splits use seed, seed + 1, seed + 2).
+        seed: the seed of the train split (val and test draw from seed + 1 and seed + 2).
     """
 
     def __init__(self, bits: int = 6, item_length: int = 3, min_items: int = 2, max_items: int = 6,
                  train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 32,
                  seed: int = 0) -> None:
-        super().__init__(batch_size)
+        super().__init__(train_size, val_size, test_size, seed, batch_size)
         if not 2 <= min_items <= max_items:
             raise ConfigError(f"data: need 2 <= min_items <= max_items, got min_items={min_items}, max_items={max_items}")
         for key, value in (("bits", bits), ("item_length", item_length), ("train_size", train_size),
@@ -79,7 +80,6 @@ class AssociativeRecallBits(SplitDataModule):
         self.save_hyperparameters()
         self.bits, self.item_length = bits, item_length
 
-    def make_splits(self) -> dict[str, RecallSequences]:
+    def generate(self, size: int, seed: int) -> RecallSequences:
         h = self.hparams
-        make = lambda size, offset: RecallSequences(size, h.bits, h.item_length, h.min_items, h.max_items, h.seed + offset)
-        return {"train": make(h.train_size, 0), "val": make(h.val_size, 1), "test": make(h.test_size, 2)}
+        return RecallSequences(size, h.bits, h.item_length, h.min_items, h.max_items, seed)

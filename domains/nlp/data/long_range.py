@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from framework.data import seeded_splits, split_sizes
 from framework.errors import ConfigError
 
 from .classification import TextClassificationData
@@ -42,7 +43,8 @@ def long_range_text(rng: random.Random, length: int, keys: int = 8, fillers: int
 
 class LongRangeMatch(TextClassificationData):
     """Long-range matching texts (no data folder): train, val and test from ``seed``, ``seed + 1``,
-    ``seed + 2``; every text's length is drawn uniformly from [min_length, max_length].
+    ``seed + 2`` (:func:`framework.data.seeded_splits`); every text's length is drawn uniformly
+    from [min_length, max_length].
 
     Args:
         min_length, max_length: the shortest and the longest text, in words (8 <= min <= max).
@@ -51,7 +53,7 @@ class LongRangeMatch(TextClassificationData):
         keys: K, the key words (k0 .. k{K-1}; K >= 2).
         fillers: the filler vocabulary (w0 .. w{fillers-1}).
         train_size, val_size, test_size: texts per split.
-        seed: the generator seed.
+        seed: the seed of the train split.
         **kwargs: tokeniser and loader options of ``TextClassificationData`` (a word tokeniser
             with a vocabulary of at least fillers + K + its special tokens).
     """
@@ -65,13 +67,16 @@ class LongRangeMatch(TextClassificationData):
         if keys < 2 or fillers < 1:
             raise ConfigError(f"data.keys must be >= 2 and data.fillers >= 1, got keys={keys}, fillers={fillers}")
         self.min_length, self.keys, self.fillers, self.seed = min_length, keys, fillers, seed
-        self.sizes = {"train": train_size, "val": val_size, "test": test_size}
+        self.sizes = split_sizes(train_size, val_size, test_size)
+
+    def texts(self, size: int, seed: int) -> list[tuple[str, str]]:
+        """``size`` generated ``(text, label)`` pairs, drawn from ``seed``."""
+        rng = random.Random(seed)
+        return [long_range_text(rng, rng.randint(self.min_length, self.max_length), self.keys, self.fillers)
+                for _ in range(size)]
 
     def read(self) -> dict[str, list[tuple[str, str]]]:
-        return {split: [long_range_text(rng, rng.randint(self.min_length, self.max_length), self.keys, self.fillers)
-                        for _ in range(size)]
-                for offset, (split, size) in enumerate(self.sizes.items())
-                for rng in [random.Random(self.seed + offset)]}
+        return seeded_splits(self.sizes, self.seed, self.texts)
 
     def label_order(self, names: set[str]) -> list[str]:
         return list(LABELS)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from framework.data import seeded_splits, split_sizes
+
 from .classification import TextClassificationData
 
 LABELS = ("negative", "neutral", "positive")
@@ -57,24 +59,29 @@ def review(rng: random.Random) -> tuple[str, str]:
     return " ".join(sentences), label
 
 
+def reviews(size: int, seed: int) -> list[tuple[str, str]]:
+    """``size`` generated ``(review, label)`` pairs, drawn from ``seed``."""
+    rng = random.Random(seed)
+    return [review(rng) for _ in range(size)]
+
+
 class GeneratedReviews(TextClassificationData):
-    """Generated reviews (no data folder): train, val and test from ``seed``, ``seed + 1``, ``seed + 2``.
+    """Generated reviews (no data folder): train, val and test from ``seed``, ``seed + 1``, ``seed + 2``
+    (:func:`framework.data.seeded_splits`).
 
     Args:
         train_size, val_size, test_size: reviews per split.
-        seed: the generator seed.
+        seed: the seed of the train split.
         **kwargs: tokeniser, sentence and loader options of ``TextClassificationData``.
     """
 
     def __init__(self, train_size: int = 4000, val_size: int = 500, test_size: int = 500, seed: int = 0,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.sizes, self.seed = {"train": train_size, "val": val_size, "test": test_size}, seed
+        self.sizes, self.seed = split_sizes(train_size, val_size, test_size), seed
 
     def read(self) -> dict[str, list[tuple[str, str]]]:
-        return {split: [review(rng) for _ in range(size)]
-                for offset, (split, size) in enumerate(self.sizes.items())
-                for rng in [random.Random(self.seed + offset)]}
+        return seeded_splits(self.sizes, self.seed, reviews)
 
     def label_order(self, names: set[str]) -> list[str]:
         return list(LABELS)

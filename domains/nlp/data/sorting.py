@@ -15,7 +15,7 @@ from typing import Optional
 
 import torch
 
-from framework.data import SplitDataModule, TensorExamples
+from framework.data import GeneratedSplits, TensorExamples
 from framework.errors import ConfigError
 
 IGNORE = -100  # target of the output steps beyond an example's length
@@ -37,31 +37,27 @@ class SortingExamples(TensorExamples):
         self.target = order.masked_fill(~self.mask, IGNORE)
 
 
-class NumberSorting(SplitDataModule):
-    """Generated sorting lists (no data folder): train, val and test from ``seed``, ``seed + 1``, ``seed + 2``.
+class NumberSorting(GeneratedSplits):
+    """Generated sorting lists (no data folder): train, val and test from ``seed``, ``seed + 1``, ``seed + 2``
+    (``GeneratedSplits``).
 
     Batches: ``{"values": (B, N), "mask": (B, N), "target": (B, N)}``, N = ``max_length``.
 
     Args:
         train_size, val_size, test_size: lists per split.
         min_length, max_length: the range of list lengths (both included).
-        seed: the generator seed.
+        seed: the seed of the train split.
         batch_size, eval_batch_size, num_workers: as in SplitDataModule.
     """
 
     def __init__(self, train_size: int = 20000, val_size: int = 1000, test_size: int = 1000, min_length: int = 5,
                  max_length: int = 10, seed: int = 0, batch_size: int = 128, eval_batch_size: Optional[int] = None,
                  num_workers: int = 0) -> None:
-        super().__init__(batch_size, eval_batch_size, num_workers)
-        if min(train_size, val_size, test_size) < 0:
-            raise ConfigError(f"data.train_size, val_size and test_size must be >= 0, got {train_size}, {val_size}, "
-                             f"{test_size}")
+        super().__init__(train_size, val_size, test_size, seed, batch_size, eval_batch_size, num_workers)
         if not 1 <= min_length <= max_length:
             raise ConfigError(f"data.min_length and data.max_length must satisfy 1 <= min_length <= max_length, got "
                              f"{min_length} and {max_length}")
-        self.sizes = {"train": train_size, "val": val_size, "test": test_size}
-        self.min_length, self.max_length, self.seed = min_length, max_length, seed
+        self.min_length, self.max_length = min_length, max_length
 
-    def make_splits(self) -> dict[str, SortingExamples]:
-        return {name: SortingExamples(size, self.min_length, self.max_length, self.seed + offset)
-                for offset, (name, size) in enumerate(self.sizes.items())}
+    def generate(self, size: int, seed: int) -> SortingExamples:
+        return SortingExamples(size, self.min_length, self.max_length, seed)
