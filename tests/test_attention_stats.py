@@ -15,7 +15,7 @@ import pytest
 import torch
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
-from domains.demo import AssociativeRecall, SequenceClassifier
+from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
 from framework.attention import capture, create
 from framework.attention import Record
 from framework.attention.statistics import row_statistics
@@ -24,7 +24,6 @@ from framework.callbacks import attention_stats, collapse
 from framework.evaluation.protocol import GoldView
 from framework.commands.fit import FrameworkCLI
 from framework.task_module import TaskModule
-from framework.tasks import Classification
 
 LOG = "lightning.pytorch.utilities.rank_zero"
 
@@ -33,7 +32,7 @@ def fit(tmp_path, callbacks, epochs=3, uniform=None):
     """The demo (2 layers of 8 heads) trained for ``epochs`` on 1024 examples, CSV-logged; with
     ``uniform`` the named block's weights are forced uniform throughout."""
     torch.manual_seed(0)
-    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=2), Classification(10))
+    module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=2), SequenceClassification(10))
     if uniform:
         module.model.get_submodule(uniform).ablation = "uniform"
     data = AssociativeRecall(train_size=1024, val_size=64, test_size=32, batch_size=32)

@@ -119,7 +119,7 @@ def test_print_config_shows_the_composed_config(capsys):
     assert stop.value.code == 0
     out = capsys.readouterr().out
     assert "class_path: domains.demo.SequenceClassifier" in out and "attention: local" in out
-    assert "class_path: framework.tasks.Classification" in out
+    assert "class_path: domains.demo.SequenceClassification" in out
     assert "limit_train_batches: 5" in out and "class_path: framework.loggers.CSVLogger" in out
 
 

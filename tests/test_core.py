@@ -19,7 +19,7 @@ from framework import TaskModule
 from framework.callbacks import AttentionMaps, AttentionStatistics, RunSummary
 from framework.checkpoint import AtomicCheckpointIO
 from framework.data import DataNotFoundError, SplitDataModule, cache_dir, content_key, dataset_dir, load_or_rebuild
-from domains.demo import AssociativeRecall, SequenceClassifier
+from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
 from framework.errors import CheckpointError, NonFiniteError
 from framework.layers import (AttentionEncoder, AttentiveConvNet, PositionalEncoding, feature_dropout, masked_mean,
                               run_packed)
@@ -100,7 +100,8 @@ def _small_demo(**data):
 
 
 def test_attention_maps_are_logged_as_images_for_every_block(tmp_path):
-    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=2), Classification(10), _small_demo(), tmp_path)
+    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=2), SequenceClassification(10), _small_demo(),
+                                  tmp_path)
     assert set(logger.images) == {"attention/encoder.layers.0.attention", "attention/encoder.layers.1.attention"}
     (image,) = logger.images["attention/encoder.layers.0.attention"]
     assert image.shape[-1] == 3 and min(image.shape[:2]) >= 400
@@ -110,7 +111,7 @@ def tokens_picture(batch):
     return heatmap(batch["tokens"][:1].float(), rows="example", columns="position", caption_text="token ids")
 
 
-class PicturingClassification(Classification):
+class PicturingClassification(SequenceClassification):
     """A task that draws the first example's tokens, to check the callback logs task pictures."""
 
     def images(self, model, batch):
@@ -127,7 +128,7 @@ def test_the_task_pictures_are_logged_beside_the_attention_maps(tmp_path):
     np.testing.assert_array_equal(image, as_image(tokens_picture(first)))  # the figure, rasterised
 
 
-class CountingClassification(Classification):
+class CountingClassification(SequenceClassification):
     """A classification that counts its validation steps."""
 
     def __init__(self, num_classes):
@@ -275,7 +276,7 @@ def test_the_demo_learns_with_attention_and_not_without():
     assert accuracy["mhsa"] > 0.85 and accuracy["none"] < 0.2, accuracy
 
 
-class PenalisedClassification(Classification):
+class PenalisedClassification(SequenceClassification):
     """A task with an extra logged scalar, as an auxiliary loss or a penalty would be."""
 
     def step(self, model, batch, stage):
@@ -283,7 +284,7 @@ class PenalisedClassification(Classification):
         return step._replace(logs={"penalty": step.loss.detach() * 0 + 2.0})
 
 
-class VocabularyCheckedClassification(Classification):
+class VocabularyCheckedClassification(SequenceClassification):
     """A task whose check compares the model's vocabulary with the set-up data's."""
 
     def check(self, model, data):
@@ -310,7 +311,7 @@ def test_extra_step_scalars_are_logged_under_the_stage(tmp_path):
     assert trainer.callback_metrics["train/penalty"] == 2.0 and trainer.callback_metrics["val/penalty"] == 2.0
 
 
-class GeneratingClassification(Classification):
+class GeneratingClassification(SequenceClassification):
     """A classification that also 'generates' its arg-max labels, counting the batches it decodes."""
 
     def __init__(self, num_classes):

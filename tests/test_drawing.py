@@ -15,10 +15,9 @@ import pytest
 import torch
 from matplotlib.ticker import FuncFormatter
 
-from domains.demo import AssociativeRecall, SequenceClassifier
+from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
 from framework.drawing import Drawer, rasterise
 from framework.pictures import Sketch, as_image, heatmap, heatmaps, overlay, sketching
-from framework.tasks import Classification
 from tests.image_logger import fit_logging_pictures
 
 
@@ -123,15 +122,15 @@ def test_the_drawing_module_imports_neither_torch_nor_lightning():
 
 def test_pictures_drawn_meanwhile_are_logged_at_the_step_of_their_validation(tmp_path):
     torch.manual_seed(0)
-    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=1), Classification(10), small_recall(), tmp_path,
-                                  epochs=3)
+    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=1), SequenceClassification(10), small_recall(),
+                                  tmp_path, epochs=3)
     validations = [step for names, step in logger.metric_steps if "val/acc" in names]
     assert len(validations) == 3, "three validations"
     assert logger.steps == [("attention/encoder.layers.0.attention", step) for step in validations], \
         "each validation's picture logged once, in order, at the step of its metrics"
 
 
-class ArrayPictures(Classification):
+class ArrayPictures(SequenceClassification):
     """A task whose pictures are arrays already (no figure to draw)."""
 
     def images(self, model, batch):

@@ -353,20 +353,20 @@ def test_the_demo_s_families_train_on_the_read_out_s_attention():
     -log(1 - m); the model never sees the gold; random attention draws every block's weights."""
     import torch.nn.functional as F
 
-    from domains.demo import AssociativeRecall, SequenceClassifier
-    from framework.tasks import Classification
+    from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
 
     data = AssociativeRecall(train_size=32, val_size=8, test_size=8, batch_size=32)
     data.setup("fit")
     batch = next(iter(data.train_dataloader()))
     torch.manual_seed(0)
     model = SequenceClassifier(data.vocab_size, 10)
-    plain = Classification(10)
+    plain = SequenceClassification(10)
     items = plain.item_attention(model, batch)
     mass = (items.weights * batch["gold"]).sum(-1)
     cross_entropy = F.cross_entropy(model(batch["tokens"], batch["mask"]), batch["target"])
     assert float(plain.step(model, batch, "train").loss) == pytest.approx(float(cross_entropy), rel=1e-5)
-    supervised, decoupled = Classification(10, attention_supervision=2.0), Classification(10, decouple_attention=0.5)
+    supervised = SequenceClassification(10, attention_supervision=2.0)
+    decoupled = SequenceClassification(10, decouple_attention=0.5)
     step = supervised.step(model, batch, "train")
     assert float(step.loss) == pytest.approx(float(cross_entropy - 2.0 * mass.log().mean()), rel=1e-4)
     assert float(step.logs["attention_loss"]) == pytest.approx(float(-mass.log().mean()), rel=1e-4)
@@ -375,7 +375,7 @@ def test_the_demo_s_families_train_on_the_read_out_s_attention():
     assert float(step.logs["decoupling_loss"]) == pytest.approx(float(-(1 - mass + 1e-6).log().mean()), rel=1e-4)
     with pytest.raises(ConfigError, match="needs token batches with gold evidence"):
         supervised.check(model, type("NoGold", (), {})())
-    randomised = Classification(10, random_attention=True)
+    randomised = SequenceClassification(10, random_attention=True)
     randomised.check(model, data)
     assert {m.ablation for m in model.modules() if hasattr(m, "block_name")} == {"random"}
     assert not torch.allclose(randomised.decision(model, batch), randomised.decision(model, batch))

@@ -93,7 +93,7 @@ HAN = ["--data.num_authors=240", "--data.num_papers=240", "--data.authors_per_pa
        "--optimizer.init_args.lr=0.01"]
 
 DOMAINS = {
-    "recall": Domain("associative recall (SequenceClassifier)", "domains/demo/demo.yaml", "framework.tasks.Classification",
+    "recall": Domain("associative recall (SequenceClassifier)", "domains/demo/demo.yaml", "domains.demo.SequenceClassification",
                      ["--trainer.max_epochs=6", "--data.train_size=4000", "--data.val_size=500", "--data.test_size=500"],
                      ["--trainer.max_epochs=4", "--data.train_size=3000", "--data.val_size=300", "--data.test_size=300"]),
     "babi1": Domain("bAbI task 1 (MemN2N)", "domains/memory/memn2n_babi.yaml", "domains.memory.QuestionAnswering",

@@ -141,10 +141,9 @@ def overhead_table(epochs: int = 2) -> None:
     import torch
     from lightning.pytorch.callbacks import Callback
 
-    from domains.demo import AssociativeRecall, SequenceClassifier
+    from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
     from framework.callbacks import AttentionCollapse, AttentionStatistics
     from framework.task_module import TaskModule
-    from framework.tasks import Classification
 
     class Timed(Callback):
         """Times the training steps and the validation steps, and the end-of-step and end-of-validation
@@ -186,7 +185,7 @@ def overhead_table(epochs: int = 2) -> None:
     def fit(inner: list) -> tuple[Timed, float]:
         torch.manual_seed(0)
         timed = Timed(inner)
-        module = TaskModule(SequenceClassifier(177, 10, dim=64, depth=2), Classification(10))
+        module = TaskModule(SequenceClassifier(177, 10, dim=64, depth=2), SequenceClassification(10))
         module.configure_optimizers = lambda: torch.optim.AdamW(module.parameters(), lr=3e-3, weight_decay=0.01)
         trainer = pl.Trainer(max_epochs=epochs, logger=False, callbacks=[timed, *inner], enable_progress_bar=False,
                              enable_checkpointing=False, enable_model_summary=False, num_sanity_val_steps=0)

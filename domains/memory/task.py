@@ -4,7 +4,7 @@ answers of algorithmic memory tasks (associative recall of bit vectors)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -12,21 +12,12 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from framework.errors import ConfigError
-from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, replaying
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, replaying
 from framework.tasks.attention_training import AttentionTraining
 from framework.tasks import Task
 
 from .metrics import OVERALL, AnswerMetric, BitErrors
 from .pictures import hop_image, weights_image
-
-
-class HopOutput(NamedTuple):
-    """Logits with the hop weights (B, K, N) and the supporting facts (B, N) they are supervised towards."""
-
-    logits: Tensor
-    weights: Tensor
-    support: Tensor
-    mask: Tensor
 
 
 def memory_blocks(model: nn.Module) -> tuple[str, ...]:
@@ -50,8 +41,10 @@ class QuestionAnswering(AttentionTraining, Task):
         tasks: the bAbI task numbers the data holds (``data.tasks``), one metric each.
         attention_supervision: weight lambda of strong supervision (Sukhbaatar et al. 2015, §4;
             Weston et al. 2015): the loss adds lambda x the cross-entropy of every hop's weights
-            against the supporting facts (one unit of mass spread over them), logged as
-            ``<stage>/attention_loss``; skipped while linear start has the softmax off. 0 = off.
+            (the views of :meth:`gold_views`: MemN2N's and KV-MemNN's hops, DMN's passes, the
+            matching reader's sentence weights) against the supporting facts (one unit of mass
+            spread over them), logged as ``<stage>/attention_loss``; skipped while linear start
+            has the softmax off. 0 = off.
         decouple_attention: weight mu of the decoupled family: the loss adds mu x -log(1 - m) of
             every hop, m its mass on the supporting facts (logged as ``<stage>/decoupling_loss``;
             skipped under linear start too). 0 = off.
@@ -65,6 +58,8 @@ class QuestionAnswering(AttentionTraining, Task):
 
     monitor = "val/acc"
     mode = "max"
+    gold_data = "stories with supporting facts (domains.memory.GeneratedStories, BabiStories)"
+    gold_model = "a model with a memory read"
 
     def __init__(self, tasks: Sequence[int] = (1, 2), attention_supervision: float = 0.0, decouple_attention: float = 0.0,
                  random_attention: bool = False) -> None:
@@ -80,40 +75,24 @@ class QuestionAnswering(AttentionTraining, Task):
         return MetricCollection(figures)
 
     def check(self, model: nn.Module, data: Any) -> None:
-        """The data's tasks must be among ``task.tasks``, besides the sizes of the base check
-        (the model's vocabulary must hold the data's)."""
+        """The data's tasks must be among ``task.tasks``, besides the base's checks (the model's
+        vocabulary must hold the data's; the attention-training options)."""
         data_tasks = getattr(data, "tasks", None)
         if data_tasks is not None and not set(data_tasks) <= set(self.tasks):
             raise ConfigError(f"task.tasks={self.tasks} but the data holds tasks {list(data_tasks)}: set task.tasks to "
                              "data.tasks")
         super().check(model, data)
-        self.randomise(model)
 
-    def split(self, batch: dict[str, Tensor]) -> tuple[dict[str, Tensor], Tensor]:
-        inputs = {"story": batch["story"], "question": batch["question"]}
-        if self.trains_on_gold and "support" in batch:
-            inputs["support"] = batch["support"]
-        return inputs, batch["target"]
-
-    def run_model(self, model: nn.Module, inputs: dict[str, Tensor]) -> Any:
-        """Logits (B, V); with strong supervision a :class:`HopOutput` (hop weights and their gold)."""
-        support = inputs.get("support")
-        if support is None or getattr(model, "linear_start", False):
-            return model(inputs["story"], inputs["question"])
-        logits, weights = model(inputs["story"], inputs["question"], need_weights=True)
-        if weights is None:
-            raise ConfigError(f"{self.gold_options()} needs a model with a memory read; the model's attention is off")
-        return HopOutput(logits, weights, support, inputs["story"].ne(0).any(-1))
+    def run_model(self, model: nn.Module, inputs: dict[str, Tensor]) -> Tensor:
+        """Logits (B, V) of the story and the question (the batch's other entries left out)."""
+        return model(inputs["story"], inputs["question"])
 
     def preds(self, output: Any) -> Tensor:
-        return output.logits if isinstance(output, HopOutput) else output
+        """The logits (B, V), also of :meth:`watch`'s ``(logits, hop weights)``."""
+        return output[0] if isinstance(output, tuple) else output
 
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        loss = F.cross_entropy(self.preds(output), target)
-        if not isinstance(output, HopOutput):
-            return loss, {}
-        extra, logs = self.gold_losses(output.weights.float(), output.support.unsqueeze(1), output.mask.unsqueeze(1))
-        return loss + extra, logs
+        return F.cross_entropy(self.preds(output), target), {}
 
     def metric_inputs(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         """The bAbI task of each question, for the per-task figures."""
@@ -169,14 +148,24 @@ class QuestionAnswering(AttentionTraining, Task):
     def gold_attention(self, batch: dict[str, Tensor]) -> Optional[Tensor]:
         return batch.get("support")
 
-    def gold_views(self, model: nn.Module, batch: dict[str, Tensor]) -> list[GoldView]:
-        """Each hop's weights against the supporting facts, per bAbI task."""
-        weights = self._hops(model, batch)
-        if weights is None or "support" not in batch:
+    def watch(self, model: nn.Module, batch: dict[str, Tensor], detach: bool = True) -> Watched:
+        """The pass that :meth:`gold_views` reads: the model's ``(logits, hop weights (B, K, N))``
+        as it returns them with ``need_weights=True`` (weights None without attention; no capture:
+        nothing to detach)."""
+        return Watched(model(batch["story"], batch["question"], need_weights=True), {})
+
+    def gold_views(self, model: nn.Module, batch: dict[str, Tensor], watched: Optional[Watched] = None) -> list[GoldView]:
+        """Each hop's weights (B, 1, N) against the supporting facts, per bAbI task; trained
+        unless linear start has the softmax off."""
+        if "support" not in batch:
+            return []
+        weights = (watched or self.watch(model, batch)).output[1]
+        if weights is None:
             return []
         support, valid = batch["support"].bool(), batch["story"].ne(0).any(-1)
+        trained = not getattr(model, "linear_start", False)
         return [GoldView(f"hop{k + 1}", weights[:, k:k + 1].float(), support.unsqueeze(1), valid.unsqueeze(1),
-                         support.any(-1, keepdim=True), group=batch["task"], group_name="task")
+                         support.any(-1, keepdim=True), group=batch["task"], group_name="task", trained=trained)
                 for k in range(weights.shape[1])]
 
     def images(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, list[Tensor]]:

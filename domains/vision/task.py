@@ -16,8 +16,8 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassJaccardInd
 from framework.attention import Record, capture
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
-from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, replaying
-from framework.tasks import Classification, Step, Task, call_model, split_batch
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, replaying
+from framework.tasks import Classification, Task, call_model, split_batch
 from framework.tasks.attention_training import AttentionTraining
 
 from .models import SegmentationOutput
@@ -106,9 +106,9 @@ class Segmentation(AttentionTraining, Task):
             families of :mod:`framework.tasks.attention_training`, for batches with gold
             (``DigitScenes`` with ``data.gold=true``): the loss adds lambda x the cross-entropy,
             or mu x -log(1 - m), of the hidden tiles' feature pixels' weights over the key pixels
-            against the drawn digit's pixels, the views that :meth:`gold_views` scores (every
-            pass of the first pixel block, and the passes composed), averaged over the views; or
-            every block's weights are drawn at random. Off by default.
+            against the drawn digit's pixels, the views that :meth:`gold_views` scores and trains
+            (every pass of the first pixel block, and the passes composed), averaged over the
+            views; or every block's weights are drawn at random. Off by default.
 
     Shapes: batch (image (B, C, H, W), target (B, H, W) long), or with gold attention
     (image, target, gold (B, 2, H, W) bool) as :meth:`DigitScenes.evaluation_dataloader` gives
@@ -125,6 +125,8 @@ class Segmentation(AttentionTraining, Task):
 
     monitor = "val/miou"
     mode = "max"
+    gold_data = "batches with gold attention (domains.vision.DigitScenes with data.gold=true)"
+    gold_model = "a model with a block that relates pixels"
 
     def __init__(self, num_classes: Optional[int] = None, ignore_index: int = 255, aux_weight: float = 0.4, num_images: int = 4,
                  pixel: Sequence[float] = (0.5, 0.5), palette: Optional[Sequence[Sequence[int]]] = None,
@@ -143,39 +145,15 @@ class Segmentation(AttentionTraining, Task):
             raise ConfigError(f"task.palette must give {num_classes} colours (task.num_classes), got {len(palette)}")
         self.colours = as_palette(palette) if palette is not None else voc_palette(num_classes)
 
-    def check(self, model: nn.Module, data: Any) -> None:
-        """Beyond the base's sizes: the attention losses need batches with gold; random attention
-        is set on the model."""
-        super().check(model, data)
-        if self.trains_on_gold and not getattr(data, "gold_evidence", False):
-            raise ConfigError(f"{self.gold_options()} needs batches with gold attention (domains.vision.DigitScenes "
-                              f"with data.gold=true); {type(data).__name__} gives none")
-        self.randomise(model)
+    def carries_gold(self, batch: Any) -> bool:
+        """A batch of DigitScenes(gold=true) is (image, mask, gold); other batches carry none."""
+        return has_gold(batch)
 
     def split(self, batch: Any) -> tuple[Any, Any]:
         """``(image, target)``; a batch with gold attention gives its first two."""
         if has_gold(batch):
             return batch[0], batch[1]
         return split_batch(batch)
-
-    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
-        """The base's step; with an attention loss and a batch with gold, the loss adds
-        :meth:`gold_losses` of the views of :meth:`gold_views`, averaged over them."""
-        if not (self.trains_on_gold and has_gold(batch)):
-            return super().step(model, batch, stage)
-        inputs, target = self.split(batch)
-        with capture(model, detach=False) as maps:
-            output = self.run_model(model, inputs)
-        found = first_pixel_maps(model, maps)
-        if found is None:
-            raise ConfigError(f"{self.gold_options()} needs a model with a block that relates pixels; "
-                              f"{type(model).__name__} has none")
-        loss, logs = self.losses(output, target)
-        parts = [self.gold_losses(view.weights, view.gold & view.queries.unsqueeze(-1), view.keys)
-                 for view in self._views(found, batch[2])]
-        loss = loss + sum(part[0] for part in parts) / len(parts)
-        logs.update({key: torch.stack([part[1][key] for part in parts]).mean() for key in parts[0][1]})
-        return Step(loss, self.preds(output), target, logs or None)
 
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits, aux = _logits(output)
@@ -242,11 +220,10 @@ class Segmentation(AttentionTraining, Task):
         pixels = self.query_pixels(batch)
         return logits[torch.arange(len(logits), device=logits.device), :, pixels[:, 0], pixels[:, 1]]
 
-    def _pixel_maps(self, model: nn.Module, batch: Any) -> Optional[PixelMaps]:
-        """The first pixel block's :class:`PixelMaps` in the decision of a batch."""
-        with capture(model) as maps:
-            self.decision(model, batch)
-        return first_pixel_maps(model, maps)
+    def _pixel_maps(self, model: nn.Module, batch: Any, watched: Optional[Watched] = None) -> Optional[PixelMaps]:
+        """The first pixel block's :class:`PixelMaps` in the decision of a batch (of the pass
+        ``watched``, where given)."""
+        return first_pixel_maps(model, (watched or self.watch(model, batch)).maps)
 
     @staticmethod
     def _composed(dense: list[Tensor]) -> Tensor:
@@ -296,28 +273,26 @@ class Segmentation(AttentionTraining, Task):
                            replaying(batch, len(features), swap, lambda b: self.decision(model, b)),
                            replaying(batch, len(features), swap, lambda b: self.item_attention(model, b).weights))
 
-    def gold_views(self, model: nn.Module, batch: Any) -> list[GoldView]:
+    def gold_views(self, model: nn.Module, batch: Any, watched: Optional[Watched] = None) -> list[GoldView]:
         """With gold (digit scenes): each pass of the first pixel block, and the passes composed,
-        over the key pixels, against the drawn digits' pixels; the queries are the feature
-        pixels mostly covered by hidden tiles."""
+        over the key pixels, against the drawn digits' pixels, all trained; the queries are the
+        feature pixels mostly covered by hidden tiles."""
         if not has_gold(batch):
             return []
-        found = self._pixel_maps(model, batch)
-        return [] if found is None else self._views(found, batch[2])
-
-    def _views(self, found: PixelMaps, gold: Tensor) -> list[GoldView]:
-        """The views of a pixel block's weights against the gold masks (B, 2, H, W) of a batch."""
+        found = self._pixel_maps(model, batch, watched)
+        if found is None:
+            return []
         name, dense, record = found.name, found.dense, found.record
-        drawn, tiles = gold[:, 0].float(), gold[:, 1].float()
+        drawn, tiles = batch[2][:, 0].float(), batch[2][:, 1].float()
         keys = F.adaptive_avg_pool2d(drawn[:, None], record.keys)[:, 0].flatten(1) > 0  # (B, K)
         queries = F.adaptive_avg_pool2d(tiles[:, None], record.queries)[:, 0].flatten(1) >= 0.5  # (B, Q)
         # the keys a pass can reach (criss-cross: the query's row and column), where its softmax is not 0
         views = [GoldView(f"{name} pass {r + 1}" if len(dense) > 1 else name, weights, keys.unsqueeze(1), weights > 0,
-                          queries) for r, weights in enumerate(dense)]
+                          queries, trained=True) for r, weights in enumerate(dense)]
         if len(dense) > 1:
             composed = self._composed(dense)
             views.append(GoldView(f"{name} passes composed", composed, keys.unsqueeze(1), torch.ones_like(composed).bool(),
-                                  queries))
+                                  queries, trained=True))
         return views
 
 

@@ -15,6 +15,7 @@ has a default that means "not available here"::
     vectors  = task.item_forward(model, batch)     # ItemForward: those vectors and logits as their function
     gold     = task.gold_attention(batch)          # (B, N) bool: the gold items, where the data knows them
     views    = task.gold_views(model, batch)       # GoldView per hop, layer and head: weights against gold
+                                                   #   (of a Watched pass when given: the training step's)
 
 The evaluation's probes (which blocks the ablation can skip, the rollout, the maps) call
 ``forward_pass`` through :func:`probe_forward`: the model in eval mode, no gradient, no loss,
@@ -73,7 +74,9 @@ class GoldView(NamedTuple):
     (B, Q) bool: the queries that are scored (those with gold). possible (B, Q, K) bool:
     the possible alignment links (a superset of sure ones), given for alignments, which are
     then also scored by the alignment error rate. group (B,) long: examples' groups (the bAbI
-    task), reported apart too, as ``<group_name> <group>``.
+    task), reported apart too, as ``<group_name> <group>``. trained: whether the attention-training
+    options (``task.attention_supervision``, ``task.decouple_attention``) train this view, its weights
+    against its gold (see :mod:`framework.tasks.attention_training`); the others are only scored.
     """
 
     name: str
@@ -84,6 +87,17 @@ class GoldView(NamedTuple):
     possible: Optional[Tensor] = None
     group: Optional[Tensor] = None
     group_name: str = "group"
+    trained: bool = False
+
+
+class Watched(NamedTuple):
+    """One forward pass as the gold views read it (:meth:`EvaluationHooks.gold_views`): the
+    model's output for a batch and ``maps``, a capture's records of its attention blocks (block
+    name -> one record per call, as :class:`framework.attention.capture` keeps them). In a
+    training step the records keep their gradient."""
+
+    output: Any
+    maps: Mapping[str, list]
 
 
 def repeat_batch(inputs: Any, times: int) -> Any:
@@ -251,9 +265,11 @@ class EvaluationHooks:
         supporting facts); None by default."""
         return None
 
-    def gold_views(self, model: nn.Module, batch: Any) -> list[GoldView]:
+    def gold_views(self, model: nn.Module, batch: Any, watched: Optional[Watched] = None) -> list[GoldView]:
         """The model's attention against gold attention, one :class:`GoldView` per hop, layer
-        or head. By default the item attention against :meth:`gold_attention`, when both exist."""
+        or head: of the pass ``watched`` where given (a training step's, whose loss adds the
+        trained views'), else of a pass of the task's own. By default the item attention against
+        :meth:`gold_attention`, when both exist (from a pass of its own, and trained by nothing)."""
         gold = self.gold_attention(batch)
         if gold is None:
             return []

@@ -18,16 +18,23 @@
   (the ablation's ``random`` mode, a Dirichlet(1) point over the valid keys) in training and
   at test: attention that by construction explains nothing.
 
-:class:`AttentionTraining` is the tasks' share of it (a mixin of the tasks that offer the options).
+:class:`AttentionTraining` is the whole of it for every task that offers the options: one check
+and one step. A task gives its gold views (``gold_views``, which ``python -m framework evaluate``
+scores) and marks those that train (``GoldView.trained``); the step reads them from its own
+forward pass (``Task.watch``, the weights in the graph) and trains each trained view towards its
+gold and away from its evidence (:func:`view_gold`), averaging the losses over the views.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
+import torch
 from torch import Tensor, nn
 
 from ..errors import ConfigError
+from ..evaluation.protocol import GoldView
+from .base import Step
 
 
 def gold_distribution(gold: Tensor, keys: Optional[Tensor] = None) -> Tensor:
@@ -65,6 +72,18 @@ def attention_decoupling_loss(weights: Tensor, gold: Tensor, keys: Optional[Tens
     return -(1 - mass + eps).clamp(min=eps).log()[counted].mean()
 
 
+def view_gold(view: GoldView) -> tuple[Tensor, Tensor]:
+    """What a trained view's weights learn towards (supervision) and away from (decoupling),
+    (..., Q, K) bool each: the gold keys of its scored queries, both times; for an alignment
+    (``possible`` given), a query's sure links, or its possible ones where it has no sure link,
+    and all its links, sure or possible, as the evidence."""
+    gold = view.gold.bool() & view.queries.bool().unsqueeze(-1)
+    if view.possible is None:
+        return gold, gold
+    possible = view.possible.bool()
+    return torch.where(gold.any(-1, keepdim=True), gold, possible), possible
+
+
 def randomise_attention(model: nn.Module) -> list[str]:
     """Every attention block of ``model`` whose weights are not replaced already draws them at
     random from now on (``ablation = "random"``, see :func:`framework.attention.ablation`); an
@@ -77,18 +96,22 @@ def randomise_attention(model: nn.Module) -> list[str]:
 
 
 class AttentionTraining:
-    """The attention-training options of a task whose batches carry gold evidence.
+    """The attention-training options of a task (a mixin, listed before the Task class).
 
     ``attention_supervision`` (lambda >= 0), ``decouple_attention`` (mu >= 0) and
-    ``random_attention`` (see the module's docstring); a task calls :meth:`attention_options`
-    in its ``__init__``, adds :meth:`gold_losses` of its weights to its loss while
-    :attr:`trains_on_gold`, and :meth:`randomise` in its ``check`` (the hook where a run's
-    task first sees the model, in fit, test and evaluate alike).
+    ``random_attention`` (see the module's docstring), set by :meth:`attention_options` in the
+    task's ``__init__``. :meth:`check` refuses lambda and mu without data with gold evidence (its
+    module's ``gold_evidence``) and sets random attention on the model; :meth:`step` adds the
+    trained gold views' losses. A task states what the losses need, as their errors say it:
+    ``gold_data``, the data (None: the task has no gold views to train, and refuses lambda and
+    mu), and ``gold_model``.
     """
 
     attention_supervision: float = 0.0
     decouple_attention: float = 0.0
     random_attention: bool = False
+    gold_data: Optional[str] = None
+    gold_model: str = "a model with attention"
 
     def attention_options(self, attention_supervision: float = 0.0, decouple_attention: float = 0.0,
                           random_attention: bool = False) -> None:
@@ -129,10 +152,52 @@ class AttentionTraining:
             logs["decoupling_loss"] = decoupling.detach()
         return total, logs
 
-    def randomise(self, model: nn.Module) -> None:
-        """With ``random_attention``, :func:`randomise_attention` of the model (an error naming the
-        option when the model has no attention block)."""
+    def view_losses(self, view: GoldView) -> tuple[Tensor, dict[str, Tensor]]:
+        """:meth:`gold_losses` of a trained view's weights, towards and away from its :func:`view_gold`."""
+        gold, evidence = view_gold(view)
+        return self.gold_losses(view.weights.float(), gold, view.keys, evidence)
+
+    def carries_gold(self, batch: Any) -> bool:
+        """Whether ``batch`` holds gold evidence; every batch of data with gold does, unless the
+        task's batches carry it as an option (vision's optional masks)."""
+        return True
+
+    def check(self, model: nn.Module, data: Any) -> None:
+        """Beyond the base's checks: the attention losses need a task with gold views to train
+        and data with gold evidence; with ``random_attention``, :func:`randomise_attention` of the
+        model (an error naming the option when the model has no attention block)."""
+        super().check(model, data)
+        if self.trains_on_gold and self.gold_data is None:
+            raise ConfigError(f"{self.gold_options()} needs a task with gold views to train; {type(self).__name__} has "
+                              "none: set them to 0")
+        if self.trains_on_gold and not getattr(data, "gold_evidence", False):
+            raise ConfigError(f"{self.gold_options()} needs {self.gold_data}; {type(data).__name__} has none: set them to 0")
         if self.random_attention and not randomise_attention(model) and not any(
                 getattr(m, "ablation", None) for m in model.modules()):
             raise ConfigError(f"task.random_attention=true needs a model with attention; {type(model).__name__} has "
                               "no attention block")
+
+    def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
+        """The base's step; while :attr:`trains_on_gold`, its forward pass is ``watch``'s (the
+        weights in the graph) and its loss adds :meth:`gold_losses` of the trained views of that
+        pass's ``gold_views`` (:func:`view_gold`), averaged over the views::
+
+            loss = task loss + 1/V sum_v [lambda CE(gold_v, w_v) + mu -log(1 - m_v)]
+
+        A pass whose views all rest (memory hops under linear start), or a batch that carries no
+        gold (:meth:`carries_gold`), trains on the task's loss alone; a batch with gold whose pass
+        gives no gold view (a model without the attention the task's views read) raises, naming
+        what the task needs."""
+        if not self.trains_on_gold:
+            return super().step(model, batch, stage)
+        target = self.split(batch)[1]
+        watched = self.watch(model, batch, detach=False)
+        loss, logs = self.losses(watched.output, target)
+        views = self.gold_views(model, batch, watched)
+        if not views and self.carries_gold(batch):
+            raise ConfigError(f"{self.gold_options()} needs {self.gold_model}; {type(model).__name__} has none")
+        parts = [self.view_losses(view) for view in views if view.trained]
+        if parts:
+            loss = loss + sum(part[0] for part in parts) / len(parts)
+            logs = {**logs, **{key: torch.stack([part[1][key] for part in parts]).mean() for key in parts[0][1]}}
+        return Step(loss, self.preds(watched.output), target, logs or None, self.metric_inputs(batch) or None)

@@ -1,28 +1,8 @@
-"""A task: how a batch becomes a loss, predictions and metrics.
+"""A task: how a batch becomes a loss, predictions and metrics (:class:`Task`, its contract).
 
 Domains add tasks and models; the one ``TaskModule`` runs them all. A batch is either a
 ``(inputs, target)`` pair or a mapping with a ``"target"`` entry whose other entries are
 the model's keyword arguments (``{"tokens": ..., "mask": ..., "target": ...}``).
-
-One step, the same for every task (:meth:`Task.step`)::
-
-    inputs, target = task.split(batch)              # what the model reads, what it must predict
-    output         = task.run_model(model, inputs)  # the model's call
-    loss, logs     = task.losses(output, target)    # the objective, and scalars to log beside it
-    preds          = task.preds(output)             # what the metrics consume
-    extra          = task.metric_inputs(batch)      # further named metric inputs (a bAbI task id ...)
-
-A task overrides the hooks it needs; only a task whose training differs from its
-evaluation in kind (a recommender's sampled objective against its ranking) overrides
-``step`` itself. A task that generates (translations, transcripts, orders) also judges
-what it generates, once per validation and test batch, beside the step::
-
-    outputs, references = task.decode(model, batch)   # what the model generates, what it should
-    generation_metrics.update(outputs, references)    # corpus metrics: BLEU, exact match, WER ...
-
-The evaluation hooks (``python -m framework evaluate``: item attention, erasure, gold views
-...) are the evaluation's protocol, :class:`framework.evaluation.protocol.EvaluationHooks`,
-which every task inherits with defaults that mean "not available here".
 """
 
 from __future__ import annotations
@@ -33,9 +13,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
+from ..attention import capture
 from ..data.sizes import SIZES, stated
 from ..errors import ConfigError
-from ..evaluation.protocol import EvaluationHooks
+from ..evaluation.protocol import EvaluationHooks, Watched
 
 if TYPE_CHECKING:
     from ..runs import PredictionSink
@@ -83,11 +64,29 @@ def inputs_of(batch: Any) -> Any:
 
 
 class Task(EvaluationHooks, nn.Module):
-    """Base class of tasks.
+    """Base class of tasks. One step (:meth:`step`), the same for every task::
 
-    Subclasses define :meth:`losses` and :meth:`metrics`, and override the other hooks of
-    :meth:`step` where their batches or outputs need it (see the module's docstring).
-    ``monitor`` and ``mode`` name the validation metric that selects the best checkpoint.
+        inputs, target = task.split(batch)              # what the model reads, what it must predict
+        output         = task.run_model(model, inputs)  # the model's call
+        loss, logs     = task.losses(output, target)    # the objective, and scalars logged beside it
+        preds          = task.preds(output)             # what the metrics consume: metrics(), training_metrics()
+        extra          = task.metric_inputs(batch)      # further named metric inputs (a bAbI task id ...)
+
+    and the hooks around it::
+
+        outputs, refs  = task.decode(model, batch)      # a generating task's outputs: generation_metrics()
+        task.check(model, data)                         # when a run starts: the model and task fit the data
+        prediction     = task.predict(model, batch)     # predict's output, then write_predictions(prediction, ...)
+        pictures       = task.images(model, batch)      # pictures of a validation batch for the loggers
+        views          = task.gold_views(model, batch)  # the gold hook: GoldView per hop, layer, head, of the pass
+                                                        #   task.watch(model, batch); evaluate scores them all,
+                                                        #   the attention-training options train the trained ones
+
+    A task overrides the hooks it needs (a task whose training differs in kind from its
+    evaluation, such as a recommender's sampled objective, its ``step``). The gold views' losses:
+    :class:`~framework.tasks.attention_training.AttentionTraining`; the evaluation's other hooks:
+    :class:`~framework.evaluation.protocol.EvaluationHooks`. ``monitor`` and ``mode`` name the
+    validation metric that selects the best checkpoint.
     """
 
     monitor: str = "val/loss"
@@ -120,6 +119,15 @@ class Task(EvaluationHooks, nn.Module):
         output = self.run_model(model, inputs)
         loss, logs = self.losses(output, target)
         return Step(loss, self.preds(output), target, logs or None, self.metric_inputs(batch) or None)
+
+    def watch(self, model: nn.Module, batch: Any, detach: bool = True) -> Watched:
+        """The forward pass that :meth:`gold_views` reads: :meth:`run_model`'s output for the
+        batch's inputs and the records of every attention block (``detach=False``: kept in the
+        graph, as the training step keeps them). A task whose gold views read the weights that
+        its model returns on request (``need_weights=True``) makes that call instead."""
+        with capture(model, detach=detach) as maps:
+            output = self.run_model(model, self.split(batch)[0])
+        return Watched(output, maps)
 
     def metrics(self) -> MetricCollection:
         """A fresh metric collection; the TaskModule keeps one copy for validation and one for test

@@ -6,7 +6,7 @@ evaluation's hooks at both levels, and the attention-training families on the se
 from __future__ import annotations
 
 import copy
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -14,9 +14,8 @@ from torch_geometric.data import Batch, Data, HeteroData
 
 from framework.attention import capture
 from framework.errors import ConfigError
-from framework.evaluation.protocol import GoldView, ItemAttention
+from framework.evaluation.protocol import GoldView, ItemAttention, Watched
 from framework.tasks import Classification
-from framework.tasks.classification import ReadOut
 
 from ..pictures import metapath_attention, node_coefficients
 from .nodes import NodeClassification, agreement_view, evaluated_nodes
@@ -62,10 +61,11 @@ class HeteroNodeClassification(Classification):
 
     The attention-training families (:mod:`framework.tasks.attention_training`) train the last
     attention layer's semantic weights beta (P,), the same for every scored node, against the
-    planted gold meta-paths: ``attention_supervision`` adds lambda x the cross-entropy of beta
-    against the gold meta-paths (uniform over them), ``decouple_attention`` mu x -log(1 - m), m
-    beta's mass on them, averaged over the scored nodes; ``random_attention`` draws both levels
-    of every ``han`` block at random (node-level coefficients per node, semantic weights per call).
+    planted gold meta-paths (the trained one of :meth:`gold_views`): ``attention_supervision``
+    adds lambda x the cross-entropy of beta against the gold meta-paths (uniform over them),
+    ``decouple_attention`` mu x -log(1 - m), m beta's mass on them, averaged over the scored
+    nodes; ``random_attention`` draws both levels of every ``han`` block at random (node-level
+    coefficients per node, semantic weights per call).
 
     Args:
         num_classes: classes K (default: the data's ``num_classes``, filled by the command line).
@@ -75,6 +75,9 @@ class HeteroNodeClassification(Classification):
         attention_supervision, decouple_attention, random_attention: the families above (off by
             default; the first two need data with gold meta-paths).
     """
+
+    gold_data = "meta-path graphs with planted gold meta-paths (domains.graph.PlantedAuthors with APA)"
+    gold_model = "a model with semantic attention (model.attention=han)"
 
     def __init__(self, num_classes: Optional[int] = None, image_node: int = 0, max_drawn_neighbours: int = 16,
                  label_smoothing: float = 0.0, attention_supervision: float = 0.0, decouple_attention: float = 0.0,
@@ -87,35 +90,14 @@ class HeteroNodeClassification(Classification):
             raise ConfigError(f"task.max_drawn_neighbours must be at least 1, got {max_drawn_neighbours}")
         self.image_node, self.max_drawn_neighbours = image_node, max_drawn_neighbours
 
-    def check(self, model: nn.Module, data: Any) -> None:
-        """The attention losses need data with gold meta-paths (beside the base's checks)."""
-        if self.trains_on_gold and not getattr(data, "gold_evidence", False):
-            raise ConfigError(f"{self.gold_options()} needs meta-path graphs with planted gold meta-paths "
-                              f"(domains.graph.PlantedAuthors with APA); {type(data).__name__} has none: set them to 0")
-        super().check(model, data)
-
     def split(self, batch: HeteroData) -> tuple[HeteroData, Tensor]:
         node = target_inputs(batch)[0]
         return batch, batch[node].y[batch[node].target_mask]
 
-    def run_model(self, model: nn.Module, batch: HeteroData) -> Any:
-        """Logits of the scored nodes only; while the loss reads the gold meta-paths a
-        :class:`ReadOut`: with the last attention layer's semantic weights, (M, P) for the M
-        scored nodes, and their gold (M, P)."""
+    def run_model(self, model: nn.Module, batch: HeteroData) -> Tensor:
+        """Logits (M, K) of the M scored nodes only."""
         node, x, edges = target_inputs(batch)
-        mask = batch[node].target_mask
-        if not self.trains_on_gold:
-            return model(x, edges)[mask]
-        if "gold" not in batch[node]:
-            raise ConfigError(f"{self.gold_options()} needs batches with gold meta-paths; this batch has none")
-        with capture(model, detach=False) as maps:
-            logits = model(x, edges)[mask]
-        semantic = [r.weights for records in maps.values() for r in records if not isinstance(r.weights, tuple)]
-        if not semantic:
-            raise ConfigError(f"{self.gold_options()} needs a model with semantic attention; {type(model).__name__} "
-                              "has none (model.attention=han)")
-        gold = batch[node].gold[mask]
-        return ReadOut(logits, semantic[-1].expand(len(logits), -1), gold, torch.ones_like(gold))
+        return model(x, edges)[batch[node].target_mask]
 
     def predict(self, model: nn.Module, batch: HeteroData) -> dict[str, Tensor]:
         """``{"node": ids (M,), "logits": (M, K)}`` of the scored nodes."""
@@ -158,12 +140,11 @@ class HeteroNodeClassification(Classification):
             copies.append(one)
         return Batch.from_data_list(copies)
 
-    def _levels(self, model: nn.Module, batch: HeteroData) -> Levels:
-        """Both levels of attention of every attention layer (module name) in one decision."""
-        with capture(model) as maps:
-            self.decision(model, batch)
+    def _levels(self, model: nn.Module, batch: HeteroData, watched: Optional[Watched] = None) -> Levels:
+        """Both levels of attention of every attention layer (module name) in one decision (of
+        the pass ``watched``, where given)."""
         levels = {}
-        for name, records in maps.items():
+        for name, records in (watched or self.watch(model, batch)).maps.items():
             node_level = [r.weights for r in records if isinstance(r.weights, tuple)]
             semantic = [r.weights for r in records if not isinstance(r.weights, tuple)]
             if node_level and semantic:
@@ -211,21 +192,24 @@ class HeteroNodeClassification(Classification):
             dropped[node, relation, node].edge_index = edge_index[:, ~drop]
         return dropped
 
-    def gold_views(self, model: nn.Module, batch: HeteroData) -> list[GoldView]:
+    def gold_views(self, model: nn.Module, batch: HeteroData, watched: Optional[Watched] = None) -> list[GoldView]:
         """Per attention layer: for every meta-path, the scored nodes' node-level coefficients
         over their meta-path neighbours (heads averaged, themselves left out) against label
         agreement; then, where the data plants gold meta-paths, the semantic weights (one query
-        per node over the P meta-paths, as :meth:`item_attention` gives them) against those."""
+        per node over the P meta-paths, as :meth:`item_attention` gives them) against those,
+        the last layer's trained."""
         node, x, edges = target_inputs(batch)
         y, mask = batch[node].y, batch[node].target_mask
         gold = self.gold_attention(batch)
+        levels = self._levels(model, batch, watched)
         views = []
-        for index, (name, (node_level, semantic)) in enumerate(self._levels(model, batch).items()):
+        for index, (name, (node_level, semantic)) in enumerate(levels.items()):
             views += [agreement_view(f"layer{index} ({name}) {relation} vs same-class neighbours",
                                      Data(edge_index=edges[relation], y=y, target_mask=mask, num_nodes=len(x)), weights)
                       for relation, weights in zip(edges, node_level)]
             if gold is not None:
                 weights, valid = self._per_node(batch, semantic)
                 views.append(GoldView(f"layer{index} ({name}) semantic vs planted meta-paths", weights[:, None],
-                                      gold[:, None], valid[:, None], (gold & valid).any(-1, keepdim=True)))
+                                      gold[:, None], valid[:, None], (gold & valid).any(-1, keepdim=True),
+                                      trained=index == len(levels) - 1))
         return views

@@ -13,7 +13,7 @@ from torch_geometric.utils import k_hop_subgraph
 
 from framework.attention import capture
 from framework.errors import ConfigError
-from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched
 from framework.tasks import Classification
 
 from ..pictures import draw_neighbourhood, node_coefficients
@@ -200,10 +200,9 @@ class NodeClassification(Classification):
             graphs.append(Data(x=batch.x[subset], edge_index=edge_index, y=batch.y[subset], target_mask=mask))
         return Batch.from_data_list(graphs)
 
-    def _layers(self, model: nn.Module, batch: Data) -> dict[str, tuple[Tensor, Tensor]]:
-        with capture(model) as maps:
-            self.decision(model, batch)
-        return {name: records[-1].weights for name, records in maps.items()
+    def _layers(self, model: nn.Module, batch: Data, watched: Optional[Watched] = None) -> dict[str, tuple[Tensor, Tensor]]:
+        """Every attention layer's (edge_index, alpha) in one decision (of the pass ``watched``, where given)."""
+        return {name: records[-1].weights for name, records in (watched or self.watch(model, batch)).maps.items()
                 if records and isinstance(records[-1].weights, tuple)}
 
     def item_attention(self, model: nn.Module, batch: Data) -> Optional[ItemAttention]:
@@ -243,8 +242,8 @@ class NodeClassification(Classification):
 
         return ItemForward(vectors, forward)
 
-    def gold_views(self, model: nn.Module, batch: Data) -> list[GoldView]:
+    def gold_views(self, model: nn.Module, batch: Data, watched: Optional[Watched] = None) -> list[GoldView]:
         """Per attention layer, the scored nodes' coefficients over their neighbours (heads
-        averaged) against label agreement (a neighbour of the node's own class)."""
+        averaged) against label agreement (a neighbour of the node's own class); none trained."""
         return [agreement_view(f"layer{index} ({name}) vs same-class neighbours", batch, weights)
-                for index, (name, weights) in enumerate(self._layers(model, batch).items())]
+                for index, (name, weights) in enumerate(self._layers(model, batch, watched).items())]

@@ -127,6 +127,9 @@ class StoryDataModule(SplitDataModule):
         batch_size, eval_batch_size, num_workers: as in ``SplitDataModule``.
     """
 
+    #: batches carry the supporting facts (``task.attention_supervision`` and ``evaluate`` read them)
+    gold_evidence = True
+
     def __init__(self, memory_size: int = 50, similar_lengths: int = 0, batch_size: int = 32,
                  eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)

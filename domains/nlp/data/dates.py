@@ -201,7 +201,7 @@ class DateNormalization(TranslationData):
         self.sizes, self.seed = (train_size, val_size, test_size), seed
 
     #: batches carry gold alignments (``task.attention_supervision`` and ``evaluate`` read them)
-    gold_alignments = True
+    gold_evidence = True
 
     def make_collator(self, tokenizer: Tokenizer) -> AlignedCollator:
         return AlignedCollator(tokenizer, self.max_length)

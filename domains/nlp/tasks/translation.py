@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -14,14 +13,14 @@ from torchmetrics.text import Perplexity, SacreBLEUScore
 
 from framework.attention import capture
 from framework.errors import ConfigError
-from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, erase_tokens, replaying
+from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, erase_tokens, replaying
 from framework.tasks.attention_training import AttentionTraining
 from framework.tasks import Task
 
 from ..data.tokenization import EOS, PAD, token_names
 from ..decoding import beam_search, greedy_decode
 from ..metrics import ExactMatch, TokenAccuracy
-from ..models.seq2seq import teacher_inputs
+from ..models.seq2seq import Seq2SeqOutput, teacher_inputs
 from ..pictures import alignment_image
 from .tokenizer import TokenizerState
 
@@ -78,17 +77,6 @@ def reference_decision(logits: Tensor, target: Tensor) -> Tensor:
     return torch.stack([mean, torch.log(-torch.expm1(mean.clamp(max=math.log1p(-SATURATED))))], -1)
 
 
-class Supervised(NamedTuple):
-    """A translation model's logits with the alignment it attended with and the gold it is
-    trained towards or away from (``task.attention_supervision``, ``task.decouple_attention``)."""
-
-    logits: Tensor
-    alignment: Tensor
-    gold: Tensor
-    keys: Tensor
-    evidence: Tensor
-
-
 class Translation(AttentionTraining, TokenizerState, Task):
     """Train a sequence-to-sequence model with teacher forcing; judge it by what it decodes.
 
@@ -112,10 +100,10 @@ class Translation(AttentionTraining, TokenizerState, Task):
             ``val/exact``, ``val/loss`` ...).
         attention_supervision: weight lambda of supervised attention (Liu et al., COLING 2016):
             the loss adds lambda x the cross-entropy of the model's alignment (the last layer's
-            cross-attention, heads averaged, for the Transformer) against the gold alignment
-            vectors of data that has them (``DateNormalization``): uniform over an output
-            token's sure links, or its possible ones when it has no sure link. Logged as
-            ``<stage>/attention_loss``. 0 = off.
+            cross-attention, heads averaged, for the Transformer: the trained one of
+            :meth:`gold_views`) against the gold alignment vectors of data that has them
+            (``DateNormalization``): uniform over an output token's sure links, or its possible
+            ones when it has no sure link. Logged as ``<stage>/attention_loss``. 0 = off.
         decouple_attention: weight mu of the decoupled family: the loss adds mu x -log(1 - m),
             m the alignment's mass on all the source tokens an output token is linked to, sure or
             possible (the whole field it comes from), logged as ``<stage>/decoupling_loss``. 0 = off.
@@ -130,6 +118,8 @@ class Translation(AttentionTraining, TokenizerState, Task):
     (:meth:`item_attention`), and as the decision whether the model gives the reference
     (:meth:`decision`).
     """
+
+    gold_data = "data with gold alignments (domains.nlp.DateNormalization)"
 
     def __init__(self, decoding: str = "greedy", beam_size: int = 4, length_penalty: float = 0.0, max_length: int = 64,
                  label_smoothing: float = 0.0, monitor: str = "val/bleu", attention_supervision: float = 0.0,
@@ -158,64 +148,51 @@ class Translation(AttentionTraining, TokenizerState, Task):
     def split(self, batch: Any) -> tuple[Any, Tensor]:
         return batch, batch["target"]
 
-    def check(self, model: nn.Module, data: Any) -> None:
-        """Beyond the base's sizes: the attention losses need data with gold alignments; random
-        attention is set on the model."""
-        super().check(model, data)
-        if self.trains_on_gold and not getattr(data, "gold_alignments", False):
-            raise ConfigError(f"{self.gold_options()} needs data with gold alignments (domains.nlp.DateNormalization); "
-                              f"{type(data).__name__} has none: set them to 0")
-        self.randomise(model)
-
-    def run_model(self, model: nn.Module, batch: Any) -> Any:
-        """Next-token logits (B, M, V) under teacher forcing; with an attention loss a
-        :class:`Supervised` that also carries the alignment and its gold (the attention losses)."""
-        if not (self.trains_on_gold and "alignment" in batch):
-            return model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]))
-        output = model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]), need_weights=True)
-        if output.alignment is None:
-            raise ConfigError(f"{self.gold_options()} needs a model with attention; {type(model).__name__}'s attention "
-                              "is off")
-        links = batch["alignment"]
-        gold = torch.where((links == 2).any(-1, keepdim=True), links == 2, links >= 1)
-        return Supervised(output.logits, output.alignment, gold, batch["mask"].bool().unsqueeze(1), links >= 1)
+    def run_model(self, model: nn.Module, batch: Any) -> Tensor:
+        """Next-token logits (B, M, V) under teacher forcing."""
+        return model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]))
 
     def preds(self, output: Any) -> Tensor:
-        return output.logits if isinstance(output, Supervised) else output
+        """The next-token logits (B, M, V), also of a :class:`Seq2SeqOutput` (:meth:`watch`'s)."""
+        return output.logits if isinstance(output, Seq2SeqOutput) else output
 
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits = self.preds(output)
-        loss = F.cross_entropy(logits.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing)
-        if not isinstance(output, Supervised):
-            return loss, {}
-        extra, logs = self.gold_losses(output.alignment.float(), output.gold, output.keys, output.evidence)
-        return loss + extra, logs
+        return F.cross_entropy(logits.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing), {}
 
-    def gold_views(self, model: nn.Module, batch: Any) -> list[GoldView]:
+    def watch(self, model: nn.Module, batch: Any, detach: bool = True) -> Watched:
+        """The pass that :meth:`gold_views` reads: the model's :class:`Seq2SeqOutput` under teacher
+        forcing (logits and alignment), its cross-attention blocks captured (every block where
+        it has none: the recurrent models)."""
+        with capture(model, *cross_blocks(model), detach=detach) as maps:
+            output = model(batch["tokens"], batch["mask"], teacher_inputs(batch["target"]), need_weights=True)
+        return Watched(output, maps)
+
+    def gold_views(self, model: nn.Module, batch: Any, watched: Optional[Watched] = None) -> list[GoldView]:
         """The model's attention against the batch's gold alignment (data such as the dates):
-        the alignment the model returns (``alignment``) and, per decoder layer of cross
-        attention, each head and their mean (``layer<l>/head<h>``, ``layer<l>/mean``)."""
+        the alignment the model returns (``alignment``) or, per decoder layer of cross
+        attention, each head and their mean (``layer<l>/head<h>``, ``layer<l>/mean``). The
+        model's alignment is the trained view: ``alignment``, or the last layer's mean."""
         if "alignment" not in batch:
             return []
         links = batch["alignment"]
         sure, possible = links == 2, links >= 1
         keys, queries = batch["mask"].bool().unsqueeze(1), possible.any(-1)
-        inputs = teacher_inputs(batch["target"])
-        cross = cross_blocks(model)
-        with capture(model, *cross) if cross else nullcontext() as maps:
-            output = model(batch["tokens"], batch["mask"], inputs, need_weights=True)
+        output, maps = watched or self.watch(model, batch)
         views = []
-        for layer, name in enumerate(cross):
-            records = maps.get(name) if maps is not None else None
+        for layer, name in enumerate(cross_blocks(model)):
+            records = maps.get(name)
             if not records or not isinstance(records[0].weights, Tensor) or records[0].weights.dim() != 4:
                 continue
             weights = records[0].weights.float()  # (B, heads, M, N)
             for head in range(weights.shape[1]):
                 views.append(GoldView(f"layer{layer}/head{head}", weights[:, head], sure, keys, queries, possible))
             views.append(GoldView(f"layer{layer}/mean", weights.mean(1), sure, keys, queries, possible))
-        if not views and output.alignment is not None:
-            views.append(GoldView("alignment", output.alignment.float(), sure, keys, queries, possible))
-        return views
+        if views:
+            return views[:-1] + [views[-1]._replace(trained=True)]
+        if output.alignment is None:
+            return []
+        return [GoldView("alignment", output.alignment.float(), sure, keys, queries, possible, trained=True)]
 
     # Evaluation hooks: the items are the source tokens, the decision whether the model gives the reference.
 

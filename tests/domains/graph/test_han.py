@@ -190,6 +190,6 @@ def test_random_attention_draws_both_levels_and_bad_combinations_are_refused():
     with pytest.raises(ConfigError, match="task.random_attention=true needs a model with attention"):
         HeteroNodeClassification(3, random_attention=True).check(baseline, data)
     with pytest.raises(ConfigError, match="needs a model with semantic attention"):
-        HeteroNodeClassification(3, decouple_attention=1.0).run_model(baseline, batch)
+        HeteroNodeClassification(3, decouple_attention=1.0).step(baseline, batch, "train")
     with pytest.raises(ConfigError, match="task.random_attention=true .* takes no"):
         HeteroNodeClassification(3, attention_supervision=1.0, random_attention=True)

@@ -115,7 +115,7 @@ def test_random_segmentation_attention_and_bad_options(scenes):
     assert {m.ablation for m in model.modules() if hasattr(m, "block_name")} == {"random"}
     assert not torch.allclose(task.item_attention(model, batch).weights, task.item_attention(model, batch).weights)
     with pytest.raises(ValueError, match=r"task.attention_supervision=1.0 needs batches with gold attention .*data.gold=true"
-                       r"\); DigitScenes gives none$"):
+                       r"\); DigitScenes has none: set them to 0$"):
         Segmentation(11, attention_supervision=1.0).check(model, scenes)
     with pytest.raises(ValueError, match="task.random_attention=true draws the weights at random: it takes no"):
         Segmentation(11, decouple_attention=1.0, random_attention=True)
@@ -123,3 +123,12 @@ def test_random_segmentation_attention_and_bad_options(scenes):
         Segmentation(11, decouple_attention=-1.0)
     with pytest.raises(ValueError, match="task.decouple_attention=1.0 needs a model with a block that relates pixels"):
         Segmentation(11, decouple_attention=1.0).step(SegmentationNet(11, attention="none", **SMALL), batch, "train")
+
+
+def test_gold_batches_and_a_model_whose_blocks_relate_no_pixels_are_refused(scenes):
+    """CBAM gates channels and pixels but relates no pixel to another: a supervised step on a
+    batch with gold says so rather than training without supervision."""
+    batch = next(iter(scenes.evaluation_dataloader()))
+    model = SegmentationNet(11, attention="cbam", **SMALL).eval()
+    with pytest.raises(ValueError, match=r"needs a model with a block that relates pixels; SegmentationNet has none"):
+        Segmentation(11, attention_supervision=0.5).step(model, batch, "train")
