@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install fit test test-gpu gpu-bundle blocks clean
+.PHONY: install fit test test-quick lint format test-gpu gpu-bundle blocks clean
 
 # (Re)install into .venv whenever the declared dependencies change.
 $(STAMP): pyproject.toml
@@ -18,8 +18,22 @@ install: $(STAMP)
 fit: $(STAMP)
 	$(BIN)/python -m framework fit --config domains/vision/ccnet.yaml
 
-test: $(STAMP)
+# The whole suite, after the lint and format checks (ruff, configured in pyproject.toml).
+test: lint
 	$(BIN)/python -m pytest
+
+# The inner loop: the suite without the tests marked slow (about 3 minutes on 2 cores).
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Rewrites the code: imports sorted, lint fixes that are safe, the format.
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 # On a machine with a GPU: the CUDA lane of the suite, one batch of every config with the GPU
 # preset, evaluate and a 2-cell compare, the GPU benchmarks and a DDP fit, ending with one table

@@ -18,8 +18,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "test": ("framework.commands.fit", "test a checkpoint on the test split"),
     "predict": ("framework.commands.fit", "write a checkpoint's predictions into its run folder"),
     "evaluate": ("framework.commands.evaluate", "is the attention right? ablation, faithfulness, gold attention"),
-    "compare": ("framework.commands.compare", "a grid, listed cells or an Optuna search of configs over seeds: tables, statistics"),
-    "parity": ("framework.commands.parity", "each block's paths (eager, sdpa, flex, triton, compiled) against eager, timed"),
+    "compare": (
+        "framework.commands.compare",
+        "a grid, listed cells or an Optuna search of configs over seeds: tables, statistics",
+    ),
+    "parity": (
+        "framework.commands.parity",
+        "each block's paths (eager, sdpa, flex, triton, compiled) against eager, timed",
+    ),
     "blocks": ("framework.commands.blocks", "the attention catalogue: every block, its kind and paper"),
 }
 #: Commands that are LightningCLI's subcommands: their module reads the command word too.
@@ -30,10 +36,13 @@ def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"usage: {PROG} <command> [options]   ({PROG} <command> --help: its options)", "", "commands:"]
     lines += [f"  {name:<{width}}  {purpose}" for name, (_, purpose) in COMMANDS.items()]
-    lines += ["", "examples:",
-              f"  {PROG} fit --config domains/vision/ccnet.yaml",
-              f"  {PROG} test --config runs/<experiment>/<run>/config.yaml --ckpt_path runs/<experiment>/<run>/checkpoints/best.ckpt",
-              f"  {PROG} compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,none] --seeds 3"]
+    lines += [
+        "",
+        "examples:",
+        f"  {PROG} fit --config domains/vision/ccnet.yaml",
+        f"  {PROG} test --config runs/<experiment>/<run>/config.yaml --ckpt_path runs/<experiment>/<run>/checkpoints/best.ckpt",
+        f"  {PROG} compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,none] --seeds 3",
+    ]
     return "\n".join(lines)
 
 

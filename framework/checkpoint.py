@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import torch
-from torch import Tensor
 from lightning.pytorch.plugins.io import TorchCheckpointIO
+from torch import Tensor
 
 if TYPE_CHECKING:
     from jsonargparse import ArgumentParser, Namespace
 
 from .errors import CheckpointError, ConfigError, NonFiniteError, parser_message
 from .runs import run_dir_of_checkpoint
-
 
 #: Where a checkpoint keeps the config of the data it was trained on (beside the model's and task's
 #: hyper-parameters, which rebuild the module).
@@ -26,8 +25,11 @@ DATA_CONFIG_KEY = "data_config"
 
 def non_finite_weights(state_dict: dict[str, Any]) -> list[str]:
     """Names of the floating-point tensors of a state dict that hold a NaN or an infinity."""
-    return [name for name, value in state_dict.items()
-            if isinstance(value, Tensor) and value.is_floating_point() and not torch.isfinite(value).all()]
+    return [
+        name
+        for name, value in state_dict.items()
+        if isinstance(value, Tensor) and value.is_floating_point() and not torch.isfinite(value).all()
+    ]
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -45,8 +47,10 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             raise TypeError(f"{type(self).__name__} takes no storage_options, got {storage_options!r}")
         path = Path(path)
         if bad := non_finite_weights(checkpoint.get("state_dict", {})):
-            raise NonFiniteError(f"refusing to write {path}: the weights {', '.join(bad[:3])} hold NaN or infinite "
-                                 "values (the previous checkpoint there is kept)")
+            raise NonFiniteError(
+                f"refusing to write {path}: the weights {', '.join(bad[:3])} hold NaN or infinite "
+                "values (the previous checkpoint there is kept)"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:
@@ -59,8 +63,9 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         except (OSError, RuntimeError) as err:  # a write that failed inside torch.save surfaces as a RuntimeError
             cause = writer.error if isinstance(err, RuntimeError) and writer.error is not None else err
             reason = getattr(cause, "strerror", None) or first_line(cause)
-            raise CheckpointError(f"could not write the checkpoint {path}: {reason}; the previous checkpoint there, "
-                                  "if any, is intact") from err
+            raise CheckpointError(
+                f"could not write the checkpoint {path}: {reason}; the previous checkpoint there, if any, is intact"
+            ) from err
         finally:
             partial.unlink(missing_ok=True)
 
@@ -89,8 +94,9 @@ def first_line(error: BaseException) -> str:
     return lines[0][:200] if lines else type(error).__name__
 
 
-def config_from_checkpoint(parser: "ArgumentParser", config: "Namespace", ckpt_path: Path, argv: list[str],
-                           subcommand: str) -> "Namespace":
+def config_from_checkpoint(
+    parser: ArgumentParser, config: Namespace, ckpt_path: Path, argv: list[str], subcommand: str
+) -> Namespace:
     """``config`` with the model and task configs the checkpoint carries; the ``--task.*`` flags of
     ``argv`` win over the checkpoint's, ``--model.*`` flags that would change its model are refused
     (its weights need that very network), naming them.
@@ -109,8 +115,10 @@ def config_from_checkpoint(parser: "ArgumentParser", config: "Namespace", ckpt_p
     try:
         config = parser.parse_object(given, config)
     except (ArgumentError, ValueError, TypeError) as err:
-        raise CheckpointError(f"{ckpt_path}: its model or task config no longer fits the code "
-                              f"({given['model'].get('class_path')}): {parser_message(str(err))}") from None
+        raise CheckpointError(
+            f"{ckpt_path}: its model or task config no longer fits the code "
+            f"({given['model'].get('class_path')}): {parser_message(str(err))}"
+        ) from None
     finally:
         parser.exit_on_error = True
     model_flags = _flags(argv, "model")
@@ -118,8 +126,10 @@ def config_from_checkpoint(parser: "ArgumentParser", config: "Namespace", ckpt_p
         flagged = parser.parse_args(model_flags, namespace=config.clone()).model
         if flagged != config.model:
             names = ", ".join(flag for flag in model_flags if flag.startswith("--"))
-            raise ConfigError(f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
-                              "differs, so these flags would be ignored; fit a model with them to evaluate it")
+            raise ConfigError(
+                f"{names}: the model is rebuilt from the checkpoint {ckpt_path}, whose model "
+                "differs, so these flags would be ignored; fit a model with them to evaluate it"
+            )
     task_flags = _flags(argv, "task")
     return parser.parse_args(task_flags, namespace=config.clone()) if task_flags else config
 
@@ -130,7 +140,7 @@ def _class_of(section: Any) -> Optional[str]:
     return section.get("class_path") if hasattr(section, "get") else None
 
 
-def check_same_experiment(config: "Namespace", hparams: dict[str, Any], ckpt_path: Path, subcommand: str) -> None:
+def check_same_experiment(config: Namespace, hparams: dict[str, Any], ckpt_path: Path, subcommand: str) -> None:
     """Refuse a checkpoint whose classes differ from the config's (see :func:`config_from_checkpoint`)."""
     sections = ("model", "task", "data") if subcommand == "fit" else ("data",)
     for section in sections:
@@ -138,10 +148,14 @@ def check_same_experiment(config: "Namespace", hparams: dict[str, Any], ckpt_pat
         if theirs and ours and theirs != ours:
             run = run_dir_of_checkpoint(str(ckpt_path))
             config_file = f"its run's config {run / 'config.yaml'}" if run else "the config it was trained with"
-            instead = "fit afresh without --ckpt_path" if subcommand == "fit" else "choose a checkpoint of this experiment"
-            raise ConfigError(f"--ckpt_path {ckpt_path} is a checkpoint of {section} {theirs}, but the config's "
-                              f"{section} is {ours}: {'resume' if subcommand == 'fit' else subcommand} it with "
-                              f"{config_file}, or {instead}")
+            instead = (
+                "fit afresh without --ckpt_path" if subcommand == "fit" else "choose a checkpoint of this experiment"
+            )
+            raise ConfigError(
+                f"--ckpt_path {ckpt_path} is a checkpoint of {section} {theirs}, but the config's "
+                f"{section} is {ours}: {'resume' if subcommand == 'fit' else subcommand} it with "
+                f"{config_file}, or {instead}"
+            )
 
 
 def read_checkpoint_configs(path: Path) -> dict[str, Any]:
@@ -155,12 +169,15 @@ def read_checkpoint_configs(path: Path) -> dict[str, Any]:
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # pickle, zip and EOF errors all mean: this file is no (safe) checkpoint
-        raise CheckpointError(f"--ckpt_path {path} is not a checkpoint torch can load safely "
-                              f"({type(err).__name__}: {first_line(err)})") from None
+        raise CheckpointError(
+            f"--ckpt_path {path} is not a checkpoint torch can load safely ({type(err).__name__}: {first_line(err)})"
+        ) from None
     hparams = checkpoint.get("hyper_parameters") if isinstance(checkpoint, dict) else None
     if not isinstance(hparams, dict) or not all(isinstance(hparams.get(key), dict) for key in ("model", "task")):
-        raise CheckpointError(f"--ckpt_path {path} was not written by this framework's CLI: it carries no model and "
-                              "task configs (fit with `python -m framework fit` to make one)")
+        raise CheckpointError(
+            f"--ckpt_path {path} was not written by this framework's CLI: it carries no model and "
+            "task configs (fit with `python -m framework fit` to make one)"
+        )
     return {**hparams, "data": checkpoint.get(DATA_CONFIG_KEY)}
 
 

@@ -53,8 +53,9 @@ def reorder(state: State, index: Tensor) -> State:
     return {key: value.index_select(0, index) for key, value in state.items()}
 
 
-def greedy_decode(model: Decodable, source: Tensor, source_mask: Tensor, max_length: int, *,
-                  specials: Specials) -> Tensor:
+def greedy_decode(
+    model: Decodable, source: Tensor, source_mask: Tensor, max_length: int, *, specials: Specials
+) -> Tensor:
     """The most probable next token at every step: a batch of B sources -> (B, L) ids,
     L <= max_length, each row ending with the end token then padding (or cut at ``max_length``)."""
     state = model.start(source, source_mask)
@@ -77,8 +78,16 @@ def length_normalised(scores: Tensor, lengths: Tensor, length_penalty: float) ->
     return scores / ((5.0 + lengths.to(scores.dtype)) / 6.0) ** length_penalty
 
 
-def beam_search(model: Decodable, source: Tensor, source_mask: Tensor, beam_size: int, max_length: int,
-                length_penalty: float = 0.0, *, specials: Specials) -> tuple[Tensor, Tensor]:
+def beam_search(
+    model: Decodable,
+    source: Tensor,
+    source_mask: Tensor,
+    beam_size: int,
+    max_length: int,
+    length_penalty: float = 0.0,
+    *,
+    specials: Specials,
+) -> tuple[Tensor, Tensor]:
     """The ``beam_size`` best prefixes by summed log-probability are kept at every step.
 
     Args:

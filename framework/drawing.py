@@ -72,7 +72,7 @@ class Job:
         self._images: Optional[list[np.ndarray]] = None
 
     @classmethod
-    def ready(cls, images: list[np.ndarray]) -> "Job":
+    def ready(cls, images: list[np.ndarray]) -> Job:
         """A job whose pictures were arrays already (nothing to draw, no files)."""
         job = cls([])
         job._images = list(images)
@@ -145,8 +145,11 @@ class Drawer:
         except Exception as error:  # noqa: BLE001 - whatever a picture holds that does not pickle: drawn here
             if not self._unpicklable:
                 self._unpicklable = True
-                warnings.warn(f"pictures that do not pickle are drawn in the training process ({error})", RuntimeWarning,
-                              stacklevel=2)
+                warnings.warn(
+                    f"pictures that do not pickle are drawn in the training process ({error})",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             job.finish(None)
             return job
         with self._lock:
@@ -163,9 +166,14 @@ class Drawer:
         if self._process is not None:
             return True
         self._folder = Path(tempfile.mkdtemp(prefix="framework-drawing-"))
-        process = WarmProcess("framework.drawing", [str(self._folder)], env={**os.environ, "MPLBACKEND": "Agg"},
-                              on_message=self._drawn, on_exit=lambda status: self._ended(process, status),
-                              name="drawing")
+        process = WarmProcess(
+            "framework.drawing",
+            [str(self._folder)],
+            env={**os.environ, "MPLBACKEND": "Agg"},
+            on_message=self._drawn,
+            on_exit=lambda status: self._ended(process, status),
+            name="drawing",
+        )
         try:
             process.start()
         except OSError as error:
@@ -195,8 +203,12 @@ class Drawer:
     def _fail(self, why: str) -> None:
         if not self._failed:
             self._failed = True
-            warnings.warn(f"the drawing process of the pictures failed: {why}; they are drawn in the training "
-                          "process from now on", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"the drawing process of the pictures failed: {why}; they are drawn in the training "
+                "process from now on",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def cpu_seconds(self) -> float:
         """The CPU time the drawing process has used so far, user and system (0 while there is none);

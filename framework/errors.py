@@ -16,8 +16,9 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional, TypeVar
+from typing import Optional, TypeVar
 
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 
@@ -27,8 +28,16 @@ TRACEBACK_ENV = "FRAMEWORK_TRACEBACK"
 #: Code whose checks raise on purpose: an error raised here is a message for the user.
 OWN_CODE = tuple(str(Path(__file__).resolve().parents[1] / folder) for folder in ("framework", "domains"))
 #: Operating-system errors that are about the user's files, not about the program.
-FILE_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.ENOENT, errno.EISDIR,
-               errno.ENOTDIR}
+FILE_ERRNOS = {
+    errno.EACCES,
+    errno.EPERM,
+    errno.ENOSPC,
+    errno.EROFS,
+    errno.EDQUOT,
+    errno.ENOENT,
+    errno.EISDIR,
+    errno.ENOTDIR,
+}
 
 
 class FrameworkError(Exception):
@@ -94,8 +103,11 @@ def explained(argv: list[str], action: Callable[[], T], cleanup: Callable[[], No
 def explain(error: BaseException) -> str:
     """The one or two lines the command line prints for an expected error."""
     if isinstance(error, OSError) and error.filename and not isinstance(error, FrameworkError):
-        what = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
-                errno.EROFS: "the file system is read-only"}.get(error.errno, error.strerror)
+        what = {
+            errno.ENOSPC: "no space left on the device",
+            errno.EDQUOT: "disk quota exceeded",
+            errno.EROFS: "the file system is read-only",
+        }.get(error.errno, error.strerror)
         return f"error: {what}: {error.filename}"
     message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
     return f"error: {message}\n(set {TRACEBACK_ENV}=1 or add --traceback to see where it was raised)"
@@ -123,5 +135,11 @@ def parser_message(message: str) -> str:
 
 
 #: Lines of a config parser's error that describe its structure, not the problem.
-STRUCTURE = ("Does not validate", "Subtypes:", "Errors:", "- Problem with given class_path", "Given value",
-             "- Expected a <class 'NoneType'>")
+STRUCTURE = (
+    "Does not validate",
+    "Subtypes:",
+    "Errors:",
+    "- Problem with given class_path",
+    "Given value",
+    "- Expected a <class 'NoneType'>",
+)

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 from lightning.pytorch.loggers import CSVLogger as _CSVLogger
-from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers import WandbLogger as _WandbLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 
@@ -78,8 +78,10 @@ def _offline_reason() -> Optional[str]:
 
 def _say_offline(reason: str, save_dir: Optional[str]) -> None:
     folder = f"{save_dir or '.'}/wandb"
-    rank_zero_info(f"W&B: {reason}, so the run is logged offline into {folder}; "
-                   f"upload it later with `wandb sync {folder}/offline-run-*`.")
+    rank_zero_info(
+        f"W&B: {reason}, so the run is logged offline into {folder}; "
+        f"upload it later with `wandb sync {folder}/offline-run-*`."
+    )
 
 
 class WandbLogger(_WandbLogger):
@@ -121,8 +123,10 @@ class WandbLogger(_WandbLogger):
         kwargs = {key: value for key, value in kwargs.items() if value is not None}
         mode = os.environ.get("WANDB_MODE")  # the user's explicit choice wins
         if mode == "online" and offline is None and (reason := _offline_reason()):  # asked for, and impossible
-            raise ConfigError(f"WANDB_MODE=online, but {reason}: unset WANDB_MODE to log offline (the run is kept "
-                              "and can be uploaded later), or fix the key or the network")
+            raise ConfigError(
+                f"WANDB_MODE=online, but {reason}: unset WANDB_MODE to log offline (the run is kept "
+                "and can be uploaded later), or fix the key or the network"
+            )
         chosen_here = offline is None and mode is None
         if chosen_here:
             reason = _offline_reason()
@@ -175,8 +179,10 @@ class WandbLogger(_WandbLogger):
             try:
                 return super().experiment
             except wandb.Error as error:
-                raise ConfigError(f"WANDB_MODE=online, but wandb.init failed ({str(error).splitlines()[0]}): unset "
-                                  "WANDB_MODE to log offline, or fix the key or the network") from None
+                raise ConfigError(
+                    f"WANDB_MODE=online, but wandb.init failed ({str(error).splitlines()[0]}): unset "
+                    "WANDB_MODE to log offline, or fix the key or the network"
+                ) from None
         return super().experiment
 
     def finalize(self, status: str) -> None:

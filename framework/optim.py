@@ -31,8 +31,15 @@ DecayOn = Literal["matrices", "all"]
 #: The name of a bias: ``bias``, ``out_bias``, an element of a list ``hidden_biases``.
 BIAS = re.compile(r"bias(es)?(\.\d+)?$")
 #: Layers whose parameters are never decayed (whatever their shape).
-SPARED_LAYERS = (nn.Embedding, nn.EmbeddingBag, nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.RMSNorm,
-                 nn.LocalResponseNorm)
+SPARED_LAYERS = (
+    nn.Embedding,
+    nn.EmbeddingBag,
+    nn.modules.batchnorm._NormBase,
+    nn.LayerNorm,
+    nn.GroupNorm,
+    nn.RMSNorm,
+    nn.LocalResponseNorm,
+)
 
 
 def spared(module: nn.Module) -> set[int]:
@@ -47,7 +54,9 @@ def spared(module: nn.Module) -> set[int]:
     return ids
 
 
-def parameter_groups(module: nn.Module, decay_on: DecayOn = "matrices") -> Union[list[nn.Parameter], list[dict[str, Any]]]:
+def parameter_groups(
+    module: nn.Module, decay_on: DecayOn = "matrices"
+) -> Union[list[nn.Parameter], list[dict[str, Any]]]:
     """What an optimizer of ``module`` takes: ``[{"params": decayed}, {"params": others,
     "weight_decay": 0.0}]`` (empty groups left out), or every parameter for ``decay_on="all"``."""
     if decay_on not in ("matrices", "all"):
@@ -56,8 +65,10 @@ def parameter_groups(module: nn.Module, decay_on: DecayOn = "matrices") -> Union
     if decay_on == "all":
         return parameters
     others = spared(module)
-    groups = [{"params": [p for p in parameters if id(p) not in others]},
-              {"params": [p for p in parameters if id(p) in others], "weight_decay": 0.0}]
+    groups = [
+        {"params": [p for p in parameters if id(p) not in others]},
+        {"params": [p for p in parameters if id(p) in others], "weight_decay": 0.0},
+    ]
     return [group for group in groups if group["params"]]
 
 

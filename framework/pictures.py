@@ -166,11 +166,25 @@ def _ticks(ax: Axes, axis: str, count: int, labels: Optional[Sequence[str]], ext
         ax.set_yticks(range(count), labels, fontsize=small)
 
 
-def weight_map(ax: Axes, values: Any, *, rows: str, columns: str, row_labels: Optional[Sequence[str]] = None,
-               column_labels: Optional[Sequence[str]] = None, valid_rows: Any = None, valid_columns: Any = None,
-               valid: Any = None, low: Optional[float] = None, high: Optional[float] = None,
-               bar: Optional[str] = "attention weight", cmap: Any = WEIGHTS, extent: Optional[tuple] = None,
-               aspect: str = "auto", title: str = "") -> Any:
+def weight_map(
+    ax: Axes,
+    values: Any,
+    *,
+    rows: str,
+    columns: str,
+    row_labels: Optional[Sequence[str]] = None,
+    column_labels: Optional[Sequence[str]] = None,
+    valid_rows: Any = None,
+    valid_columns: Any = None,
+    valid: Any = None,
+    low: Optional[float] = None,
+    high: Optional[float] = None,
+    bar: Optional[str] = "attention weight",
+    cmap: Any = WEIGHTS,
+    extent: Optional[tuple] = None,
+    aspect: str = "auto",
+    title: str = "",
+) -> Any:
     """Draw (R, C) ``values`` on ``ax``: rows down, columns across, axes named ``rows`` and
     ``columns`` (with one tick label per row or column when ``*_labels`` are given and
     there are at most :data:`MAX_TICKS`), and a colour bar named ``bar`` (None: none).
@@ -198,13 +212,31 @@ def weight_map(ax: Axes, values: Any, *, rows: str, columns: str, row_labels: Op
         from matplotlib.patches import Rectangle
 
         left, right, bottom, top = extent or (-0.5, values.shape[1] - 0.5, values.shape[0] - 0.5, -0.5)
-        ax.add_patch(Rectangle((left, top), right - left, bottom - top, facecolor=MASKED_FACE, edgecolor=MASKED_LINES,
-                               hatch="///", linewidth=0, zorder=0))
+        ax.add_patch(
+            Rectangle(
+                (left, top),
+                right - left,
+                bottom - top,
+                facecolor=MASKED_FACE,
+                edgecolor=MASKED_LINES,
+                hatch="///",
+                linewidth=0,
+                zorder=0,
+            )
+        )
     import matplotlib
 
     colours = (matplotlib.colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=(0, 0, 0, 0))
-    image = ax.imshow(data, cmap=colours, vmin=low, vmax=max(high, low + 1e-12), interpolation="nearest",
-                      aspect=aspect, extent=extent, zorder=1)
+    image = ax.imshow(
+        data,
+        cmap=colours,
+        vmin=low,
+        vmax=max(high, low + 1e-12),
+        interpolation="nearest",
+        aspect=aspect,
+        extent=extent,
+        zorder=1,
+    )
     ax.set_xlabel(columns)
     ax.set_ylabel(rows)
     _ticks(ax, "x", values.shape[1], column_labels, extent)
@@ -220,8 +252,12 @@ def padding_legend(fig: Figure, text: str = NOT_A_KEY) -> None:
     """A legend under the figure for the hatched cells of :func:`weight_map`."""
     from matplotlib.patches import Patch
 
-    fig.legend(handles=[Patch(facecolor=MASKED_FACE, edgecolor=MASKED_LINES, hatch="///", label=text)],
-               loc="outside lower left", fontsize=8, frameon=False)
+    fig.legend(
+        handles=[Patch(facecolor=MASKED_FACE, edgecolor=MASKED_LINES, hatch="///", label=text)],
+        loc="outside lower left",
+        fontsize=8,
+        frameon=False,
+    )
 
 
 def cell_inches(rows: int, columns: int) -> float:
@@ -233,8 +269,15 @@ def cell_inches(rows: int, columns: int) -> float:
 
 
 @picture
-def heatmap(values: Any, *, rows: str, columns: str, caption_text: str = "", marked: Optional[tuple[float, float]] = None,
-            **options: Any) -> Figure:
+def heatmap(
+    values: Any,
+    *,
+    rows: str,
+    columns: str,
+    caption_text: str = "",
+    marked: Optional[tuple[float, float]] = None,
+    **options: Any,
+) -> Figure:
     """A figure of one :func:`weight_map` (``options`` are its keywords), sized so that its
     cells are near square and its labels fit; padding, if any, named in a legend; a query
     pixel ``marked`` (row, column) with :func:`mark`."""
@@ -252,8 +295,9 @@ def heatmap(values: Any, *, rows: str, columns: str, caption_text: str = "", mar
 
 
 @picture
-def heatmaps(panels: Sequence[tuple[str, Any, str]], *, rows: str, columns: str, caption_text: str = "",
-             **options: Any) -> Figure:
+def heatmaps(
+    panels: Sequence[tuple[str, Any, str]], *, rows: str, columns: str, caption_text: str = "", **options: Any
+) -> Figure:
     """Maps over the same positions side by side: ``panels`` are ``(title, (R, C) values,
     colour bar label)``, each with its own colour bar; ``options`` are :func:`weight_map`'s
     keywords for all (the padding, for instance)."""
@@ -290,13 +334,28 @@ def image_panel(ax: Axes, image: Any, title: str = "") -> None:
 
 def mark(ax: Axes, point: tuple[float, float], label: str = "query pixel") -> None:
     """A white cross outlined in black at ``point`` (row, column) in the axes' units."""
-    ax.plot([point[1]], [point[0]], marker="P", markersize=11, color="white", markeredgecolor="black",
-            linestyle="none", label=label, zorder=3)
+    ax.plot(
+        [point[1]],
+        [point[0]],
+        marker="P",
+        markersize=11,
+        color="white",
+        markeredgecolor="black",
+        linestyle="none",
+        label=label,
+        zorder=3,
+    )
 
 
 @picture
-def overlay(image: Any, weights: Any, point: Optional[tuple[float, float]] = None, *,
-            keys: str = "key pixels", caption_text: str = "") -> Figure:
+def overlay(
+    image: Any,
+    weights: Any,
+    point: Optional[tuple[float, float]] = None,
+    *,
+    keys: str = "key pixels",
+    caption_text: str = "",
+) -> Figure:
     """The image beside where one query looks: the (h, w) ``weights`` over a grid of key
     pixels stretched over the image's (H, W) pixels, with the query ``point`` (row, column
     in image pixels) marked in both; without ``point`` the query is no pixel (a ViT's [CLS])."""
@@ -306,8 +365,15 @@ def overlay(image: Any, weights: Any, point: Optional[tuple[float, float]] = Non
     fig = figure(9.0, 4.2 * height / width + 0.8)
     left, right = fig.subplots(1, 2)
     image_panel(left, rgb, "image")
-    weight_map(right, weights, rows=f"row (pixels; {grid[0]} key rows)", columns=f"column (pixels; {grid[1]} key columns)",
-               extent=(-0.5, width - 0.5, height - 0.5, -0.5), aspect="equal", title=f"attention over the {keys}")
+    weight_map(
+        right,
+        weights,
+        rows=f"row (pixels; {grid[0]} key rows)",
+        columns=f"column (pixels; {grid[1]} key columns)",
+        extent=(-0.5, width - 0.5, height - 0.5, -0.5),
+        aspect="equal",
+        title=f"attention over the {keys}",
+    )
     if point is not None:
         for ax in (left, right):
             mark(ax, point)

@@ -30,7 +30,16 @@ from torch import nn
 from .data.cache import content_key
 
 ROOT = Path(__file__).resolve().parents[1]
-LIBRARIES = ("lightning", "torchmetrics", "torch-geometric", "timm", "torchaudio", "torchvision", "wandb", "jsonargparse")
+LIBRARIES = (
+    "lightning",
+    "torchmetrics",
+    "torch-geometric",
+    "timm",
+    "torchaudio",
+    "torchvision",
+    "wandb",
+    "jsonargparse",
+)
 #: Data folders hashed up to this size (larger ones are named, not hashed: hashing reads every byte).
 MAX_HASHED_BYTES = 512 * 2**20
 
@@ -40,8 +49,11 @@ def config_hash(resolved_yaml: str) -> str:
 
 
 def versions() -> dict[str, Optional[str]]:
-    found: dict[str, Optional[str]] = {"python": platform.python_version(), "torch": torch.__version__,
-                                       "cuda": torch.version.cuda}
+    found: dict[str, Optional[str]] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
     for name in LIBRARIES:
         try:
             found[name] = version(name)
@@ -52,6 +64,7 @@ def versions() -> dict[str, Optional[str]]:
 
 def code_state(root: Path = ROOT) -> dict[str, Any]:
     """The project's git commit and whether its tree had changes (None outside a git checkout)."""
+
     def git(*args: str) -> Optional[str]:
         try:
             done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
@@ -79,19 +92,29 @@ def data_record(datamodule: Any, data_config: Optional[dict]) -> dict[str, Any]:
     files: set[Path] = set()
     for source in sources:
         for path in _paths(source):
-            files |= {path} if path.is_file() else {p for p in path.rglob("*") if p.is_file()} if path.is_dir() else set()
+            files |= (
+                {path} if path.is_file() else {p for p in path.rglob("*") if p.is_file()} if path.is_dir() else set()
+            )
     size = sum(path.stat().st_size for path in files)
-    return {"class": (data_config or {}).get("class_path") or type(datamodule).__name__, "sources": sources,
-            "content_key": content_key(files) if files and size <= MAX_HASHED_BYTES else None}
+    return {
+        "class": (data_config or {}).get("class_path") or type(datamodule).__name__,
+        "sources": sources,
+        "content_key": content_key(files) if files and size <= MAX_HASHED_BYTES else None,
+    }
 
 
 def blocks_record(model: nn.Module) -> dict[str, dict[str, Optional[str]]]:
     """Every attention block of the model: its class and, where it says, the backend it runs on."""
     from .attention import AttentionBlock
 
-    return {name: {"class": f"{type(block).__module__}.{type(block).__qualname__}",
-                   "backend": getattr(block, "backend", None)}
-            for name, block in model.named_modules() if isinstance(block, AttentionBlock)}
+    return {
+        name: {
+            "class": f"{type(block).__module__}.{type(block).__qualname__}",
+            "backend": getattr(block, "backend", None),
+        }
+        for name, block in model.named_modules()
+        if isinstance(block, AttentionBlock)
+    }
 
 
 def _paths(source: str) -> list[Path]:

@@ -53,8 +53,13 @@ class TaskModule(pl.LightningModule):
         weight_decay_on: ``matrices`` (weight matrices and kernels only) or ``all`` parameters.
     """
 
-    def __init__(self, model: nn.Module, task: Task, compile: Union[bool, CompileMode] = False,
-                 weight_decay_on: DecayOn = "matrices") -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        task: Task,
+        compile: Union[bool, CompileMode] = False,
+        weight_decay_on: DecayOn = "matrices",
+    ) -> None:
         super().__init__()
         self.model, self.task, self.compile_model = model, task, compile
         self.weight_decay_on = weight_decay_on
@@ -136,7 +141,9 @@ class TaskModule(pl.LightningModule):
 
     def _log_epoch(self, stage: str) -> None:
         """Compute, log and reset the stage's metrics and means (synchronised across processes)."""
-        values = {f"{stage}/{name}": metric.compute() for name, metric in self._means[stage].items() if metric.update_called}
+        values = {
+            f"{stage}/{name}": metric.compute() for name, metric in self._means[stage].items() if metric.update_called
+        }
         collections = [getattr(self, f"{stage}_metrics")]
         if stage in GENERATING:
             collections.append(getattr(self, f"{stage}_generation_metrics"))
@@ -174,8 +181,10 @@ class TaskModule(pl.LightningModule):
         does not, instead of torch's report of every mismatch), and restore the running epoch."""
         path = getattr(self._trainer, "ckpt_path", None)
         if problem := weights_misfit(self.state_dict(), checkpoint.get("state_dict", {}), self.strict_loading):
-            raise CheckpointError(f"the checkpoint{f' {path}' if path else ''} does not fit the model its config builds: "
-                                  f"{problem}; the code changed since it was written, or the file was altered")
+            raise CheckpointError(
+                f"the checkpoint{f' {path}' if path else ''} does not fit the model its config builds: "
+                f"{problem}; the code changed since it was written, or the file was altered"
+            )
         running = checkpoint.get("running_epoch", {})
         metrics = dict(self.train_metrics.items(keep_base=True))
         for name, state in running.get("metrics", {}).items():
@@ -216,7 +225,9 @@ def _set_state(metric: Metric, saved: dict[str, Any]) -> Metric:
     set the count of updates: ``_update_count`` is written, pinned by tests/test_lightning_pins.py."""
     metric.reset()  # drops a cached result of compute
     for name, value in saved["state"].items():
-        setattr(metric, name, value.to(metric.device) if isinstance(value, Tensor) else [v.to(metric.device) for v in value])
+        setattr(
+            metric, name, value.to(metric.device) if isinstance(value, Tensor) else [v.to(metric.device) for v in value]
+        )
     metric._update_count = saved["updates"]
     return metric
 
@@ -226,10 +237,12 @@ def weights_misfit(own: dict[str, Tensor], theirs: dict[str, Any], strict: bool 
     another shape, else (``strict``) the weights one has and the other lacks; None when they fit."""
     for name, value in theirs.items():
         if name in own and isinstance(value, Tensor) and value.shape != own[name].shape:
-            return (f"{name} has shape {tuple(value.shape)} in the file and {tuple(own[name].shape)} in the model")
+            return f"{name} has shape {tuple(value.shape)} in the file and {tuple(own[name].shape)} in the model"
     missing, unexpected = [n for n in own if n not in theirs], [n for n in theirs if n not in own]
     if strict and (missing or unexpected):
-        said = [f"the file lacks {', '.join(missing[:3])}" if missing else "",
-                f"the model has no {', '.join(unexpected[:3])}" if unexpected else ""]
+        said = [
+            f"the file lacks {', '.join(missing[:3])}" if missing else "",
+            f"the model has no {', '.join(unexpected[:3])}" if unexpected else "",
+        ]
         return "; ".join(part for part in said if part)
     return None

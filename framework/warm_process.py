@@ -61,8 +61,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Optional, Sequence
+from typing import IO, Any, Optional
 
 LENGTH = struct.Struct("<Q")
 #: The folder that holds the ``framework`` package: the child finds its module where this process found it.
@@ -102,19 +103,27 @@ class WarmProcess:
     One object is one child, started once: to restart, close it and start a new one.
     """
 
-    def __init__(self, module: str, args: Sequence[str] = (), *, env: Optional[dict[str, str]] = None,
-                 on_message: Optional[Callable[[bytes], None]] = None,
-                 on_exit: Optional[Callable[[int], None]] = None, stdout: Any = subprocess.DEVNULL,
-                 own_group: bool = False, name: str = "warm-process") -> None:
+    def __init__(
+        self,
+        module: str,
+        args: Sequence[str] = (),
+        *,
+        env: Optional[dict[str, str]] = None,
+        on_message: Optional[Callable[[bytes], None]] = None,
+        on_exit: Optional[Callable[[int], None]] = None,
+        stdout: Any = subprocess.DEVNULL,
+        own_group: bool = False,
+        name: str = "warm-process",
+    ) -> None:
         self.module, self.args, self.name = module, list(args), name
         self._env, self._stdout, self._own_group = env, stdout, own_group
         self._on_message, self._on_exit = on_message, on_exit
         self._popen: Optional[subprocess.Popen] = None
-        self._outbox: "queue.Queue[Optional[bytes]]" = queue.Queue()  # None closes the child's input
-        self._inbox: Optional["queue.Queue[Optional[bytes]]"] = None if on_message else queue.Queue()
+        self._outbox: queue.Queue[Optional[bytes]] = queue.Queue()  # None closes the child's input
+        self._inbox: Optional[queue.Queue[Optional[bytes]]] = None if on_message else queue.Queue()
         self._closing = False
 
-    def start(self) -> "WarmProcess":
+    def start(self) -> WarmProcess:
         """Start the child and the two threads; OSError when it cannot start."""
         if self._popen is not None:
             raise RuntimeError(f"{self.name}: started already (one object, one child)")
@@ -123,8 +132,12 @@ class WarmProcess:
         try:
             self._popen = subprocess.Popen(
                 [sys.executable, "-m", self.module, f"{child_in},{child_out}", *self.args],
-                stdin=subprocess.DEVNULL, stdout=self._stdout, pass_fds=(child_in, child_out), env=self.environment(),
-                process_group=0 if self._own_group else None)
+                stdin=subprocess.DEVNULL,
+                stdout=self._stdout,
+                pass_fds=(child_in, child_out),
+                env=self.environment(),
+                process_group=0 if self._own_group else None,
+            )
         except BaseException:
             os.close(parent_in)
             os.close(parent_out)
@@ -132,10 +145,12 @@ class WarmProcess:
         finally:
             os.close(child_in)
             os.close(child_out)
-        threading.Thread(target=self._write, args=(os.fdopen(parent_out, "wb"),), name=f"{self.name}-writer",
-                         daemon=True).start()
-        threading.Thread(target=self._read, args=(os.fdopen(parent_in, "rb"),), name=f"{self.name}-reader",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._write, args=(os.fdopen(parent_out, "wb"),), name=f"{self.name}-writer", daemon=True
+        ).start()
+        threading.Thread(
+            target=self._read, args=(os.fdopen(parent_in, "rb"),), name=f"{self.name}-reader", daemon=True
+        ).start()
         return self
 
     def environment(self) -> dict[str, str]:

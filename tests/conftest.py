@@ -35,10 +35,15 @@ def accelerator(device: str) -> str:
 
 #: One training, validation and test batch with loggers and checkpoints on (``fast_dev_run`` turns the
 #: loggers off, and with them the pictures), and a logger that keeps the pictures it is given.
-ONE_BATCH = ["--trainer.fast_dev_run=false", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1",
-             "--trainer.limit_val_batches=1",
-             "--trainer.limit_test_batches=1", "--trainer.num_sanity_val_steps=0",
-             "--trainer.logger=tests.image_logger.ImageLogger"]
+ONE_BATCH = [
+    "--trainer.fast_dev_run=false",
+    "--trainer.max_epochs=1",
+    "--trainer.limit_train_batches=1",
+    "--trainer.limit_val_batches=1",
+    "--trainer.limit_test_batches=1",
+    "--trainer.num_sanity_val_steps=0",
+    "--trainer.logger=tests.image_logger.ImageLogger",
+]
 
 
 def demo_config() -> dict:

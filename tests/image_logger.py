@@ -62,7 +62,9 @@ def readable(fig, bars: int = 1) -> np.ndarray:
     assert image.shape == (height, width, 3) and image.dtype == np.uint8 and min(height, width) >= 400, image.shape
     assert fig._suptitle is not None and fig._suptitle.get_text(), "a caption names what is drawn"
     found = colour_bars(fig)
-    assert len(found) >= bars and all(bar.ax.get_ylabel() or bar.ax.get_xlabel() for bar in found), "labelled colour bars"
+    assert len(found) >= bars and all(bar.ax.get_ylabel() or bar.ax.get_xlabel() for bar in found), (
+        "labelled colour bars"
+    )
     for ax in fig.axes:
         if getattr(ax, "_colorbar", None) is None:
             across = any(other.get_xlabel() for other in ax.get_shared_x_axes().get_siblings(ax))  # shared: named once
@@ -84,7 +86,14 @@ def fit_logging_pictures(model, task, data, root, epochs: int = 1) -> ImageLogge
     logger = ImageLogger()
     module = TaskModule(model, task)
     module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
-    trainer = pl.Trainer(max_epochs=epochs, logger=logger, callbacks=[AttentionMaps()], default_root_dir=root,
-                         enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        max_epochs=epochs,
+        logger=logger,
+        callbacks=[AttentionMaps()],
+        default_root_dir=root,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
     trainer.fit(module, data)
     return logger

@@ -9,8 +9,14 @@ import torch
 from torch import nn
 
 
-def training_losses(model: nn.Module, task: Any, batches: Sequence[Any], steps: int, lr: float,
-                    optimizer: type[torch.optim.Optimizer] = torch.optim.Adam) -> list[float]:
+def training_losses(
+    model: nn.Module,
+    task: Any,
+    batches: Sequence[Any],
+    steps: int,
+    lr: float,
+    optimizer: type[torch.optim.Optimizer] = torch.optim.Adam,
+) -> list[float]:
     """The training loss of each of ``steps`` steps, cycling through ``batches``."""
     optim = optimizer(model.parameters(), lr=lr)
     losses = []

@@ -24,7 +24,9 @@ SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM}
 
 
 class KillAt(Callback):
-    def __init__(self, step: Optional[int] = None, event: Optional[str] = None, n: float = 1, signal: str = "KILL") -> None:
+    def __init__(
+        self, step: Optional[int] = None, event: Optional[str] = None, n: float = 1, signal: str = "KILL"
+    ) -> None:
         if event is not None and event not in EVENTS:
             raise ValueError(f"event must be one of {EVENTS}, got {event!r}")
         self.step, self.event, self.n, self.count, self.signal = step, event, n, 0, SIGNALS[signal]

@@ -16,13 +16,11 @@ import torch
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
 from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
-from framework.attention import capture, create
-from framework.attention import Record
+from framework.attention import Record, capture, create
 from framework.attention.statistics import row_statistics
-from framework.callbacks import AttentionCollapse, AttentionStatistics
-from framework.callbacks import attention_stats, collapse
-from framework.evaluation.protocol import GoldView
+from framework.callbacks import AttentionCollapse, AttentionStatistics, attention_stats, collapse
 from framework.commands.fit import FrameworkCLI
+from framework.evaluation.protocol import GoldView
 from framework.task_module import TaskModule
 
 LOG = "lightning.pytorch.utilities.rank_zero"
@@ -36,9 +34,16 @@ def fit(tmp_path, callbacks, epochs=3, uniform=None):
     if uniform:
         module.model.get_submodule(uniform).ablation = "uniform"
     data = AssociativeRecall(train_size=1024, val_size=64, test_size=32, batch_size=32)
-    trainer = pl.Trainer(max_epochs=epochs, logger=CSVLogger(tmp_path, name="run"), callbacks=callbacks,
-                         default_root_dir=tmp_path, enable_progress_bar=False, enable_checkpointing=False,
-                         enable_model_summary=False, num_sanity_val_steps=0)
+    trainer = pl.Trainer(
+        max_epochs=epochs,
+        logger=CSVLogger(tmp_path, name="run"),
+        callbacks=callbacks,
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
     trainer.fit(module, data)
     rows = list(csv.DictReader(open(trainer.logger.log_dir + "/metrics.csv")))
     return module, data, [row for row in rows if row.get("val/loss")]
@@ -59,7 +64,9 @@ def test_the_logged_statistics_are_those_of_the_full_maps(tmp_path):
             for head, value in enumerate(values):
                 assert float(last[f"attention/{name}/head{head}/{statistic}"]) == pytest.approx(float(value), rel=1e-5)
     gold = {key: float(value) for key, value in last.items() if key.startswith("attention/gold") and value}
-    assert gold == pytest.approx(attention_stats.gold_masses(module.model, module.task, batch))  # where the data has gold
+    assert gold == pytest.approx(
+        attention_stats.gold_masses(module.model, module.task, batch)
+    )  # where the data has gold
 
 
 def collapse_lines(caplog):
@@ -80,16 +87,18 @@ def test_the_monitor_names_a_block_forced_uniform(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger=LOG):
         module, _, validations = fit(tmp_path, [AttentionCollapse()], epochs=3, uniform="encoder.layers.0.attention")
     (line,) = collapse_lines(caplog)  # one line for the event, every head named
-    assert line.startswith("attention collapse: encoder.layers.0.attention heads 0, 1, 2, 3, 4, 5, 6, 7: uniform "
-                           "(entropy ratio 1.000")
+    assert line.startswith(
+        "attention collapse: encoder.layers.0.attention heads 0, 1, 2, 3, 4, 5, 6, 7: uniform (entropy ratio 1.000"
+    )
     losses = [float(v["val/loss"]) for v in validations]
     assert losses[1] < losses[0] and f"val/loss fell from {losses[0]:.4g} to {losses[1]:.4g}" in line
 
 
 def statistics(rows, valid=None):
     """The statistics of a hand-made record of rows (B, h, R, K) over a 1-D grid of K keys."""
-    return row_statistics(Record(rows, (rows.shape[-2],), (rows.shape[-1],), probes=torch.arange(rows.shape[-2]),
-                                 valid=valid))
+    return row_statistics(
+        Record(rows, (rows.shape[-2],), (rows.shape[-1],), probes=torch.arange(rows.shape[-2]), valid=valid)
+    )
 
 
 def test_each_kind_of_collapse_fires_once_when_the_loss_falls():
@@ -101,8 +110,9 @@ def test_each_kind_of_collapse_fires_once_when_the_loss_falls():
     said = []
     for loss in (1.0, 0.8, 0.6, 0.5):
         lively = torch.rand(2, 1, 4, 4).softmax(-1)
-        said += monitor.observe({"sink": statistics(one_hot), "stuck": statistics(frozen), "lively": statistics(lively)},
-                                loss)
+        said += monitor.observe(
+            {"sink": statistics(one_hot), "stuck": statistics(frozen), "lively": statistics(lively)}, loss
+        )
     lines = [line for line, _ in said]
     assert lines == [
         "attention collapse: sink: one-hot (max weight 1.000, on the same key for most queries), 2 validations in a row, "
@@ -136,16 +146,22 @@ def test_the_monitor_without_a_loss_says_so_once_and_alerts_wandb(caplog, tmp_pa
     with caplog.at_level(logging.WARNING, logger=LOG):
         AttentionCollapse.say(trainer, "attention collapse: x: uniform (...)", "attention collapse: x uniform")
     assert collapse_lines(caplog) == ["attention collapse: x: uniform (...)"]
-    assert alerts[0]["title"] == "attention collapse: x uniform" and alerts[0]["text"].startswith("attention collapse: x")
+    assert alerts[0]["title"] == "attention collapse: x uniform" and alerts[0]["text"].startswith(
+        "attention collapse: x"
+    )
 
 
 def test_the_gold_mass_is_the_weight_on_the_gold_keys_of_the_scored_queries():
     weights = torch.tensor([[[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]]])  # (B, Q, K)
     gold = torch.tensor([[[True, False, True], [False, False, False]]])
-    task = SimpleNamespace(gold_views=lambda model, batch: [
-        GoldView("hop1", weights, gold, torch.ones(1, 1, 3, dtype=torch.bool), torch.tensor([[True, False]])),
-        GoldView("graded", weights, weights.double(), torch.ones(1, 1, 3, dtype=torch.bool), torch.tensor([[True, True]])),
-    ])
+    task = SimpleNamespace(
+        gold_views=lambda model, batch: [
+            GoldView("hop1", weights, gold, torch.ones(1, 1, 3, dtype=torch.bool), torch.tensor([[True, False]])),
+            GoldView(
+                "graded", weights, weights.double(), torch.ones(1, 1, 3, dtype=torch.bool), torch.tensor([[True, True]])
+            ),
+        ]
+    )
     masses = attention_stats.gold_masses(torch.nn.Identity(), task, None)
     assert masses == {"attention/gold/hop1/mass": pytest.approx(0.8)}  # graded gold is no mass
 
@@ -156,8 +172,9 @@ def test_the_command_line_runs_the_statistics_and_the_monitor_by_default():
     stats = [c for c in callbacks if isinstance(c, AttentionStatistics)]
     monitor = [c for c in callbacks if isinstance(c, AttentionCollapse)]
     assert len(stats) == len(monitor) == 1 and stats[0].every_n_epochs == 1 and monitor[0].enabled
-    off = FrameworkCLI([*small, "--attention_stats.every_n_epochs=0", "--attention_collapse.enabled=false"],
-                       run=False).trainer.callbacks
+    off = FrameworkCLI(
+        [*small, "--attention_stats.every_n_epochs=0", "--attention_collapse.enabled=false"], run=False
+    ).trainer.callbacks
     assert not any(c.every_n_epochs for c in off if isinstance(c, AttentionStatistics))
     assert math.isclose(monitor[0].uniform_above, 0.995)
 
@@ -175,5 +192,9 @@ def test_evaluate_maps_reports_the_statistics_and_draws_the_probe_rows_of_every_
         want = row_statistics(record).values()
         got = {row.measure: row.value for row in rows if row.block == name and row.setting.endswith(" probes")}
         assert got == pytest.approx({k: float(v.mean()) for k, v in want.items()})
-    assert {row.measure for row in rows if row.block == "1"} >= {"lse", "max_logit", "top5_mass"}  # criss-cross's kernel lse
+    assert {row.measure for row in rows if row.block == "1"} >= {
+        "lse",
+        "max_logit",
+        "top5_mass",
+    }  # criss-cross's kernel lse
     assert set(pictures) == {"maps/0", "maps/1"}

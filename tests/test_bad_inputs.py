@@ -20,12 +20,28 @@ import yaml
 from framework.__main__ import main
 from tests.conftest import demo_config
 
-DEMO = ["--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=64",
-        "--data.val_size=32", "--data.test_size=32", "--data.batch_size=32", "--trainer.max_epochs=1",
-        "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
-ONE_STEP = ["--trainer.max_steps=1", "--trainer.limit_val_batches=1", "--trainer.num_sanity_val_steps=0",
-            "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-            "--config", "configs/logger/csv.yaml"]
+DEMO = [
+    "--config",
+    "domains/demo/demo.yaml",
+    "--config",
+    "configs/logger/csv.yaml",
+    "--data.train_size=64",
+    "--data.val_size=32",
+    "--data.test_size=32",
+    "--data.batch_size=32",
+    "--trainer.max_epochs=1",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+]
+ONE_STEP = [
+    "--trainer.max_steps=1",
+    "--trainer.limit_val_batches=1",
+    "--trainer.num_sanity_val_steps=0",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+    "--config",
+    "configs/logger/csv.yaml",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +61,7 @@ def fails(capsys, argv: list[str], code: int = 1) -> str:
     err = capsys.readouterr().err.strip()
     assert "Traceback" not in err, err
     lines = err.splitlines()
-    message = lines[lines.index(next(line for line in lines if line.startswith("error: "))):]
+    message = lines[lines.index(next(line for line in lines if line.startswith("error: "))) :]
     assert 1 <= len(message) <= 2, err
     return "\n".join(message)
 
@@ -62,33 +78,56 @@ def fitted(*extra: str) -> Path:
 
 # --- the config: parse-time errors name the key (exit status 2) ---------------------------------
 
-@pytest.mark.parametrize("flag, expected", [
-    ("--model.attention=mhsaa", "model.attention: unknown sequence block 'mhsaa'; did you mean: mhsa?"),
-    ("--model.attention=sparsemaxx", "model.attention: unknown sequence block 'sparsemaxx'"),
-    ("--trainer.max_epochs=abc", "trainer.max_epochs: Expected a <class 'int'>; got abc"),
-    ("--model.dim=x", "model.dim: Expected a <class 'int'>. Got value: x"),
-    ("--nonsense=1", "--nonsense=1"),
-    ("--compile=fastest", "compile"),
-    ("--data.num_keys=many", "data.num_keys"),
-    ("--trainer.precision=17", "trainer.precision"),
-    ("--data.predict_splitt=test", "data: Option 'predict_splitt' is not accepted; got predict_splitt=test"),
-    ("--model.attention.init_args.num_heads=5", "model.attention: num_heads=5 sets an argument of a block given by its name"),
-    ("--model.attention=my_pkg.Missing", "model.attention: attention block 'my_pkg.Missing': cannot import it (No module"),
-    ('--model.attention={"class_path": "my_pkg.Missing", "init_args": {"k": 3}}',
-     "model.attention: attention block 'my_pkg.Missing': cannot import it (No module named 'my_pkg')"),
-])
+
+@pytest.mark.parametrize(
+    "flag, expected",
+    [
+        ("--model.attention=mhsaa", "model.attention: unknown sequence block 'mhsaa'; did you mean: mhsa?"),
+        ("--model.attention=sparsemaxx", "model.attention: unknown sequence block 'sparsemaxx'"),
+        ("--trainer.max_epochs=abc", "trainer.max_epochs: Expected a <class 'int'>; got abc"),
+        ("--model.dim=x", "model.dim: Expected a <class 'int'>. Got value: x"),
+        ("--nonsense=1", "--nonsense=1"),
+        ("--compile=fastest", "compile"),
+        ("--data.num_keys=many", "data.num_keys"),
+        ("--trainer.precision=17", "trainer.precision"),
+        ("--data.predict_splitt=test", "data: Option 'predict_splitt' is not accepted; got predict_splitt=test"),
+        (
+            "--model.attention.init_args.num_heads=5",
+            "model.attention: num_heads=5 sets an argument of a block given by its name",
+        ),
+        (
+            "--model.attention=my_pkg.Missing",
+            "model.attention: attention block 'my_pkg.Missing': cannot import it (No module",
+        ),
+        (
+            '--model.attention={"class_path": "my_pkg.Missing", "init_args": {"k": 3}}',
+            "model.attention: attention block 'my_pkg.Missing': cannot import it (No module named 'my_pkg')",
+        ),
+    ],
+)
 def test_a_bad_value_names_its_key_in_one_line(capsys, flag, expected):
     assert expected in fails(capsys, ["fit", *DEMO, flag], code=2)
     nothing_left()
 
 
-@pytest.mark.parametrize("config, flag, expected", [
-    ("domains/vision/ccnet.yaml", "--model.attention=criss_crosss", "unknown feature_map block 'criss_crosss'; did you mean: criss_cross?"),
-    ("domains/audio/transformer.yaml", "--model.pooling=mhsa", "model.pooling: unknown pooling block 'mhsa'"),
-    ("domains/memory/memn2n.yaml", "--model.attention=mhsa", "model.attention: unknown memory block 'mhsa'"),
-    ("domains/graph/gat.yaml", "--model.attention=gatt", "unknown graph block 'gatt'; did you mean: gat"),
-    ("domains/nlp/seq2seq_luong.yaml", "--model.attention=genral", "unknown cross block 'genral'; did you mean: general"),
-])
+@pytest.mark.parametrize(
+    "config, flag, expected",
+    [
+        (
+            "domains/vision/ccnet.yaml",
+            "--model.attention=criss_crosss",
+            "unknown feature_map block 'criss_crosss'; did you mean: criss_cross?",
+        ),
+        ("domains/audio/transformer.yaml", "--model.pooling=mhsa", "model.pooling: unknown pooling block 'mhsa'"),
+        ("domains/memory/memn2n.yaml", "--model.attention=mhsa", "model.attention: unknown memory block 'mhsa'"),
+        ("domains/graph/gat.yaml", "--model.attention=gatt", "unknown graph block 'gatt'; did you mean: gat"),
+        (
+            "domains/nlp/seq2seq_luong.yaml",
+            "--model.attention=genral",
+            "unknown cross block 'genral'; did you mean: general",
+        ),
+    ],
+)
 def test_a_misspelt_block_names_the_slot_and_the_close_names(capsys, config, flag, expected):
     assert expected in fails(capsys, ["fit", "--config", config, flag], code=2)
 
@@ -104,15 +143,20 @@ def test_an_empty_init_args_names_the_file_and_key(capsys, tmp_path):
     empty = tmp_path / "empty.yaml"
     empty.write_text("model:\n  class_path: domains.demo.SequenceClassifier\n  init_args:\n")
     message = fails(capsys, ["fit", "--config", "domains/demo/demo.yaml", "--config", str(empty)])
-    assert message.splitlines()[0] == (f"error: --config {empty}: model.init_args is empty; give it arguments or "
-                                       "remove the line (the class's defaults apply)")
+    assert message.splitlines()[0] == (
+        f"error: --config {empty}: model.init_args is empty; give it arguments or "
+        "remove the line (the class's defaults apply)"
+    )
 
 
-@pytest.mark.parametrize("content, expected", [
-    (None, "no such file"),
-    ("- a\n- b\n", "must hold a mapping of config keys, got list"),
-    (b"\x89PNG\r\n\x1a\n\x00\xff", "is not a text file"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (None, "no such file"),
+        ("- a\n- b\n", "must hold a mapping of config keys, got list"),
+        (b"\x89PNG\r\n\x1a\n\x00\xff", "is not a text file"),
+    ],
+)
 def test_a_config_file_that_is_missing_or_not_a_mapping_is_named(capsys, tmp_path, content, expected):
     path = tmp_path / "config.yaml"
     if isinstance(content, bytes):
@@ -133,43 +177,76 @@ def test_a_schedule_without_an_optimizer(capsys, tmp_path):
 
 # --- values that parse but cannot work: named when the run is built or starts (exit status 1) ------
 
-@pytest.mark.parametrize("flag, expected", [
-    ("--data.batch_size=0", "data.batch_size must be at least 1, got 0"),
-    ("--model.depth=-1", "model.depth must be >= 0 encoder layers, got -1"),
-    ("--model.vocab_size=50", "model.vocab_size is 50 but the data has 177: set model.vocab_size=177 or more"),
-    ("--model.num_classes=5", "model.num_classes is 5 but the data has 10: set model.num_classes=10"),
-    ("--task.num_classes=12", "task.num_classes is 12 but the data has 10"),
-    ("--task.num_classes=1", "task.num_classes must be at least 2, got 1"),
-    ("--model.dim=0", "model.dim must be at least 1, got 0"),
-    ("--data.max_pairs=40", "data: need 1 <= min_pairs <= max_pairs <= num_keys"),
-    ("--resume.every_n_steps=0", "resume.every_n_steps must be at least 1"),
-    ("--model.attention=torch.nn.Linear", "attention block 'torch.nn.Linear'"),
-    ("--ckpt_path=best", "--ckpt_path best: give a checkpoint file"),
-    ("--trainer.val_check_interval=5", "trainer.val_check_interval=5 is more than the 2 training batches of an epoch"),
-    pytest.param("--trainer.accelerator=gpu", "trainer.accelerator=gpu, but torch finds no CUDA GPU on this machine",
-                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")),
-])
+
+@pytest.mark.parametrize(
+    "flag, expected",
+    [
+        ("--data.batch_size=0", "data.batch_size must be at least 1, got 0"),
+        ("--model.depth=-1", "model.depth must be >= 0 encoder layers, got -1"),
+        ("--model.vocab_size=50", "model.vocab_size is 50 but the data has 177: set model.vocab_size=177 or more"),
+        ("--model.num_classes=5", "model.num_classes is 5 but the data has 10: set model.num_classes=10"),
+        ("--task.num_classes=12", "task.num_classes is 12 but the data has 10"),
+        ("--task.num_classes=1", "task.num_classes must be at least 2, got 1"),
+        ("--model.dim=0", "model.dim must be at least 1, got 0"),
+        ("--data.max_pairs=40", "data: need 1 <= min_pairs <= max_pairs <= num_keys"),
+        ("--resume.every_n_steps=0", "resume.every_n_steps must be at least 1"),
+        ("--model.attention=torch.nn.Linear", "attention block 'torch.nn.Linear'"),
+        ("--ckpt_path=best", "--ckpt_path best: give a checkpoint file"),
+        (
+            "--trainer.val_check_interval=5",
+            "trainer.val_check_interval=5 is more than the 2 training batches of an epoch",
+        ),
+        pytest.param(
+            "--trainer.accelerator=gpu",
+            "trainer.accelerator=gpu, but torch finds no CUDA GPU on this machine",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU"),
+        ),
+    ],
+)
 def test_a_value_that_cannot_work_names_its_key_and_leaves_no_run_folder(capsys, flag, expected):
     assert expected in fails(capsys, ["fit", *DEMO, flag])
     nothing_left()
 
 
-@pytest.mark.parametrize("config, flags, expected", [
-    ("domains/graph/gat.yaml", ["--model.attention=torch.nn.MultiheadAttention"],
-     "does not take this model's arguments (34, 8, heads=8, concat=True, dropout=0.6) (MultiheadAttention.__init__() "
-     "got an unexpected keyword argument 'heads'): the model needs a graph block"),
-    ("domains/graph/gat.yaml", ["--model.in_channels=10"], "model.in_channels is 10 but the graph's nodes have 34 features"),
-    ("domains/audio/cnn.yaml", ["--model.frontend.init_args.sample_rate=16000", "--data.train_size=8"],
-     "model.frontend.init_args.sample_rate is 16000 Hz but data.sample_rate is 8000 Hz"),
-    ("domains/recommender/sasrec.yaml", ["--model.num_items=7", "--data.num_users=50"],
-     "model.num_items is 7 but the data has"),
-    ("domains/memory/memn2n.yaml", ["--task.tasks=[3]", "--data.train_size=64"], "task.tasks"),
-    ("domains/vision/ccnet.yaml", ["--model.output_stride=7"], "model.output_stride must be 8, 16 or 32, got 7"),
-    ("domains/vision/ccnet.yaml", ["--model.backbone=resnet999"], "model.backbone must be a timm ResNet name"),
-    ("domains/vision/ccnet.yaml", ["--task.pixel=[1.5,0.5]"], "task.pixel must be (row, column) fractions in [0, 1]"),
-    ("domains/nlp/seq2seq_bahdanau.yaml", ["--model.vocab_size=20", "--data.train_size=64"],
-     "model.vocab_size is 20 but the data has 64"),
-])
+@pytest.mark.parametrize(
+    "config, flags, expected",
+    [
+        (
+            "domains/graph/gat.yaml",
+            ["--model.attention=torch.nn.MultiheadAttention"],
+            "does not take this model's arguments (34, 8, heads=8, concat=True, dropout=0.6) (MultiheadAttention.__init__() "
+            "got an unexpected keyword argument 'heads'): the model needs a graph block",
+        ),
+        (
+            "domains/graph/gat.yaml",
+            ["--model.in_channels=10"],
+            "model.in_channels is 10 but the graph's nodes have 34 features",
+        ),
+        (
+            "domains/audio/cnn.yaml",
+            ["--model.frontend.init_args.sample_rate=16000", "--data.train_size=8"],
+            "model.frontend.init_args.sample_rate is 16000 Hz but data.sample_rate is 8000 Hz",
+        ),
+        (
+            "domains/recommender/sasrec.yaml",
+            ["--model.num_items=7", "--data.num_users=50"],
+            "model.num_items is 7 but the data has",
+        ),
+        ("domains/memory/memn2n.yaml", ["--task.tasks=[3]", "--data.train_size=64"], "task.tasks"),
+        ("domains/vision/ccnet.yaml", ["--model.output_stride=7"], "model.output_stride must be 8, 16 or 32, got 7"),
+        ("domains/vision/ccnet.yaml", ["--model.backbone=resnet999"], "model.backbone must be a timm ResNet name"),
+        (
+            "domains/vision/ccnet.yaml",
+            ["--task.pixel=[1.5,0.5]"],
+            "task.pixel must be (row, column) fractions in [0, 1]",
+        ),
+        (
+            "domains/nlp/seq2seq_bahdanau.yaml",
+            ["--model.vocab_size=20", "--data.train_size=64"],
+            "model.vocab_size is 20 but the data has 64",
+        ),
+    ],
+)
 def test_domain_sizes_and_slots_are_named_before_the_first_step(capsys, config, flags, expected):
     assert expected in fails(capsys, ["fit", "--config", config, *ONE_STEP, *flags])
     nothing_left()
@@ -182,18 +259,40 @@ def test_lightnings_own_config_errors_are_one_line_too(capsys):
 
 
 def test_the_self_attentive_classifier_without_attention_trains_and_skips_its_penalty(capsys):
-    cli = main(["fit", "--config", "domains/nlp/selfattentive.yaml", *ONE_STEP, "--model.attention=none",
-                "--data.train_size=64", "--data.val_size=16", "--data.test_size=16"])
+    cli = main(
+        [
+            "fit",
+            "--config",
+            "domains/nlp/selfattentive.yaml",
+            *ONE_STEP,
+            "--model.attention=none",
+            "--data.train_size=64",
+            "--data.val_size=16",
+            "--data.test_size=16",
+        ]
+    )
     assert cli.trainer.state.finished and "train/penalty" not in cli.trainer.callback_metrics
 
 
 def test_a_penalty_on_a_model_without_attention_rows_is_refused_at_start(capsys):
-    message = fails(capsys, ["fit", "--config", "domains/nlp/transformer_cls.yaml", *ONE_STEP, "--task.penalty=0.1",
-                             "--data.train_size=64", "--data.val_size=16", "--data.test_size=16"])
+    message = fails(
+        capsys,
+        [
+            "fit",
+            "--config",
+            "domains/nlp/transformer_cls.yaml",
+            *ONE_STEP,
+            "--task.penalty=0.1",
+            "--data.train_size=64",
+            "--data.val_size=16",
+            "--data.test_size=16",
+        ],
+    )
     assert "task.penalty=0.1 needs a model that returns attention rows" in message and "set task.penalty=0" in message
 
 
 # --- checkpoints (damaged and foreign files: tests/test_checkpoint_faults.py) ---------------------
+
 
 @pytest.mark.parametrize("subcommand", ["test", "validate", "predict"])
 def test_evaluating_without_a_checkpoint_is_refused_unless_asked_for(capsys, subcommand):
@@ -205,7 +304,8 @@ def test_evaluating_without_a_checkpoint_is_refused_unless_asked_for(capsys, sub
 
 def test_a_missing_checkpoint_is_named(capsys, tmp_path):
     assert f"--ckpt_path {tmp_path / 'best.ckpt'}: no such file" in fails(
-        capsys, ["test", *DEMO, "--ckpt_path", str(tmp_path / "best.ckpt")])
+        capsys, ["test", *DEMO, "--ckpt_path", str(tmp_path / "best.ckpt")]
+    )
 
 
 def test_model_flags_a_checkpoint_would_override_are_refused(capsys):
@@ -219,14 +319,23 @@ def test_a_test_of_a_checkpoint_runs_beside_its_fit_and_keeps_the_fits_files():
     best = fitted()
     fit_run = best.parent.parent
     before = {p: p.read_bytes() for p in fit_run.rglob("*") if p.is_file() and "wandb" not in p.parts}
-    tested = main(["test", "--config", str(fit_run / "config.yaml"), "--ckpt_path", str(best),
-                   "--trainer.enable_progress_bar=false"])
+    tested = main(
+        [
+            "test",
+            "--config",
+            str(fit_run / "config.yaml"),
+            "--ckpt_path",
+            str(best),
+            "--trainer.enable_progress_bar=false",
+        ]
+    )
     test_run = Path(tested.trainer.default_root_dir)
     assert test_run.parent == fit_run.parent and test_run.name.endswith("_test")
     assert all(path.read_bytes() == content for path, content in before.items())
 
 
 # --- data (damaged data files: tests/test_data_faults.py, every loader against every kind of damage) ----
+
 
 def test_a_missing_data_folder_says_where_to_put_it(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FRAMEWORK_DATA_DIR", str(tmp_path))
@@ -258,11 +367,17 @@ def test_a_trec_folder_without_its_files_says_which(capsys, tmp_path, monkeypatc
     assert "train_5500.label" in message
 
 
-@pytest.mark.parametrize("subcommand, flag", [
-    ("fit", "--trainer.limit_train_batches=0"), ("fit", "--trainer.max_epochs=0"), ("fit", "--trainer.max_steps=0"),
-    ("fit", "--trainer.limit_train_batches=0.0"), ("test", "--trainer.limit_test_batches=0"),
-    ("predict", "--trainer.limit_predict_batches=0"),
-])
+@pytest.mark.parametrize(
+    "subcommand, flag",
+    [
+        ("fit", "--trainer.limit_train_batches=0"),
+        ("fit", "--trainer.max_epochs=0"),
+        ("fit", "--trainer.max_steps=0"),
+        ("fit", "--trainer.limit_train_batches=0.0"),
+        ("test", "--trainer.limit_test_batches=0"),
+        ("predict", "--trainer.limit_predict_batches=0"),
+    ],
+)
 def test_a_limit_that_leaves_nothing_to_run_is_named(capsys, subcommand, flag):
     untrained = [] if subcommand == "fit" else ["--untrained=true"]
     message = fails(capsys, [subcommand, *DEMO, *untrained, flag])
@@ -273,9 +388,20 @@ def test_a_limit_that_leaves_nothing_to_run_is_named(capsys, subcommand, flag):
 def test_an_empty_predict_file_is_named(capsys, tmp_path):
     blank = tmp_path / "texts.txt"
     blank.write_text("\n  \n")
-    message = fails(capsys, ["predict", "--config", "domains/nlp/selfattentive.yaml", *ONE_STEP, "--untrained=true",
-                             "--data.train_size=64", "--data.val_size=16", "--data.test_size=16",
-                             f"--data.predict_file={blank}"])
+    message = fails(
+        capsys,
+        [
+            "predict",
+            "--config",
+            "domains/nlp/selfattentive.yaml",
+            *ONE_STEP,
+            "--untrained=true",
+            "--data.train_size=64",
+            "--data.val_size=16",
+            "--data.test_size=16",
+            f"--data.predict_file={blank}",
+        ],
+    )
     assert f"{blank} (data.predict_file, a text per line) is empty" in message
     nothing_left()
 
@@ -295,6 +421,7 @@ def test_audio_with_nan_samples_stops_at_the_first_step_and_saves_nothing(capsys
 
 
 # --- training -------------------------------------------------------------------------------------
+
 
 def test_a_diverging_run_stops_naming_step_batch_and_learning_rate_and_saves_no_nan(capsys):
     message = fails(capsys, ["fit", *DEMO, "--optimizer.lr=1e10", "--trainer.max_epochs=3"])
@@ -324,6 +451,7 @@ def test_permission_denied_on_the_runs_folder_is_named(capsys, monkeypatch):
 
 
 # --- the catalogue -----------------------------------------------------------------------------------
+
 
 def test_blocks_of_an_unknown_kind_is_one_line(capsys):
     with pytest.raises(SystemExit) as stop:

@@ -48,8 +48,12 @@ def test_a_familys_mean_says_how_many_runs_were_infinite():
 
 
 def test_separated_families_give_one_and_rho_its_ceiling():
-    found = {"supervised": [0.9, 0.8, 0.85], "plain": [0.6, 0.7, 0.65], "decoupled": [0.3, 0.4, 0.35],
-             "random": [0.1, 0.0, 0.05]}
+    found = {
+        "supervised": [0.9, 0.8, 0.85],
+        "plain": [0.6, 0.7, 0.65],
+        "decoupled": [0.3, 0.4, 0.35],
+        "random": [0.1, 0.0, 0.05],
+    }
     # the truth is tied within a family, so rho stays below 1: ranks 1..12 centred against
     # (-4.5, -1.5, 1.5, 4.5) three times each: rho = 135 / sqrt(143 * 135)
     assert ceiling(3) == pytest.approx(math.sqrt(135 / 143))
@@ -88,8 +92,15 @@ def test_the_interval_is_the_percentile_interval_without_nans():
 
 
 def test_a_family_without_values_gives_no_correlation():
-    result = agreement({"supervised": [0.9, 0.8, 0.7], "plain": [None, None, None], "decoupled": [0.1, 0.2, 0.3],
-                        "random": [0.0, 0.1, 0.2]}, draws=50)
+    result = agreement(
+        {
+            "supervised": [0.9, 0.8, 0.7],
+            "plain": [None, None, None],
+            "decoupled": [0.1, 0.2, 0.3],
+            "random": [0.0, 0.1, 0.2],
+        },
+        draws=50,
+    )
     assert math.isnan(result.rho) and math.isnan(result.d) and math.isnan(result.d_interval[0])
     assert result.runs == 9
 
@@ -97,18 +108,62 @@ def test_a_family_without_values_gives_no_correlation():
 def test_the_measures_are_read_off_a_table_and_oriented():
     rows = [
         {"test": "test", "block": "-", "setting": "plain", "measure": "test/acc", "value": "0.9", "baseline": ""},
-        {"test": "ablation", "block": "a", "setting": "uniform", "measure": "test/acc", "value": "0.5", "baseline": "0.9"},
-        {"test": "ablation", "block": "all", "setting": "uniform", "measure": "test/acc", "value": "0.2", "baseline": "0.9"},
-        {"test": "intrinsic", "block": "hop1", "setting": "all", "measure": "attention correctness", "value": "0.6",
-         "baseline": "0.2"},
-        {"test": "intrinsic", "block": "hop2", "setting": "all", "measure": "attention correctness", "value": "0.8",
-         "baseline": "0.2"},
-        {"test": "eraser", "block": "a", "setting": "AOPC over 1%, 64 examples", "measure": "AOPC sufficiency",
-         "value": "0.25", "baseline": "0.7"},
-        {"test": "infidelity", "block": "a", "setting": "gradient_x_input, 5 erasures", "measure": "infidelity",
-         "value": "0.01", "baseline": ""},
-        {"test": "infidelity", "block": "a", "setting": "attention, 5 erasures", "measure": "infidelity",
-         "value": "0.08", "baseline": ""},
+        {
+            "test": "ablation",
+            "block": "a",
+            "setting": "uniform",
+            "measure": "test/acc",
+            "value": "0.5",
+            "baseline": "0.9",
+        },
+        {
+            "test": "ablation",
+            "block": "all",
+            "setting": "uniform",
+            "measure": "test/acc",
+            "value": "0.2",
+            "baseline": "0.9",
+        },
+        {
+            "test": "intrinsic",
+            "block": "hop1",
+            "setting": "all",
+            "measure": "attention correctness",
+            "value": "0.6",
+            "baseline": "0.2",
+        },
+        {
+            "test": "intrinsic",
+            "block": "hop2",
+            "setting": "all",
+            "measure": "attention correctness",
+            "value": "0.8",
+            "baseline": "0.2",
+        },
+        {
+            "test": "eraser",
+            "block": "a",
+            "setting": "AOPC over 1%, 64 examples",
+            "measure": "AOPC sufficiency",
+            "value": "0.25",
+            "baseline": "0.7",
+        },
+        {
+            "test": "infidelity",
+            "block": "a",
+            "setting": "gradient_x_input, 5 erasures",
+            "measure": "infidelity",
+            "value": "0.01",
+            "baseline": "",
+        },
+        {
+            "test": "infidelity",
+            "block": "a",
+            "setting": "attention, 5 erasures",
+            "measure": "infidelity",
+            "value": "0.08",
+            "baseline": "",
+        },
     ]
     found = oriented(rows)
     assert set(found) == {m.name for m in MEASURES}

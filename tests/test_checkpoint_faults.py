@@ -12,17 +12,27 @@ import os
 import pickle
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import torch
 
 from framework.__main__ import main
 
-DEMO = ["--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=64",
-        "--data.val_size=32", "--data.test_size=32", "--data.batch_size=32", "--trainer.max_epochs=1",
-        "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+DEMO = [
+    "--config",
+    "domains/demo/demo.yaml",
+    "--config",
+    "configs/logger/csv.yaml",
+    "--data.train_size=64",
+    "--data.val_size=32",
+    "--data.test_size=32",
+    "--data.batch_size=32",
+    "--trainer.max_epochs=1",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+]
 COMMANDS = {
     "fit": ["fit", *DEMO, "--trainer.max_epochs=2"],
     "test": ["test", *DEMO],
@@ -40,6 +50,7 @@ def edited(change: Callable[[dict], None]) -> Callable[[Path, Path, Path], None]
         checkpoint = torch.load(good, weights_only=True)
         change(checkpoint)
         torch.save(checkpoint, out)
+
     return damage
 
 
@@ -50,20 +61,38 @@ def first_weight(checkpoint: dict) -> str:
 #: damage kind -> (how to make the file from a good and a foreign checkpoint, what the message says)
 DAMAGES = {
     "empty": (lambda good, foreign, out: out.write_bytes(b""), "is empty (0 bytes)"),
-    "truncated": (lambda good, foreign, out: out.write_bytes(good.read_bytes()[: good.stat().st_size // 2]),
-                  "is not a checkpoint torch can load safely"),
-    "text": (lambda good, foreign, out: out.write_text("not a checkpoint\n"), "is not a checkpoint torch can load safely"),
-    "broken zip": (lambda good, foreign, out: out.write_bytes(b"PK\x03\x04broken zip"),
-                   "is not a checkpoint torch can load safely"),
-    "malicious pickle": (lambda good, foreign, out: out.write_bytes(pickle.dumps({"hyper_parameters": Evil()})),
-                         "is not a checkpoint torch can load safely"),
-    "another program's": (lambda good, foreign, out: torch.save({"state_dict": {"w": torch.zeros(2)}}, out),
-                          "was not written by this framework's CLI"),
-    "model class gone": (edited(lambda c: c["hyper_parameters"]["model"].update(class_path="domains.demo.Gone")),
-                         "domains.demo.Gone"),
-    "tensor of another shape": (edited(lambda c: c["state_dict"].update({first_weight(c): torch.zeros(3, 3)})),
-                                "does not fit the model its config builds"),
-    "tensor missing": (edited(lambda c: c["state_dict"].pop(first_weight(c))), "does not fit the model its config builds"),
+    "truncated": (
+        lambda good, foreign, out: out.write_bytes(good.read_bytes()[: good.stat().st_size // 2]),
+        "is not a checkpoint torch can load safely",
+    ),
+    "text": (
+        lambda good, foreign, out: out.write_text("not a checkpoint\n"),
+        "is not a checkpoint torch can load safely",
+    ),
+    "broken zip": (
+        lambda good, foreign, out: out.write_bytes(b"PK\x03\x04broken zip"),
+        "is not a checkpoint torch can load safely",
+    ),
+    "malicious pickle": (
+        lambda good, foreign, out: out.write_bytes(pickle.dumps({"hyper_parameters": Evil()})),
+        "is not a checkpoint torch can load safely",
+    ),
+    "another program's": (
+        lambda good, foreign, out: torch.save({"state_dict": {"w": torch.zeros(2)}}, out),
+        "was not written by this framework's CLI",
+    ),
+    "model class gone": (
+        edited(lambda c: c["hyper_parameters"]["model"].update(class_path="domains.demo.Gone")),
+        "domains.demo.Gone",
+    ),
+    "tensor of another shape": (
+        edited(lambda c: c["state_dict"].update({first_weight(c): torch.zeros(3, 3)})),
+        "does not fit the model its config builds",
+    ),
+    "tensor missing": (
+        edited(lambda c: c["state_dict"].pop(first_weight(c))),
+        "does not fit the model its config builds",
+    ),
     "another experiment's": (lambda good, foreign, out: out.write_bytes(foreign.read_bytes()), "is a checkpoint of"),
 }
 
@@ -76,9 +105,19 @@ def checkpoints(tmp_path_factory):
     os.environ["FRAMEWORK_RUNS_DIR"] = str(runs)
     try:
         good = Path(main(["fit", *DEMO]).trainer.checkpoint_callback.best_model_path)
-        foreign = Path(main(["fit", "--config", "domains/graph/gcn.yaml", "--config", "configs/logger/csv.yaml",
-                             "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false"]
-                            ).trainer.checkpoint_callback.best_model_path)
+        foreign = Path(
+            main(
+                [
+                    "fit",
+                    "--config",
+                    "domains/graph/gcn.yaml",
+                    "--config",
+                    "configs/logger/csv.yaml",
+                    "--trainer.max_epochs=1",
+                    "--trainer.enable_progress_bar=false",
+                ]
+            ).trainer.checkpoint_callback.best_model_path
+        )
     finally:
         os.environ["FRAMEWORK_RUNS_DIR"] = old or ""
     return good, foreign
@@ -86,7 +125,9 @@ def checkpoints(tmp_path_factory):
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
-def test_a_damaged_or_foreign_checkpoint_is_one_line_naming_it(checkpoints, tmp_path, capsys, monkeypatch, damage, command):
+def test_a_damaged_or_foreign_checkpoint_is_one_line_naming_it(
+    checkpoints, tmp_path, capsys, monkeypatch, damage, command
+):
     monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)
     make, expected = DAMAGES[damage]
     path = tmp_path / "damaged.ckpt"
@@ -97,7 +138,7 @@ def test_a_damaged_or_foreign_checkpoint_is_one_line_naming_it(checkpoints, tmp_
     assert stop.value.code == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and "pwned" not in err
-    lines = err[err.index("error: "):].strip().splitlines()
+    lines = err[err.index("error: ") :].strip().splitlines()
     assert len(lines) <= 2 and str(path) in lines[0] and expected in lines[0], err
     assert path.read_bytes() == content
     runs = Path(os.environ["FRAMEWORK_RUNS_DIR"])
@@ -109,15 +150,29 @@ def test_a_write_that_fails_keeps_the_previous_checkpoint_and_says_why(tmp_path)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("FRAMEWORK_TRACEBACK", None)
     run = tmp_path / "run"
-    assert subprocess.run([sys.executable, "-m", "framework", "fit", *DEMO, f"--run_dir={run}"], env=env,
-                          capture_output=True, timeout=300).returncode == 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "framework", "fit", *DEMO, f"--run_dir={run}"],
+            env=env,
+            capture_output=True,
+            timeout=300,
+        ).returncode
+        == 0
+    )
     last = run / "checkpoints" / "last.ckpt"
     before = last.read_bytes()
-    limited = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
-               f"resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before) // 2}, {len(before) // 2})); "
-               "from framework.__main__ import main; main(sys.argv[1:])")
-    done = subprocess.run([sys.executable, "-c", limited, "fit", *DEMO, "--trainer.max_epochs=2", "--ckpt_path", str(last)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    limited = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before) // 2}, {len(before) // 2})); "
+        "from framework.__main__ import main; main(sys.argv[1:])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", limited, "fit", *DEMO, "--trainer.max_epochs=2", "--ckpt_path", str(last)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1
     error = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert error and error[0].startswith("error: could not write the checkpoint ") and "File too large" in error[0]

@@ -14,10 +14,17 @@ from framework.__main__ import main
 from tests.conftest import accelerator, demo_config, on
 
 SMALL = [
-    "--config", "domains/demo/demo.yaml",
-    "--config", "configs/logger/csv.yaml",
-    "--data.train_size=256", "--data.val_size=64", "--data.test_size=64", "--data.batch_size=32",
-    "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
+    "--config",
+    "domains/demo/demo.yaml",
+    "--config",
+    "configs/logger/csv.yaml",
+    "--data.train_size=256",
+    "--data.val_size=64",
+    "--data.test_size=64",
+    "--data.batch_size=32",
+    "--trainer.max_epochs=1",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
 ]
 
 
@@ -36,8 +43,17 @@ def test_fit_then_test_from_the_checkpoint(capsys, device):
     assert f"Run summary: {run}" in summary and "val/acc" in summary and str(best) in summary
 
     fit_metrics = (run / "metrics.csv").read_text()
-    tested = main(["test", "--config", str(run / "config.yaml"), "--ckpt_path", str(best),
-                   "--trainer.enable_progress_bar=false", f"--trainer.accelerator={accelerator(device)}"])
+    tested = main(
+        [
+            "test",
+            "--config",
+            str(run / "config.yaml"),
+            "--ckpt_path",
+            str(best),
+            "--trainer.enable_progress_bar=false",
+            f"--trainer.accelerator={accelerator(device)}",
+        ]
+    )
     metrics = tested.trainer.callback_metrics
     assert {"test/acc", "test/f1", "test/loss"} <= set(metrics)
     # The saved config names no folder of the fit run: the test run has its own, fit's files stay.
@@ -94,8 +110,15 @@ def test_a_schedule_without_an_optimizer_is_refused(tmp_path, capsys):
 
 def test_predict_returns_logits(device):
     run = Path(fit(f"--trainer.accelerator={accelerator(device)}").trainer.default_root_dir)
-    cli = main(["predict", *SMALL, "--ckpt_path", str(run / "checkpoints" / "best.ckpt"),
-                f"--trainer.accelerator={accelerator(device)}"])
+    cli = main(
+        [
+            "predict",
+            *SMALL,
+            "--ckpt_path",
+            str(run / "checkpoints" / "best.ckpt"),
+            f"--trainer.accelerator={accelerator(device)}",
+        ]
+    )
     assert cli.trainer.predict_loop.predictions[0].shape == (32, 10)
 
 
@@ -170,9 +193,11 @@ def test_the_help_names_every_command_and_imports_no_lightning_wandb_or_matplotl
 
     from framework.__main__ import COMMANDS
 
-    probe = ("import sys; from framework.__main__ import main\n"
-             "try:\n    main(['--help'])\nexcept SystemExit as stop:\n    assert stop.code == 0\n"
-             "print(sorted(m for m in ('lightning', 'wandb', 'matplotlib', 'jsonargparse') if m in sys.modules))")
+    probe = (
+        "import sys; from framework.__main__ import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit as stop:\n    assert stop.code == 0\n"
+        "print(sorted(m for m in ('lightning', 'wandb', 'matplotlib', 'jsonargparse') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]", "the help imported what it does not need"
@@ -194,8 +219,16 @@ def test_subcommand_help_names_the_program(capsys):
     assert capsys.readouterr().out.startswith("usage: python -m framework [options] fit")
 
 
-NOISE = ("litlogger", "anonymous setting", "LeafSpec", "dirpath has changed", "weights_only` was not set",
-         "wandb: Tracking run", "wandb: You can sync", "wandb: Find logs")
+NOISE = (
+    "litlogger",
+    "anonymous setting",
+    "LeafSpec",
+    "dirpath has changed",
+    "weights_only` was not set",
+    "wandb: Tracking run",
+    "wandb: You can sync",
+    "wandb: Find logs",
+)
 
 
 def test_a_run_ends_with_its_summary_and_repeats_no_harmless_warnings(tmp_path):
@@ -203,11 +236,18 @@ def test_a_run_ends_with_its_summary_and_repeats_no_harmless_warnings(tmp_path):
     import sys
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    common = ["--data.train_size=64", "--data.val_size=32", "--data.test_size=32", "--trainer.max_epochs=1",
-              "--trainer.enable_progress_bar=false"]  # the configs' default logger: W&B, offline here
+    common = [
+        "--data.train_size=64",
+        "--data.val_size=32",
+        "--data.test_size=32",
+        "--trainer.max_epochs=1",
+        "--trainer.enable_progress_bar=false",
+    ]  # the configs' default logger: W&B, offline here
+
     def run(*argv):
-        done = subprocess.run([sys.executable, "-m", "framework", *argv], env=env, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "framework", *argv], env=env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         return done
 
@@ -227,8 +267,10 @@ def test_the_summary_records_where_the_numbers_come_from():
 
     first, again = fit(), fit()
     other = fit("--model.dropout=0.3")
-    record = [json.loads((Path(cli.trainer.default_root_dir) / "summary.json").read_text())["fit"]["provenance"]
-              for cli in (first, again, other)]
+    record = [
+        json.loads((Path(cli.trainer.default_root_dir) / "summary.json").read_text())["fit"]["provenance"]
+        for cli in (first, again, other)
+    ]
     assert record[0]["config_hash"] == record[1]["config_hash"] != record[2]["config_hash"]
     assert len(record[0]["config_hash"]) == 16 and record[0]["seed"] == 0
     assert record[0]["data"] == {"class": "domains.demo.AssociativeRecall", "sources": [], "content_key": None}

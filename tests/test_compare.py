@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from framework.runs import read_summary, write_json_atomically
 from framework.__main__ import main
 from framework.commands.compare import agent, grid, results, runner
 from framework.commands.compare import main as compare_main
 from framework.errors import ConfigError
+from framework.runs import read_summary, write_json_atomically
 from tests.comparisons import DEMO, compare, folder
 
 GRID = ["--grid", "model.attention=[mhsa,none]"]
@@ -26,9 +26,11 @@ GRID = ["--grid", "model.attention=[mhsa,none]"]
 
 # -- the grid ------------------------------------------------------------------------------------
 
+
 def test_grid_values_are_yaml_lists_and_several_keys_make_the_product():
-    axes = grid.parse_grid(["model.attention=[criss_cross, danet,none]", "optimizer.init_args.lr=[0.01,1.0e-3]",
-                            "model.depth=2"])
+    axes = grid.parse_grid(
+        ["model.attention=[criss_cross, danet,none]", "optimizer.init_args.lr=[0.01,1.0e-3]", "model.depth=2"]
+    )
     assert axes[0].values == ("criss_cross", "danet", "none") and axes[1].values == (0.01, 0.001)
     assert axes[2].values == (2,)
     cells = grid.cells(axes)
@@ -48,26 +50,32 @@ def test_grid_quoting_specs_and_config_files():
     assert all("/" not in c.name and '"' not in c.name for c in cells)  # folder names stay plain
     (configs,) = grid.parse_grid(["config=[domains/graph/gat_cora.yaml,domains/graph/gcn_cora.yaml]"])
     cell = grid.cells([configs])[1]
-    assert cell.label == "gcn_cora" and cell.config_args == ["--config", "domains/graph/gcn_cora.yaml"] and not cell.args
+    assert (
+        cell.label == "gcn_cora" and cell.config_args == ["--config", "domains/graph/gcn_cora.yaml"] and not cell.args
+    )
     assert grid.cells([])[0].name == "default"
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("model.attention=[]", "--grid model.attention: the list of values is empty"),
-    ("model.attention=", "--grid model.attention: no values given"),
-    ("model.attention", "expected KEY=[value,value,...]"),
-    ("model attention=[a]", "is not a config key"),
-    ("model.attention=[a, [b]", "not a YAML list"),
-    ("model.attention=[a,a]", "a listed more than once"),
-    ("seed_everything=[1,2]", "use --seeds"),
-    ("config=[no/such.yaml]", "--grid config: no/such.yaml: no such config file"),
-])
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        ("model.attention=[]", "--grid model.attention: the list of values is empty"),
+        ("model.attention=", "--grid model.attention: no values given"),
+        ("model.attention", "expected KEY=[value,value,...]"),
+        ("model attention=[a]", "is not a config key"),
+        ("model.attention=[a, [b]", "not a YAML list"),
+        ("model.attention=[a,a]", "a listed more than once"),
+        ("seed_everything=[1,2]", "use --seeds"),
+        ("config=[no/such.yaml]", "--grid config: no/such.yaml: no such config file"),
+    ],
+)
 def test_bad_grid_flags_are_one_message_naming_the_flag(flag, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(")):
         grid.parse_grid([flag])
 
 
 # -- statistics on hand-made numbers -------------------------------------------------------------
+
 
 def test_the_paired_test_is_scipys_ttest_rel_over_the_shared_seeds():
     from scipy import stats
@@ -85,15 +93,26 @@ def test_the_paired_test_is_scipys_ttest_rel_over_the_shared_seeds():
 
 def _record(seed: int, best: float, train_error: float, test_acc: float, mode: str = "max") -> results.Record:
     cell = grid.cells([])[0]
-    fit = {"status": "finished", "monitor": "val/acc", "mode": mode, "best_score": best,
-           "train_history": [{"epoch": 0, "train/error": 0.9, "train/loss": 2.0},
-                             {"epoch": 1, "train/error": train_error, "train/loss": 1.0 + seed}]}
+    fit = {
+        "status": "finished",
+        "monitor": "val/acc",
+        "mode": mode,
+        "best_score": best,
+        "train_history": [
+            {"epoch": 0, "train/error": 0.9, "train/loss": 2.0},
+            {"epoch": 1, "train/error": train_error, "train/loss": 1.0 + seed},
+        ],
+    }
     return results.Record(cell, seed, Path("."), fit, {"status": "finished", "metrics": {"test/acc": test_acc}})
 
 
 def test_best_of_n_by_validation_and_by_final_training_error():
-    runs = [_record(0, 0.70, 0.20, 0.69), _record(1, 0.90, 0.30, 0.80), _record(2, 0.90, 0.05, 0.85),
-            _record(3, 0.60, 0.10, 0.95)]
+    runs = [
+        _record(0, 0.70, 0.20, 0.69),
+        _record(1, 0.90, 0.30, 0.80),
+        _record(2, 0.90, 0.05, 0.85),
+        _record(3, 0.60, 0.10, 0.95),
+    ]
     assert results.best_by_validation(runs).seed == 1  # 0.90 twice: the lower seed
     assert results.best_by_training(runs, "train/error").seed == 2
     assert results.best_by_training(runs, "train/loss").seed == 0
@@ -104,6 +123,7 @@ def test_best_of_n_by_validation_and_by_final_training_error():
 
 # -- a real comparison ---------------------------------------------------------------------------
 
+
 def _runs_of(name: str) -> list[Path]:
     return sorted(folder(name).glob("runs/*/seed*"))
 
@@ -113,7 +133,11 @@ def test_a_comparison_runs_writes_the_tables_and_resumes(capsys):
     where = folder("demo2x2")
     runs = _runs_of("demo2x2")
     assert [f"{r.parent.name}/{r.name}" for r in runs] == [
-        "attention=mhsa/seed0", "attention=mhsa/seed1", "attention=none/seed0", "attention=none/seed1"]
+        "attention=mhsa/seed0",
+        "attention=mhsa/seed1",
+        "attention=none/seed0",
+        "attention=none/seed1",
+    ]
     for run in runs:  # every run has the usual folder, a fit summary and a test of its best checkpoint
         fit, test = read_summary(run)["fit"], read_summary(run / "test")["test"]
         assert fit["status"] == "finished" and fit["epochs"] == 2 and len(fit["history"]) == 2
@@ -136,7 +160,9 @@ def test_a_comparison_runs_writes_the_tables_and_resumes(capsys):
     md = (where / "results.md").read_text()
     assert "| mhsa | 2 |" in md and "none (baseline)" in md and "p (paired t, n)" in md and "Best of N" in md
     assert (where / "metric.png").stat().st_size > 1000 and (where / "curves.png").stat().st_size > 1000
-    assert json.loads((where / "spec.json").read_text())["grid"] == [{"key": "model.attention", "values": ["mhsa", "none"]}]
+    assert json.loads((where / "spec.json").read_text())["grid"] == [
+        {"key": "model.attention", "values": ["mhsa", "none"]}
+    ]
     assert summary.metric == "test/acc" and len(list(csv.DictReader((where / "runs.csv").open()))) == 4
     assert "| mhsa | 2 |" in capsys.readouterr().out
 
@@ -197,10 +223,22 @@ def test_the_command_line_prints_one_line_for_a_bad_flag(capsys, monkeypatch):
 
 # -- beyond one machine --------------------------------------------------------------------------
 
+
 def test_the_submitit_local_executor_runs_a_small_grid(capsys):
     pytest.importorskip("submitit")
-    summary = compare(*GRID, "--executor", "submitit", "--submitit", "cluster=local", "--submitit", "timeout_min=10",
-                      "--jobs", "2", "--name", "demo_submitit")
+    summary = compare(
+        *GRID,
+        "--executor",
+        "submitit",
+        "--submitit",
+        "cluster=local",
+        "--submitit",
+        "timeout_min=10",
+        "--jobs",
+        "2",
+        "--name",
+        "demo_submitit",
+    )
     assert [row["n"] for row in summary.rows] == [1, 1]
     assert all(runner.state(r) == "done" for r in _runs_of("demo_submitit"))
     assert any(folder("demo_submitit").glob("submitit/*/*_result.pkl"))
@@ -210,11 +248,16 @@ def test_the_sweep_definition_is_a_wandb_grid_sweep_of_the_comparison():
     compare(*GRID, "--seeds", "3", "--name", "demo_sweep", "--sweep")
     sweep = yaml.safe_load((folder("demo_sweep") / "sweep.yaml").read_text())
     assert sweep["method"] == "grid" and sweep["name"] == "demo_sweep"
-    assert sweep["parameters"] == {"model.attention": {"values": ["mhsa", "none"]},
-                                   "seed_everything": {"values": [0, 1, 2]}}
+    assert sweep["parameters"] == {
+        "model.attention": {"values": ["mhsa", "none"]},
+        "seed_everything": {"values": [0, 1, 2]},
+    }
     command = sweep["command"]
-    assert command[:4] == ["${env}", "${interpreter}", "-m", "framework.commands.compare.agent"] and command[-1] == "${args}"
-    assert command[command.index("--") + 1:-1] == DEMO
+    assert (
+        command[:4] == ["${env}", "${interpreter}", "-m", "framework.commands.compare.agent"]
+        and command[-1] == "${args}"
+    )
+    assert command[command.index("--") + 1 : -1] == DEMO
     assert command[command.index("--grid_keys") + 1] == "model.attention"
     assert not _runs_of("demo_sweep")  # the sweep's runs are the agents' to do
     # What an agent passes (${args}) picks the cell and the seed; the run folder is compare's.
@@ -237,22 +280,29 @@ def test_the_comparison_is_logged_to_wandb_offline_without_a_key(tmp_path):
 
 # -- failures, the live status, Ctrl-C -------------------------------------------------------------
 
+
 def test_a_failed_stage_is_explained_from_its_log(capsys):
     said = "Seed set to 0\nerror: data.batch_size must be at least 1, got 0\n(set FRAMEWORK_TRACEBACK=1 ...)\n"
     assert runner.failure("fit", 1, said) == ("fit: data.batch_size must be at least 1, got 0", False)
-    crashed = ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    f()\n"
-               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
-               "wandb: You can sync this run to the cloud by running:\nwandb: wandb sync runs/x\n")
-    assert runner.failure("test", 1, crashed) == ("test: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
-                                                  "2.00 GiB", False)
+    crashed = (
+        'Traceback (most recent call last):\n  File "x.py", line 3, in <module>\n    f()\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "wandb: You can sync this run to the cloud by running:\nwandb: wandb sync runs/x\n"
+    )
+    assert runner.failure("test", 1, crashed) == (
+        "test: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        False,
+    )
     assert runner.failure("fit", 143, "stopped by SIGTERM; resume it with ...") == ("fit stopped by SIGTERM", True)
     assert runner.failure("fit", -9, "") == ("fit stopped by SIGKILL", True)
     assert runner.failure("fit", -11, "Fatal Python error: Segmentation fault") == ("fit crashed: SIGSEGV", False)
     assert runner.failure("fit", 3, "something odd\n") == ("fit exit status 3: something odd", False)
     from framework.commands.compare.command import explain_failures
 
-    explain_failures([runner.RunResult("a/seed0", False, "fit", error="fit stopped by SIGKILL", log="a.log", retry=True)],
-                     ["a/seed0"])
+    explain_failures(
+        [runner.RunResult("a/seed0", False, "fit", error="fit stopped by SIGKILL", log="a.log", retry=True)],
+        ["a/seed0"],
+    )
     err = capsys.readouterr().err
     assert "  a/seed0: fit stopped by SIGKILL (log: a.log)" in err and "run the same command again to resume" in err
     assert "a rerun does not change" not in err
@@ -261,24 +311,29 @@ def test_a_failed_stage_is_explained_from_its_log(capsys):
 def test_the_status_line_counts_runs_names_epochs_and_projects_the_end(tmp_path, monkeypatch):
     from framework.commands.compare import grid_status as progress
 
-    plans = [runner.RunPlan(cell=f"c{i}", label=f"c{i}", seed=0, run_dir=str(tmp_path / f"c{i}"), fit_args=[],
-                            test_args=[]) for i in range(4)]
+    plans = [
+        runner.RunPlan(cell=f"c{i}", label=f"c{i}", seed=0, run_dir=str(tmp_path / f"c{i}"), fit_args=[], test_args=[])
+        for i in range(4)
+    ]
     clock = [100.0]
     monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
     with progress.GridProgress(len(plans), {"c0": 10, "c1": 10, "c2": 10, "c3": 10}, every=0) as status:
         status.started(plans[0])
         assert status.describe() == "0/4 runs done · running: c0 seed 0 epoch 1/10 · ETA after the first epoch"
         clock[0] = 130.0
-        write_json_atomically(Path(plans[0].run_dir) / "summary.json", {"fit": {
-            "status": "running", "history": [{"epoch": 0}, {"epoch": 1}, {"epoch": 2}]}})
+        write_json_atomically(
+            Path(plans[0].run_dir) / "summary.json",
+            {"fit": {"status": "running", "history": [{"epoch": 0}, {"epoch": 1}, {"epoch": 2}]}},
+        )
         # 3 epochs in 30 s: 7 epochs left of c0 (70 s) and 3 runs of 10 epochs (300 s), one at a time
         assert status.describe() == "0/4 runs done · running: c0 seed 0 epoch 4/10 · ETA 6 min"
         status.finished(plans[0], runner.RunResult(plans[0].key, True, "fit+test", seconds=120.0))
         status.started(plans[1])
         status.started(plans[2])
         clock[0] = 160.0  # c1, c2 before their first validation: the median run (120 s) less 30 s each
-        assert status.describe() == ("1/4 runs done · running: c1 seed 0 epoch 1/10, c2 seed 0 epoch 1/10 · "
-                                     "ETA 2 min")  # (90 + 90 + 120) s over the 2 runs seen at once
+        assert status.describe() == (
+            "1/4 runs done · running: c1 seed 0 epoch 1/10, c2 seed 0 epoch 1/10 · ETA 2 min"
+        )  # (90 + 90 + 120) s over the 2 runs seen at once
         status.finished(plans[1], runner.RunResult(plans[1].key, False, "fit", error="fit: bad", log="x/fit.log"))
         assert status.describe().startswith("2/4 runs done (1 failed) · running: c2 seed 0")
     assert progress.duration(42) == "42 s" and progress.duration(5400) == "1 h 30 min"
@@ -300,7 +355,10 @@ def test_on_a_terminal_the_status_is_redrawn_in_place_below_the_lines():
         status.advance()
         status.refresh()
     drawn = screen.getvalue()
-    assert "\r|######      | 1/2 runs done · ETA 5 s" in drawn and "\n[1/2] mhsa seed 0: fit+test in 3 s\n" in drawn.replace("\r", "\n")
+    assert (
+        "\r|######      | 1/2 runs done · ETA 5 s" in drawn
+        and "\n[1/2] mhsa seed 0: fit+test in 3 s\n" in drawn.replace("\r", "\n")
+    )
     logged = io.StringIO()
     with StatusLine(lambda: "0/2 runs done", total=2, every=0, stream=logged) as status:
         status.refresh()
@@ -343,7 +401,10 @@ def test_ctrl_c_stops_the_grid_prints_the_partial_table_and_the_same_command_res
     out, err = process.communicate(timeout=120)
     out = "".join(first) + out
     assert process.returncode == 130, out + err
-    assert "1 run(s) done, 0 failed, 1 stopped, 0 not started" in out and "10 seed 0: fit stopped by SIGTERM; the same" in out
+    assert (
+        "1 run(s) done, 0 failed, 1 stopped, 0 not started" in out
+        and "10 seed 0: fit stopped by SIGTERM; the same" in out
+    )
     assert "| 1 (baseline) | 1 |" in out and "Not finished (1): max_epochs=10/seed0" in out
     assert "run the same command again" in err
     assert runner.state(second) == "resume" and read_summary(second)["fit"]["status"] == "interrupted"

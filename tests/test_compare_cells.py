@@ -14,8 +14,12 @@ CELLS = ["--cells", "mhsa: --model.attention=mhsa", "small: --model.attention=no
 
 
 def test_listed_cells_are_names_and_flags_crossed_with_the_grid(tmp_path):
-    listed = grid.parse_cells(["base: --config domains/demo/demo.yaml --model.attention=none",
-                               "wide: --model.dim=64 -c configs/logger/csv.yaml"])
+    listed = grid.parse_cells(
+        [
+            "base: --config domains/demo/demo.yaml --model.attention=none",
+            "wide: --model.dim=64 -c configs/logger/csv.yaml",
+        ]
+    )
     cells = grid.cells([listed, grid.parse_axis("optimizer.init_args.lr=[0.1,0.01]")])
     assert [c.name for c in cells] == ["base,lr=0.1", "base,lr=0.01", "wide,lr=0.1", "wide,lr=0.01"]
     assert cells[0].config_args == ["--config", "domains/demo/demo.yaml"]
@@ -28,13 +32,16 @@ def test_listed_cells_are_names_and_flags_crossed_with_the_grid(tmp_path):
     assert grid.parse_cells([]) is None
 
 
-@pytest.mark.parametrize("items, message", [
-    (["just flags"], "expected 'NAME: FLAGS'"),
-    (["a: --model.dim=8", "a: --model.dim=16"], "a: listed more than once"),
-    ([": --model.dim=8"], "a cell needs a name"),
-    (["a: --seed_everything=3"], "--seed_everything is set by compare"),
-    (["a: --model.dim='8"], "in its flags"),
-])
+@pytest.mark.parametrize(
+    "items, message",
+    [
+        (["just flags"], "expected 'NAME: FLAGS'"),
+        (["a: --model.dim=8", "a: --model.dim=16"], "a: listed more than once"),
+        ([": --model.dim=8"], "a cell needs a name"),
+        (["a: --seed_everything=3"], "--seed_everything is set by compare"),
+        (["a: --model.dim='8"], "in its flags"),
+    ],
+)
 def test_bad_cells_are_one_message_naming_the_cell(items, message):
     with pytest.raises(ConfigError, match=message):
         grid.parse_cells(items)
@@ -47,19 +54,39 @@ def test_listed_cells_run_with_their_flags_and_a_recorded_run_verifies_exactly(c
     small = yaml.safe_load((runs / "small" / "seed0" / "config.yaml").read_text())["model"]["init_args"]
     assert (small["attention"], small["dim"]) == ("none", 16)
     with pytest.raises(ConfigError, match="was made with --cells"):  # other cells: another comparison
-        compare("--cells", "mhsa: --model.attention=local", "--trainer.deterministic=true",
-                "--trainer.max_epochs=1", "--name", "cells")
+        compare(
+            "--cells",
+            "mhsa: --model.attention=local",
+            "--trainer.deterministic=true",
+            "--trainer.max_epochs=1",
+            "--name",
+            "cells",
+        )
     capsys.readouterr()
 
     # The deterministic run of mhsa, done again in a fresh worker: exactly the recorded test metrics.
-    assert compare(*CELLS, "--trainer.deterministic=true", "--trainer.max_epochs=1", "--name", "cells",
-                   "--verify", "mhsa", "--seed", "0") is None
+    assert (
+        compare(
+            *CELLS,
+            "--trainer.deterministic=true",
+            "--trainer.max_epochs=1",
+            "--name",
+            "cells",
+            "--verify",
+            "mhsa",
+            "--seed",
+            "0",
+        )
+        is None
+    )
     said = capsys.readouterr().out
     assert "MATCH (deterministic on the same device: the test metrics must be equal)" in said
     assert "config_hash: same" in said and "versions: same" in said
     assert not (folder("cells") / "verify").exists()  # a matching rerun is not kept
     with pytest.raises(ConfigError, match="--verify nothing: no such cell; the cells are mhsa, small"):
-        compare(*CELLS, "--trainer.deterministic=true", "--trainer.max_epochs=1", "--name", "cells", "--verify", "nothing")
+        compare(
+            *CELLS, "--trainer.deterministic=true", "--trainer.max_epochs=1", "--name", "cells", "--verify", "nothing"
+        )
 
 
 def test_the_verdict_is_exact_for_deterministic_runs_on_one_device_else_within_the_tolerance():
@@ -71,6 +98,10 @@ def test_the_verdict_is_exact_for_deterministic_runs_on_one_device_else_within_t
     elsewhere = {**fit, "provenance": {"deterministic": True, "device": "NVIDIA H100"}}
     within = verify.compare(fit, test, elsewhere, close, None, 1e-3)
     assert within["match"] and not within["exact"] and within["tolerance"] == 1e-3
-    assert not verify.compare(fit, test, elsewhere, {"metrics": {"test/acc": 0.6, "test/loss": 1.0}}, None, 1e-3)["match"]
+    assert not verify.compare(fit, test, elsewhere, {"metrics": {"test/acc": 0.6, "test/loss": 1.0}}, None, 1e-3)[
+        "match"
+    ]
     assert "MISMATCH" in verify.report(exact) and "device: DIFFERENT" in verify.report(within)
-    assert verify.recorded_threads(fit["provenance"]) == 1 and verify.recorded_threads({"device": "NVIDIA H100"}) is None
+    assert (
+        verify.recorded_threads(fit["provenance"]) == 1 and verify.recorded_threads({"device": "NVIDIA H100"}) is None
+    )

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
 
-from framework.runs import read_summary
 from framework.commands.compare.pool import Pool
 from framework.commands.compare.runner import RunPlan, fit_arguments, state
+from framework.runs import read_summary
 from tests.comparisons import DEMO
 
 #: A callback that kills its process with SIGKILL after the second training step (a worker's crash).
@@ -23,29 +23,45 @@ RAISES = "--trainer.callbacks+=tests.test_compare_pool.Bug"
 class Bug(Callback):
     def on_train_batch_end(self, *args) -> None:
         raise RuntimeError("a bug in the run's own code")
+
+
 DETERMINISTIC = [*DEMO, "--trainer.deterministic=true"]
 
 
 def plan(tmp_path: Path, name: str, seed: int, *flags: str) -> RunPlan:
-    return RunPlan(cell=name, label=name, seed=seed, run_dir=str(tmp_path / name / f"seed{seed}"),
-                   fit_args=fit_arguments([], DETERMINISTIC, list(flags)), test_args=[], group="pool")
+    return RunPlan(
+        cell=name,
+        label=name,
+        seed=seed,
+        run_dir=str(tmp_path / name / f"seed{seed}"),
+        fit_args=fit_arguments([], DETERMINISTIC, list(flags)),
+        test_args=[],
+        group="pool",
+    )
 
 
 def outcome(run: Path) -> dict:
     """What a run ended with: its validation curve, training curve and test metrics."""
     fit = read_summary(run)["fit"]
-    return {"history": fit["history"], "train": fit["train_history"], "best": fit["best_score"],
-            "test": read_summary(run / "test")["test"]["metrics"], "config": fit["provenance"]["config_hash"]}
+    return {
+        "history": fit["history"],
+        "train": fit["train_history"],
+        "best": fit["best_score"],
+        "test": read_summary(run / "test")["test"]["metrics"],
+        "config": fit["provenance"]["config_hash"],
+    }
 
 
 def test_a_crashing_or_killed_run_fails_alone_and_a_warm_worker_carries_nothing_over(tmp_path, monkeypatch):
     monkeypatch.delenv("FRAMEWORK_TRACEBACK")  # the runs print their one-line errors, as for a user
-    plans = [plan(tmp_path, "first", 1),
-             plan(tmp_path, "bad", 0, "--data.batch_size=0"),                    # the framework's error: line
-             plan(tmp_path, "raises", 0, RAISES),                                # an exception: a traceback
-             plan(tmp_path, "killed", 0, KILLED),                                # the worker dies (kill -9)
-             plan(tmp_path, "after", 0, "--model.attention=local"),             # a new worker takes over
-             plan(tmp_path, "warm", 0)]                                          # after another run in that worker
+    plans = [
+        plan(tmp_path, "first", 1),
+        plan(tmp_path, "bad", 0, "--data.batch_size=0"),  # the framework's error: line
+        plan(tmp_path, "raises", 0, RAISES),  # an exception: a traceback
+        plan(tmp_path, "killed", 0, KILLED),  # the worker dies (kill -9)
+        plan(tmp_path, "after", 0, "--model.attention=local"),  # a new worker takes over
+        plan(tmp_path, "warm", 0),
+    ]  # after another run in that worker
     with Pool([None], threads=1) as pool:
         first = pool.workers[0].process.pid
         results = [pool.submit(p).result() for p in plans]
@@ -59,7 +75,9 @@ def test_a_crashing_or_killed_run_fails_alone_and_a_warm_worker_carries_nothing_
     assert restarted != first  # the killed worker was replaced; the runs before it shared one process
     assert state(tmp_path / "killed" / "seed0") == "fit" and state(tmp_path / "warm" / "seed0") == "done"
     log = (tmp_path / "bad" / "seed0" / "fit.log").read_text()
-    assert log.startswith("$ python -m framework fit --config domains/demo/demo.yaml") and "error: data.batch_size" in log
+    assert (
+        log.startswith("$ python -m framework fit --config domains/demo/demo.yaml") and "error: data.batch_size" in log
+    )
 
     # The same run in a fresh worker: exactly the same curves and test metrics.
     with Pool([None], threads=1) as pool:

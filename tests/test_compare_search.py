@@ -24,11 +24,17 @@ from tests.comparisons import DEMO, compare, folder
 def test_spaces_are_optunas_distributions_and_bad_ones_name_the_flag():
     lr = search.parse_space("optimizer.init_args.lr=loguniform(1e-4,1e-2)")
     assert lr.distribution == optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)
-    assert search.parse_space("model.dim=int(16,64,16)").distribution == optuna.distributions.IntDistribution(16, 64, step=16)
+    assert search.parse_space("model.dim=int(16,64,16)").distribution == optuna.distributions.IntDistribution(
+        16, 64, step=16
+    )
     assert search.parse_space("model.attention=[mhsa,none]").distribution.choices == ("mhsa", "none")
-    for flag, message in [("model.dim=int(1.5,4)", "expected int"), ("model.dim=normal(0,1)", "is no space"),
-                          ("seed_everything=[1,2]", "not a key a search can vary"), ("model.dim", "expected KEY=SPACE"),
-                          ("model.dim=loguniform(0,1)", "A > 0")]:
+    for flag, message in [
+        ("model.dim=int(1.5,4)", "expected int"),
+        ("model.dim=normal(0,1)", "is no space"),
+        ("seed_everything=[1,2]", "not a key a search can vary"),
+        ("model.dim", "expected KEY=SPACE"),
+        ("model.dim=loguniform(0,1)", "A > 0"),
+    ]:
         with pytest.raises(ConfigError, match=message):
             search.parse_space(flag)
     with pytest.raises(ConfigError, match="--search: a search chooses its own cells"):
@@ -56,13 +62,30 @@ class KillTheSearch(Callback):
 
 def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_best_yaml(tmp_path, capsys):
     marker = tmp_path / "killed"
-    callback = f'--trainer.callbacks+={{"class_path": "tests.test_compare_search.KillTheSearch", ' \
-               f'"init_args": {{"marker": "{marker}"}}}}'
-    args = [*DEMO, "--trainer.max_epochs=1", callback, "--search", "optimizer.init_args.lr=loguniform(1e-3,1e-2)",
-            "--search", "model.attention=[mhsa,none]", "--trials", "3", "--jobs", "1", "--name", "search",
-            "--status_every", "0"]
-    killed = subprocess.run([sys.executable, "-m", "framework", "compare", *args], capture_output=True, text=True,
-                            timeout=300)
+    callback = (
+        f'--trainer.callbacks+={{"class_path": "tests.test_compare_search.KillTheSearch", '
+        f'"init_args": {{"marker": "{marker}"}}}}'
+    )
+    args = [
+        *DEMO,
+        "--trainer.max_epochs=1",
+        callback,
+        "--search",
+        "optimizer.init_args.lr=loguniform(1e-3,1e-2)",
+        "--search",
+        "model.attention=[mhsa,none]",
+        "--trials",
+        "3",
+        "--jobs",
+        "1",
+        "--name",
+        "search",
+        "--status_every",
+        "0",
+    ]
+    killed = subprocess.run(
+        [sys.executable, "-m", "framework", "compare", *args], capture_output=True, text=True, timeout=300
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     worker = int(marker.read_text())
     deadline = time.monotonic() + 60
@@ -75,7 +98,7 @@ def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_b
     states = [t.state.name for t in optuna.load_study(study_name="search", storage=storage).trials]
     assert states == ["COMPLETE", "RUNNING"]
 
-    summary = compare(*args[len(DEMO):])  # the same command: trial 1 resumes, trial 2 runs
+    summary = compare(*args[len(DEMO) :])  # the same command: trial 1 resumes, trial 2 runs
     study = optuna.load_study(study_name="search", storage=storage)
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
     fit_log = (runs / "trial1" / "seed0" / "fit.log").read_text()
@@ -83,8 +106,10 @@ def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_b
     assert len(commands) == 2 and "--ckpt_path" not in commands[0] and "last.ckpt" in commands[1]
     assert [cell.name for cell in summary.cells] == ["trial0", "trial1", "trial2"]
     for cell, trial in zip(summary.cells, study.trials):  # the tables say what each trial tried
-        assert cell.label == (f"trial {trial.number} (lr={trial.params['optimizer.init_args.lr']:.3g}, "
-                              f"attention={trial.params['model.attention']})")
+        assert cell.label == (
+            f"trial {trial.number} (lr={trial.params['optimizer.init_args.lr']:.3g}, "
+            f"attention={trial.params['model.attention']})"
+        )
     assert summary.baseline.name == f"trial{study.best_trial.number}"
     out = capsys.readouterr().out
     assert f"best: trial {study.best_trial.number}" in out and (folder("search") / "results.md").is_file()

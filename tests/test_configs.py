@@ -26,16 +26,33 @@ from tests.image_logger import logged_pictures
 CONFIGS = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob("domains/*/*.yaml"))
 #: Presets only parsed here (they need GPUs or several processes); cpu, debug and csv are parsed
 #: and run by every run below, gpu on CUDA.
-PARSED_ONLY = ["configs/trainer/gpu.yaml", "configs/trainer/ddp.yaml", "configs/trainer/fsdp.yaml",
-               "configs/logger/wandb.yaml"]
+PARSED_ONLY = [
+    "configs/trainer/gpu.yaml",
+    "configs/trainer/ddp.yaml",
+    "configs/trainer/fsdp.yaml",
+    "configs/logger/wandb.yaml",
+]
 #: Data module arguments that size a data set or a batch, and the few examples a sweep run needs; a
 #: config is cut down to these where its resolved value is larger.
-TINY = {"train_size": 32, "val_size": 8, "test_size": 8, "num_users": 200, "max_images": 4, "events_per_digit": 2,
-        "batch_size": 4, "eval_batch_size": 4}
+TINY = {
+    "train_size": 32,
+    "val_size": 8,
+    "test_size": 8,
+    "num_users": 200,
+    "max_images": 4,
+    "events_per_digit": 2,
+    "batch_size": 4,
+    "eval_batch_size": 4,
+}
 #: Configs that fail for a known reason outside the sweep (xfail, strict: they fail the sweep once fixed).
-KNOWN_FAILURES = {config: pytest.mark.xfail(raises=TypeError, strict=True, reason="BitSequences has no "
-                                             "write_predictions: predict cannot write its bit vectors")
-                  for config in ("domains/memory/hopfield_recall.yaml", "domains/memory/ntm_recall.yaml")}
+KNOWN_FAILURES = {
+    config: pytest.mark.xfail(
+        raises=TypeError,
+        strict=True,
+        reason="BitSequences has no write_predictions: predict cannot write its bit vectors",
+    )
+    for config in ("domains/memory/hopfield_recall.yaml", "domains/memory/ntm_recall.yaml")
+}
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 
 
@@ -63,8 +80,9 @@ def resolved(config: str, capsys, *presets: str) -> dict:
 def tiny(config: dict) -> list[str]:
     """``--data.*`` flags that cut a resolved config's data down, for the size arguments its module has."""
     given = config["data"].get("init_args") or {}
-    return [f"--data.{key}={value}" for key, value in TINY.items()
-            if isinstance(given.get(key), int) and given[key] > value]
+    return [
+        f"--data.{key}={value}" for key, value in TINY.items() if isinstance(given.get(key), int) and given[key] > value
+    ]
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -95,8 +113,13 @@ def test_one_batch_of_fit_then_validate_and_predict_from_its_checkpoint(config, 
     best = Path(fitted.trainer.default_root_dir) / "checkpoints" / "best.ckpt"
     assert best.is_file()
 
-    after = ["--ckpt_path", str(best), "--trainer.logger=false", "--trainer.limit_val_batches=1",
-             "--trainer.limit_predict_batches=1"]
+    after = [
+        "--ckpt_path",
+        str(best),
+        "--trainer.logger=false",
+        "--trainer.limit_val_batches=1",
+        "--trainer.limit_predict_batches=1",
+    ]
     validated = main(["validate", "--config", config, *flags, *after])
     assert monitor in validated.trainer.callback_metrics, sorted(validated.trainer.callback_metrics)
     predicted = main(["predict", "--config", config, *flags, *after])

@@ -15,14 +15,20 @@ import torch.nn.functional as F
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
+from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
 from framework import TaskModule
 from framework.callbacks import AttentionMaps, AttentionStatistics, RunSummary
 from framework.checkpoint import AtomicCheckpointIO
 from framework.data import DataNotFoundError, SplitDataModule, cache_dir, content_key, dataset_dir, load_or_rebuild
-from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
 from framework.errors import CheckpointError, NonFiniteError
-from framework.layers import (AttentionEncoder, AttentiveConvNet, PositionalEncoding, feature_dropout, masked_mean,
-                              run_packed)
+from framework.layers import (
+    AttentionEncoder,
+    AttentiveConvNet,
+    PositionalEncoding,
+    feature_dropout,
+    masked_mean,
+    run_packed,
+)
 from framework.pictures import as_image, heatmap
 from framework.runs import resolve_run_dir
 from framework.tasks import Classification, split_batch
@@ -39,8 +45,11 @@ def test_atomic_checkpoint_replaces_whole_files_or_nothing(tmp_path, monkeypatch
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(torch, "save", crash)
-    with pytest.raises(CheckpointError, match=f"could not write the checkpoint {path}: No space left on device; "
-                                              "the previous checkpoint there, if any, is intact"):
+    with pytest.raises(
+        CheckpointError,
+        match=f"could not write the checkpoint {path}: No space left on device; "
+        "the previous checkpoint there, if any, is intact",
+    ):
         io.save_checkpoint({"step": 2}, path)
     monkeypatch.undo()
     assert torch.load(path)["step"] == 1, "a failed save must leave the previous checkpoint intact"
@@ -86,9 +95,17 @@ def test_classification_task_names_its_metrics_and_checks_the_class_count():
 
 def test_run_summary_reports_last_and_best_by_the_checkpoint_monitor():
     summary = RunSummary()
-    summary.history = [{"val/acc": 0.5, "val/loss": 1.0}, {"val/acc": 0.8, "val/loss": 0.4}, {"val/acc": 0.7, "val/loss": 0.5}]
-    checkpoint = SimpleNamespace(monitor="val/acc", best_model_score=torch.tensor(0.8),
-                                 best_model_path="run/checkpoints/best.ckpt", last_model_path="run/checkpoints/last.ckpt")
+    summary.history = [
+        {"val/acc": 0.5, "val/loss": 1.0},
+        {"val/acc": 0.8, "val/loss": 0.4},
+        {"val/acc": 0.7, "val/loss": 0.5},
+    ]
+    checkpoint = SimpleNamespace(
+        monitor="val/acc",
+        best_model_score=torch.tensor(0.8),
+        best_model_path="run/checkpoints/best.ckpt",
+        last_model_path="run/checkpoints/last.ckpt",
+    )
     text = summary.render("run", checkpoint)
     assert "(best: validation 2 of 3)" in text
     assert "val/acc       0.7000      0.8000" in text and "val/loss      0.5000      0.4000" in text
@@ -100,8 +117,9 @@ def _small_demo(**data):
 
 
 def test_attention_maps_are_logged_as_images_for_every_block(tmp_path):
-    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=2), SequenceClassification(10), _small_demo(),
-                                  tmp_path)
+    logger = fit_logging_pictures(
+        SequenceClassifier(177, 10, dim=16, depth=2), SequenceClassification(10), _small_demo(), tmp_path
+    )
     assert set(logger.images) == {"attention/encoder.layers.0.attention", "attention/encoder.layers.1.attention"}
     (image,) = logger.images["attention/encoder.layers.0.attention"]
     assert image.shape[-1] == 3 and min(image.shape[:2]) >= 400
@@ -121,8 +139,9 @@ class PicturingClassification(SequenceClassification):
 
 def test_the_task_pictures_are_logged_beside_the_attention_maps(tmp_path):
     data = _small_demo()
-    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=1, attention="none"),
-                                  PicturingClassification(10), data, tmp_path)
+    logger = fit_logging_pictures(
+        SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), PicturingClassification(10), data, tmp_path
+    )
     (image,) = logger.images["images/tokens"]
     first = next(iter(data.val_dataloader()))  # the callback draws the first validation batch
     np.testing.assert_array_equal(image, as_image(tokens_picture(first)))  # the figure, rasterised
@@ -145,8 +164,14 @@ def _validate_with(callbacks):
     task = CountingClassification(10)
     module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), task)
     logger = ImageLogger()
-    trainer = pl.Trainer(logger=logger, callbacks=callbacks, default_root_dir=".", enable_progress_bar=False,
-                         enable_checkpointing=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        logger=logger,
+        callbacks=callbacks,
+        default_root_dir=".",
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
     trainer.validate(module, AssociativeRecall(train_size=32, val_size=64, test_size=32, batch_size=32), verbose=False)
     return task.validation_steps, logger.images, trainer.callback_metrics
 
@@ -155,7 +180,10 @@ def test_the_maps_and_statistics_read_the_first_validation_step_itself(tmp_path,
     monkeypatch.chdir(tmp_path)
     steps, images, metrics = _validate_with([AttentionMaps(), AttentionStatistics()])
     assert steps == 2, "two validation batches, no pass more for the maps or the statistics"
-    assert set(images) == {"attention/encoder.layers.0.attention"} and "attention/encoder.layers.0.attention/entropy" in metrics
+    assert (
+        set(images) == {"attention/encoder.layers.0.attention"}
+        and "attention/encoder.layers.0.attention/entropy" in metrics
+    )
     # A capture of full maps would turn the block to its explicit weights: the maps run the batch once more.
     steps, images, _ = _validate_with([AttentionMaps(probes=0)])
     assert steps == 3 and set(images) == {"attention/encoder.layers.0.attention"}
@@ -233,7 +261,7 @@ def test_run_packed_equals_running_each_sequence_alone(cell):
     x, lengths = torch.randn(3, 5, 3), torch.tensor([5, 2, 0])
     states, hidden = run_packed(rnn, x, lengths)
     for b, n in enumerate(lengths.clamp(min=1).tolist()):
-        alone, final = rnn(x[b:b + 1, :n])
+        alone, final = rnn(x[b : b + 1, :n])
         final = final[0] if isinstance(final, tuple) else final
         torch.testing.assert_close(states[b, :n], alone[0])
         torch.testing.assert_close(hidden[:, b], final[:, 0])
@@ -264,7 +292,9 @@ def test_the_demo_learns_with_attention_and_not_without():
         losses = []
         for epoch in range(2):
             for i in range(0, len(train), 64):
-                loss = F.cross_entropy(model(train.tokens[i:i + 64], train.mask[i:i + 64]), train.target[i:i + 64])
+                loss = F.cross_entropy(
+                    model(train.tokens[i : i + 64], train.mask[i : i + 64]), train.target[i : i + 64]
+                )
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
@@ -289,14 +319,22 @@ class VocabularyCheckedClassification(SequenceClassification):
 
     def check(self, model, data):
         if model.tokens.num_embeddings < data.vocab_size:
-            raise ValueError(f"model.vocab_size is {model.tokens.num_embeddings} but data.vocab_size is {data.vocab_size}")
+            raise ValueError(
+                f"model.vocab_size is {model.tokens.num_embeddings} but data.vocab_size is {data.vocab_size}"
+            )
 
 
 def test_the_task_checks_the_model_against_the_set_up_data_when_a_run_starts(tmp_path):
     data = _small_demo()
     module = TaskModule(SequenceClassifier(20, 10, dim=16, depth=1), VocabularyCheckedClassification(10))
-    trainer = pl.Trainer(max_epochs=1, logger=False, default_root_dir=tmp_path, enable_progress_bar=False,
-                         enable_checkpointing=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        max_epochs=1,
+        logger=False,
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
     with pytest.raises(ValueError, match="model.vocab_size is 20 but data.vocab_size is 177"):
         trainer.fit(module, data)
     assert trainer.global_step == 0
@@ -305,8 +343,14 @@ def test_the_task_checks_the_model_against_the_set_up_data_when_a_run_starts(tmp
 def test_extra_step_scalars_are_logged_under_the_stage(tmp_path):
     module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), PenalisedClassification(10))
     module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
-    trainer = pl.Trainer(max_epochs=1, logger=False, default_root_dir=tmp_path, enable_progress_bar=False,
-                         enable_checkpointing=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        max_epochs=1,
+        logger=False,
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
     trainer.fit(module, _small_demo())
     assert trainer.callback_metrics["train/penalty"] == 2.0 and trainer.callback_metrics["val/penalty"] == 2.0
 
@@ -331,11 +375,19 @@ def test_validation_and_test_decode_each_batch_once_even_when_the_attention_maps
     task = GeneratingClassification(10)
     module = TaskModule(SequenceClassifier(177, 10, dim=16, depth=1), task)
     logger = ImageLogger()
-    trainer = pl.Trainer(logger=logger, callbacks=[AttentionMaps()], default_root_dir=tmp_path, enable_progress_bar=False,
-                         enable_checkpointing=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        logger=logger,
+        callbacks=[AttentionMaps()],
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
     data = AssociativeRecall(train_size=32, val_size=64, test_size=96, batch_size=32)
     validated = trainer.validate(module, data, verbose=False)[0]
-    assert logger.images and task.decoded == 2, "two validation batches, each decoded once (the maps' capture: the step only)"
+    assert logger.images and task.decoded == 2, (
+        "two validation batches, each decoded once (the maps' capture: the step only)"
+    )
     assert validated["val/generated_acc"] == pytest.approx(validated["val/acc"])
     tested = trainer.test(module, data, verbose=False)[0]
     assert task.decoded == 5 and tested["test/generated_acc"] == pytest.approx(tested["test/acc"])
@@ -391,7 +443,9 @@ def test_load_or_rebuild_raises_errors_of_a_fresh_folder_as_they_are(tmp_path):
 def test_attentive_convnet_puts_the_block_in_every_stage_and_learns(attention):
     torch.manual_seed(0)
     model = AttentiveConvNet(1, 2, widths=(8, 16), attention=attention)
-    assert len([m for m in model.modules() if type(m).__name__ == {"none": "NoAttention", "cbam": "CBAM"}[attention]]) == 2
+    assert (
+        len([m for m in model.modules() if type(m).__name__ == {"none": "NoAttention", "cbam": "CBAM"}[attention]]) == 2
+    )
     x = torch.randn(32, 1, 16, 16)
     y = (x[:, 0, :8].mean((1, 2)) > x[:, 0, 8:].mean((1, 2))).long()  # which half is brighter
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -407,12 +461,17 @@ def test_attentive_convnet_puts_the_block_in_every_stage_and_learns(attention):
         model(torch.zeros(1, 16, 16))
 
 
-@pytest.mark.parametrize("launcher, expected", [
-    ({"WORLD_SIZE": "8", "SLURM_JOB_ID": "4711", "SLURM_PROCID": "5"}, "slurm-4711_fit"),
-    ({"SLURM_NTASKS": "4", "SLURM_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "3"}, "slurm-12-3_fit"),
-    ({"WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "job7", "LOCAL_RANK": "1"}, "torchrun-job7_fit"),
-])
-def test_ranks_started_by_a_launcher_share_one_run_folder_named_after_the_job(launcher, expected, monkeypatch, tmp_path):
+@pytest.mark.parametrize(
+    "launcher, expected",
+    [
+        ({"WORLD_SIZE": "8", "SLURM_JOB_ID": "4711", "SLURM_PROCID": "5"}, "slurm-4711_fit"),
+        ({"SLURM_NTASKS": "4", "SLURM_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "3"}, "slurm-12-3_fit"),
+        ({"WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "job7", "LOCAL_RANK": "1"}, "torchrun-job7_fit"),
+    ],
+)
+def test_ranks_started_by_a_launcher_share_one_run_folder_named_after_the_job(
+    launcher, expected, monkeypatch, tmp_path
+):
     monkeypatch.setenv("FRAMEWORK_RUNS_DIR", str(tmp_path))
     for key, value in launcher.items():
         monkeypatch.setenv(key, value)

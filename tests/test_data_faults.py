@@ -37,13 +37,22 @@ KINDS = {
     "size": "another sample rate or image size",
     "columns": "a field, channel or line too many or too few",
 }
-ONE_STEP = ["--trainer.max_steps=1", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1",
-            "--trainer.limit_val_batches=1", "--trainer.num_sanity_val_steps=0", "--trainer.enable_progress_bar=false",
-            "--trainer.enable_model_summary=false", "--config", "configs/logger/csv.yaml"]
+ONE_STEP = [
+    "--trainer.max_steps=1",
+    "--trainer.max_epochs=1",
+    "--trainer.limit_train_batches=1",
+    "--trainer.limit_val_batches=1",
+    "--trainer.num_sanity_val_steps=0",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+    "--config",
+    "configs/logger/csv.yaml",
+]
 JUNK = b"\x89\x00\xfe\xff junk \x01\x02\x9c"
 
 
 # --- damage, applied to a file; a text damage returns the line it damaged --------------------------------------
+
 
 def text_lines(path: Path) -> list[bytes]:
     data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
@@ -57,10 +66,12 @@ def write_lines(path: Path, lines: list[bytes]) -> None:
 
 def cut_line(line: int, separator: bytes) -> Callable[[Path], int]:
     """Cut the file just after the first ``separator`` of ``line``: the rest of the file is gone."""
+
     def damage(path: Path) -> int:
         lines = text_lines(path)
-        write_lines(path, lines[:line - 1] + [lines[line - 1].split(separator)[0] + separator])
+        write_lines(path, lines[: line - 1] + [lines[line - 1].split(separator)[0] + separator])
         return line
+
     return damage
 
 
@@ -72,13 +83,15 @@ def utf16(path: Path) -> None:
 def junk_line(line: int) -> Callable[[Path], int]:
     def damage(path: Path) -> int:
         lines = text_lines(path)
-        write_lines(path, lines[:line - 1] + [JUNK + b"\n"] + lines[line - 1:])
+        write_lines(path, lines[: line - 1] + [JUNK + b"\n"] + lines[line - 1 :])
         return line
+
     return damage
 
 
 def set_field(line: int, column: int, value: bytes, separator: bytes) -> Callable[[Path], int]:
     """Replace field ``column`` of ``line`` (``value`` None: drop it; a column past the end: add one)."""
+
     def damage(path: Path) -> int:
         lines = text_lines(path)
         end = b"\r\n" if lines[line - 1].endswith(b"\r\n") else b"\n"
@@ -92,6 +105,7 @@ def set_field(line: int, column: int, value: bytes, separator: bytes) -> Callabl
         lines[line - 1] = separator.join(fields) + end
         write_lines(path, lines)
         return line
+
     return damage
 
 
@@ -110,13 +124,14 @@ def halve(path: Path) -> None:
 def keep_bytes(count: int) -> Callable[[Path], None]:
     def damage(path: Path) -> None:
         path.write_bytes(path.read_bytes()[:count])
+
     return damage
 
 
 def garble(path: Path) -> None:
     data = bytearray(path.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + 64] = (JUNK * 8)[:64]
+    data[middle : middle + 64] = (JUNK * 8)[:64]
     path.write_bytes(bytes(data))
 
 
@@ -127,6 +142,7 @@ def text_instead(path: Path) -> None:
 def rename(name: str) -> Callable[[Path], Path]:
     def damage(path: Path) -> Path:
         return path.rename(path.with_name(name))
+
     return damage
 
 
@@ -136,6 +152,7 @@ def resample(rate: int) -> Callable[[Path], None]:
 
         samples, _ = soundfile.read(path, dtype="int16")
         soundfile.write(path, samples, rate, subtype="PCM_16")
+
     return damage
 
 
@@ -168,6 +185,7 @@ def paint(value: int) -> Callable[[Path], None]:
             pixels = np.array(image)
         pixels[5, 7] = value
         Image.fromarray(pixels).save(path)
+
     return damage
 
 
@@ -177,6 +195,7 @@ def repickle(change: Callable[[object], object]) -> Callable[[Path], None]:
             value = pickle.load(file, encoding="latin1")
         with open(path, "wb") as file:
             pickle.dump(change(value), file)
+
     return damage
 
 
@@ -192,13 +211,14 @@ def write_idx(path: Path, array: np.ndarray) -> None:
 
 def read_idx(path: Path) -> np.ndarray:
     raw = gzip.decompress(path.read_bytes())
-    shape = struct.unpack(f">{raw[3]}I", raw[4:4 + 4 * raw[3]])
+    shape = struct.unpack(f">{raw[3]}I", raw[4 : 4 + 4 * raw[3]])
     return np.frombuffer(raw, np.uint8, offset=4 + 4 * raw[3]).reshape(shape)
 
 
 def change_idx(change: Callable[[np.ndarray], np.ndarray]) -> Callable[[Path], None]:
     def damage(path: Path) -> None:
         write_idx(path, change(read_idx(path).copy()))
+
     return damage
 
 
@@ -208,6 +228,7 @@ def label_twelve(labels: np.ndarray) -> np.ndarray:
 
 
 # --- the tiny fixtures: the first lines or files of the real data sets ---------------------------------
+
 
 def copy_lines(source: Path, target: Path, count: int, keep: Callable[[bytes], bool] = lambda line: True) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -243,8 +264,12 @@ def cora(real: Path, root: Path) -> None:
 
 
 def movielens_ratings(real: Path, root: Path) -> None:
-    copy_lines(real / "MovieLens100K/raw/u.data", root / "MovieLens100K/raw/u.data", 10**6,
-               lambda line: int(line.split(b"\t")[0]) <= 20)
+    copy_lines(
+        real / "MovieLens100K/raw/u.data",
+        root / "MovieLens100K/raw/u.data",
+        10**6,
+        lambda line: int(line.split(b"\t")[0]) <= 20,
+    )
 
 
 def movielens_graph(real: Path, root: Path) -> None:
@@ -274,13 +299,17 @@ def labelled_tsv(real: Path, root: Path) -> None:
     labels = {label.split(b":")[0] for label, _ in train}
     test = [line.split(b" ", 1) for line in text_lines(real / "TREC/TREC_10.label")[:60]]
     for name, pairs in (("train.tsv", train), ("test.tsv", test)):
-        write_lines(root / "corpus" / name, [label.split(b":")[0] + b"\t" + question for label, question in pairs
-                                             if label.split(b":")[0] in labels])
+        write_lines(
+            root / "corpus" / name,
+            [label.split(b":")[0] + b"\t" + question for label, question in pairs if label.split(b":")[0] in labels],
+        )
 
 
 def user_item_lines(real: Path, root: Path) -> None:
     """The ratings of MovieLens' first 20 users as a SASRec file (``user item``, each user's in time order)."""
-    rows = [line.split(b"\t") for line in text_lines(real / "MovieLens100K/raw/u.data") if int(line.split(b"\t")[0]) <= 20]
+    rows = [
+        line.split(b"\t") for line in text_lines(real / "MovieLens100K/raw/u.data") if int(line.split(b"\t")[0]) <= 20
+    ]
     rows.sort(key=lambda row: (int(row[0]), int(row[3])))
     (root / "sasrec").mkdir(parents=True)
     write_lines(root / "sasrec/ml.txt", [row[0] + b" " + row[1] + b"\n" for row in rows])
@@ -290,8 +319,9 @@ def image_folders(real: Path, root: Path) -> None:
     """MNIST's first digits 0-2 as PNGs in ``digits/<train|val>/<digit>/`` (``ImageFolderClassification``)."""
     from PIL import Image
 
-    images, labels = (read_idx(real / "MNIST/raw" / name) for name in ("t10k-images-idx3-ubyte.gz",
-                                                                      "t10k-labels-idx1-ubyte.gz"))
+    images, labels = (
+        read_idx(real / "MNIST/raw" / name) for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+    )
     for digit in range(3):
         for index, image in enumerate(images[labels == digit][:12]):
             folder = root / "digits" / ("train" if index < 8 else "val") / str(digit)
@@ -306,7 +336,9 @@ def speech_commands(real: Path, root: Path) -> None:
     for digit, word in enumerate(words):
         (version / word).mkdir(parents=True)
         for index in range(8):
-            shutil.copy(real / f"fsdd/recordings/{digit}_george_{index}.wav", version / word / f"george_nohash_{index}.wav")
+            shutil.copy(
+                real / f"fsdd/recordings/{digit}_george_{index}.wav", version / word / f"george_nohash_{index}.wav"
+            )
     (version / "validation_list.txt").write_text("".join(f"{word}/george_nohash_5.wav\n" for word in words))
     (version / "testing_list.txt").write_text("".join(f"{word}/george_nohash_0.wav\n" for word in words))
 
@@ -314,10 +346,12 @@ def speech_commands(real: Path, root: Path) -> None:
 def new_class(name: str) -> Callable[[Path], Path]:
     """A copy of the image in a class folder of its own (a class the training split lacks); the
     split's folder is what the message names."""
+
     def damage(path: Path) -> Path:
         (path.parent.parent / name).mkdir()
         shutil.copy(path, path.parent.parent / name / path.name)
         return path.parent.parent
+
     return damage
 
 
@@ -335,117 +369,189 @@ class Loader:
 
 TAB, SPACE = b"\t", b" "
 LOADERS = {
-    "trec": Loader(["--config", "domains/nlp/selfattentive_trec.yaml", "--data.val_size=20"], trec, {
-        "truncated": ("TREC/train_5500.label", cut_line(120, SPACE)),
-        "empty": ("TREC/TREC_10.label", empty),
-        "encoding": ("TREC/train_5500.label", utf16),
-        "garbage": ("TREC/train_5500.label", junk_line(50)),
-        "label": ("TREC/TREC_10.label", set_field(7, 0, b"FOO:bar", SPACE)),
-        "columns": ("TREC/TREC_10.label", cut_line(9, SPACE)),
-    }),
-    "multi30k": Loader(["--config", "domains/nlp/seq2seq_luong_multi30k.yaml"], multi30k, {
-        "truncated": ("multi30k/train.de.gz", halve),
-        "empty": ("multi30k/val.en.gz", empty),
-        "encoding": ("multi30k/val.de.gz", utf16),
-        "garbage": ("multi30k/train.en.gz", junk_line(30)),
-        "columns": ("multi30k/test_2016_flickr.de.gz", drop_last_line),
-    }),
-    "babi": Loader(["--config", "domains/memory/memn2n_babi.yaml"], babi, {
-        "truncated": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", cut_line(20, SPACE)),
-        "empty": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_test.txt", empty),
-        "encoding": ("babi/tasks_1-20_v1-2/en/qa7_counting_train.txt", utf16),
-        "garbage": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", junk_line(10)),
-        "range": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", set_field(3, 2, b"99", TAB)),
-        "columns": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_test.txt", set_field(6, 2, None, TAB)),
-    }),
-    "fsdd": Loader(["--config", "domains/audio/cnn_fsdd.yaml"], fsdd, {
-        "truncated": ("fsdd/recordings/3_george_5.wav", keep_bytes(20)),
-        "empty": ("fsdd/recordings/4_george_6.wav", empty),
-        "encoding": ("fsdd/recordings/0_george_0.wav", text_instead),
-        "label": ("fsdd/recordings/1_george_7.wav", rename("x_george_7.wav")),
-        "size": ("fsdd/recordings/2_george_5.wav", resample(16000)),
-        "columns": ("fsdd/recordings/5_george_6.wav", stereo),
-    }),
-    "cora": Loader(["--config", "domains/graph/gat_cora.yaml"], cora, {
-        "truncated": ("Planetoid/Cora/raw/ind.cora.graph", halve),
-        "empty": ("Planetoid/Cora/raw/ind.cora.tx", empty),
-        "encoding": ("Planetoid/Cora/raw/ind.cora.allx", text_instead),
-        "garbage": ("Planetoid/Cora/raw/ind.cora.graph", garble),
-        "range": ("Planetoid/Cora/raw/ind.cora.graph", repickle(far_neighbour)),
-        "columns": ("Planetoid/Cora/raw/ind.cora.ty", repickle(lambda labels: labels[:, :-1])),
-    }),
-    "movielens": Loader(["--config", "domains/recommender/sasrec_ml100k.yaml", "--data.num_negatives=10"], movielens_ratings, {
-        "truncated": ("MovieLens100K/raw/u.data", cut_line(500, TAB)),
-        "empty": ("MovieLens100K/raw/u.data", empty),
-        "encoding": ("MovieLens100K/raw/u.data", utf16),
-        "garbage": ("MovieLens100K/raw/u.data", junk_line(700)),
-        "range": ("MovieLens100K/raw/u.data", set_field(40, 2, b"9", TAB)),
-        "columns": ("MovieLens100K/raw/u.data", set_field(90, 4, b"5", TAB)),
-    }),
-    "movielens_users": Loader(["--config", "domains/graph/han_movielens.yaml"], movielens_graph, {
-        "truncated": ("MovieLens100K/raw/u.user", cut_line(400, b"|")),
-        "empty": ("MovieLens100K/raw/u.occupation", empty),
-        "encoding": ("MovieLens100K/raw/u.item", utf16),
-        "garbage": ("MovieLens100K/raw/u.item", junk_line(77)),
-        "label": ("MovieLens100K/raw/u.user", set_field(12, 3, b"astronaut", b"|")),
-        "range": ("MovieLens100K/raw/u.data", set_field(30, 1, b"99999", TAB)),
-        "columns": ("MovieLens100K/raw/u.item", set_field(5, 23, None, b"|")),
-    }),
-    "camvid": Loader(["--config", "domains/vision/ccnet_camvid.yaml", "--data.batch_size=2"], camvid, {
-        "truncated": ("CamVid/trainannot/0001TP_006690.png", halve),
-        "empty": ("CamVid/val/0016E5_07959.png", empty),
-        "encoding": ("CamVid/testannot/0001TP_008550.png", text_instead),
-        "garbage": ("CamVid/train/0001TP_006750.png", garble),
-        "range": ("CamVid/trainannot/0001TP_006750.png", paint(200)),
-        "size": ("CamVid/train/0001TP_006690.png", resize_image),
-        "columns": ("CamVid/valannot/0016E5_07959.png", as_rgb),
-    }),
-    "mnist": Loader(["--config", "domains/vision/classify.yaml", "--data=domains.vision.TorchvisionClassification",
-                     "--data.name=mnist", "--data.test_split_only=true"], mnist, {
-        "truncated": ("MNIST/raw/t10k-images-idx3-ubyte.gz", halve),
-        "empty": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", empty),
-        "encoding": ("MNIST/raw/t10k-images-idx3-ubyte.gz", text_instead),
-        "range": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", change_idx(label_twelve)),
-        "size": ("MNIST/raw/t10k-images-idx3-ubyte.gz", change_idx(lambda images: images[:, 4:24, 4:24])),
-        "columns": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", change_idx(lambda labels: labels[:-1])),
-    }),
-    "labelled_text": Loader(["--config", "domains/nlp/selfattentive_trec.yaml", "--data=domains.nlp.LabelledText",
-                             "--data.root={root}/corpus", "--data.splits={train: [train.tsv], test: [test.tsv]}",
-                             "--data.val_size=20", "--data.encoding=latin-1"], labelled_tsv, {
-        "truncated": ("corpus/train.tsv", cut_line(100, TAB)),
-        "empty": ("corpus/test.tsv", empty),
-        "encoding": ("corpus/train.tsv", utf16),
-        "garbage": ("corpus/test.tsv", junk_line(12)),
-        "label": ("corpus/test.tsv", set_field(4, 0, b"FOO", TAB)),
-        "columns": ("corpus/train.tsv", set_field(33, 2, b"extra", TAB)),
-    }),
-    "user_item_file": Loader(["--config", "domains/recommender/sasrec_ml100k.yaml",
-                              "--data=domains.recommender.UserItemSequences", "--data.path=sasrec/ml.txt",
-                              "--data.num_negatives=10"], user_item_lines, {
-        "truncated": ("sasrec/ml.txt", cut_line(300, SPACE)),
-        "empty": ("sasrec/ml.txt", empty),
-        "encoding": ("sasrec/ml.txt", utf16),
-        "garbage": ("sasrec/ml.txt", junk_line(1000)),
-        "range": ("sasrec/ml.txt", set_field(40, 1, b"0", SPACE)),
-        "columns": ("sasrec/ml.txt", set_field(41, 2, b"5", SPACE)),
-    }),
-    "image_folder": Loader(["--config", "domains/vision/classify.yaml", "--data=domains.vision.ImageFolderClassification",
-                            "--data.folder=digits", "--data.image_size=28", "--model.in_chans=3"], image_folders, {
-        "truncated": ("digits/train/1/3.png", halve),
-        "empty": ("digits/val/0/9.png", empty),
-        "encoding": ("digits/train/2/0.png", text_instead),
-        "garbage": ("digits/train/0/5.png", garble),
-        "label": ("digits/val/2/10.png", new_class("ten")),
-    }),
-    "speech_commands": Loader(["--config", "domains/audio/cnn_fsdd.yaml", "--data=domains.audio.SpeechCommands",
-                               "--data.sample_rate=8000"], speech_commands, {
-        "truncated": ("SpeechCommands/speech_commands_v0.02/one/george_nohash_3.wav", keep_bytes(30)),
-        "empty": ("SpeechCommands/speech_commands_v0.02/two/george_nohash_5.wav", empty),
-        "encoding": ("SpeechCommands/speech_commands_v0.02/zero/george_nohash_7.wav", text_instead),
-        "garbage": ("SpeechCommands/speech_commands_v0.02/validation_list.txt", junk_line(2)),
-        "label": ("SpeechCommands/speech_commands_v0.02/testing_list.txt", set_field(3, 0, b"three", b"/")),
-        "size": ("SpeechCommands/speech_commands_v0.02/one/george_nohash_6.wav", resample(16000)),
-    }),
+    "trec": Loader(
+        ["--config", "domains/nlp/selfattentive_trec.yaml", "--data.val_size=20"],
+        trec,
+        {
+            "truncated": ("TREC/train_5500.label", cut_line(120, SPACE)),
+            "empty": ("TREC/TREC_10.label", empty),
+            "encoding": ("TREC/train_5500.label", utf16),
+            "garbage": ("TREC/train_5500.label", junk_line(50)),
+            "label": ("TREC/TREC_10.label", set_field(7, 0, b"FOO:bar", SPACE)),
+            "columns": ("TREC/TREC_10.label", cut_line(9, SPACE)),
+        },
+    ),
+    "multi30k": Loader(
+        ["--config", "domains/nlp/seq2seq_luong_multi30k.yaml"],
+        multi30k,
+        {
+            "truncated": ("multi30k/train.de.gz", halve),
+            "empty": ("multi30k/val.en.gz", empty),
+            "encoding": ("multi30k/val.de.gz", utf16),
+            "garbage": ("multi30k/train.en.gz", junk_line(30)),
+            "columns": ("multi30k/test_2016_flickr.de.gz", drop_last_line),
+        },
+    ),
+    "babi": Loader(
+        ["--config", "domains/memory/memn2n_babi.yaml"],
+        babi,
+        {
+            "truncated": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", cut_line(20, SPACE)),
+            "empty": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_test.txt", empty),
+            "encoding": ("babi/tasks_1-20_v1-2/en/qa7_counting_train.txt", utf16),
+            "garbage": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", junk_line(10)),
+            "range": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt", set_field(3, 2, b"99", TAB)),
+            "columns": ("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_test.txt", set_field(6, 2, None, TAB)),
+        },
+    ),
+    "fsdd": Loader(
+        ["--config", "domains/audio/cnn_fsdd.yaml"],
+        fsdd,
+        {
+            "truncated": ("fsdd/recordings/3_george_5.wav", keep_bytes(20)),
+            "empty": ("fsdd/recordings/4_george_6.wav", empty),
+            "encoding": ("fsdd/recordings/0_george_0.wav", text_instead),
+            "label": ("fsdd/recordings/1_george_7.wav", rename("x_george_7.wav")),
+            "size": ("fsdd/recordings/2_george_5.wav", resample(16000)),
+            "columns": ("fsdd/recordings/5_george_6.wav", stereo),
+        },
+    ),
+    "cora": Loader(
+        ["--config", "domains/graph/gat_cora.yaml"],
+        cora,
+        {
+            "truncated": ("Planetoid/Cora/raw/ind.cora.graph", halve),
+            "empty": ("Planetoid/Cora/raw/ind.cora.tx", empty),
+            "encoding": ("Planetoid/Cora/raw/ind.cora.allx", text_instead),
+            "garbage": ("Planetoid/Cora/raw/ind.cora.graph", garble),
+            "range": ("Planetoid/Cora/raw/ind.cora.graph", repickle(far_neighbour)),
+            "columns": ("Planetoid/Cora/raw/ind.cora.ty", repickle(lambda labels: labels[:, :-1])),
+        },
+    ),
+    "movielens": Loader(
+        ["--config", "domains/recommender/sasrec_ml100k.yaml", "--data.num_negatives=10"],
+        movielens_ratings,
+        {
+            "truncated": ("MovieLens100K/raw/u.data", cut_line(500, TAB)),
+            "empty": ("MovieLens100K/raw/u.data", empty),
+            "encoding": ("MovieLens100K/raw/u.data", utf16),
+            "garbage": ("MovieLens100K/raw/u.data", junk_line(700)),
+            "range": ("MovieLens100K/raw/u.data", set_field(40, 2, b"9", TAB)),
+            "columns": ("MovieLens100K/raw/u.data", set_field(90, 4, b"5", TAB)),
+        },
+    ),
+    "movielens_users": Loader(
+        ["--config", "domains/graph/han_movielens.yaml"],
+        movielens_graph,
+        {
+            "truncated": ("MovieLens100K/raw/u.user", cut_line(400, b"|")),
+            "empty": ("MovieLens100K/raw/u.occupation", empty),
+            "encoding": ("MovieLens100K/raw/u.item", utf16),
+            "garbage": ("MovieLens100K/raw/u.item", junk_line(77)),
+            "label": ("MovieLens100K/raw/u.user", set_field(12, 3, b"astronaut", b"|")),
+            "range": ("MovieLens100K/raw/u.data", set_field(30, 1, b"99999", TAB)),
+            "columns": ("MovieLens100K/raw/u.item", set_field(5, 23, None, b"|")),
+        },
+    ),
+    "camvid": Loader(
+        ["--config", "domains/vision/ccnet_camvid.yaml", "--data.batch_size=2"],
+        camvid,
+        {
+            "truncated": ("CamVid/trainannot/0001TP_006690.png", halve),
+            "empty": ("CamVid/val/0016E5_07959.png", empty),
+            "encoding": ("CamVid/testannot/0001TP_008550.png", text_instead),
+            "garbage": ("CamVid/train/0001TP_006750.png", garble),
+            "range": ("CamVid/trainannot/0001TP_006750.png", paint(200)),
+            "size": ("CamVid/train/0001TP_006690.png", resize_image),
+            "columns": ("CamVid/valannot/0016E5_07959.png", as_rgb),
+        },
+    ),
+    "mnist": Loader(
+        [
+            "--config",
+            "domains/vision/classify.yaml",
+            "--data=domains.vision.TorchvisionClassification",
+            "--data.name=mnist",
+            "--data.test_split_only=true",
+        ],
+        mnist,
+        {
+            "truncated": ("MNIST/raw/t10k-images-idx3-ubyte.gz", halve),
+            "empty": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", empty),
+            "encoding": ("MNIST/raw/t10k-images-idx3-ubyte.gz", text_instead),
+            "range": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", change_idx(label_twelve)),
+            "size": ("MNIST/raw/t10k-images-idx3-ubyte.gz", change_idx(lambda images: images[:, 4:24, 4:24])),
+            "columns": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", change_idx(lambda labels: labels[:-1])),
+        },
+    ),
+    "labelled_text": Loader(
+        [
+            "--config",
+            "domains/nlp/selfattentive_trec.yaml",
+            "--data=domains.nlp.LabelledText",
+            "--data.root={root}/corpus",
+            "--data.splits={train: [train.tsv], test: [test.tsv]}",
+            "--data.val_size=20",
+            "--data.encoding=latin-1",
+        ],
+        labelled_tsv,
+        {
+            "truncated": ("corpus/train.tsv", cut_line(100, TAB)),
+            "empty": ("corpus/test.tsv", empty),
+            "encoding": ("corpus/train.tsv", utf16),
+            "garbage": ("corpus/test.tsv", junk_line(12)),
+            "label": ("corpus/test.tsv", set_field(4, 0, b"FOO", TAB)),
+            "columns": ("corpus/train.tsv", set_field(33, 2, b"extra", TAB)),
+        },
+    ),
+    "user_item_file": Loader(
+        [
+            "--config",
+            "domains/recommender/sasrec_ml100k.yaml",
+            "--data=domains.recommender.UserItemSequences",
+            "--data.path=sasrec/ml.txt",
+            "--data.num_negatives=10",
+        ],
+        user_item_lines,
+        {
+            "truncated": ("sasrec/ml.txt", cut_line(300, SPACE)),
+            "empty": ("sasrec/ml.txt", empty),
+            "encoding": ("sasrec/ml.txt", utf16),
+            "garbage": ("sasrec/ml.txt", junk_line(1000)),
+            "range": ("sasrec/ml.txt", set_field(40, 1, b"0", SPACE)),
+            "columns": ("sasrec/ml.txt", set_field(41, 2, b"5", SPACE)),
+        },
+    ),
+    "image_folder": Loader(
+        [
+            "--config",
+            "domains/vision/classify.yaml",
+            "--data=domains.vision.ImageFolderClassification",
+            "--data.folder=digits",
+            "--data.image_size=28",
+            "--model.in_chans=3",
+        ],
+        image_folders,
+        {
+            "truncated": ("digits/train/1/3.png", halve),
+            "empty": ("digits/val/0/9.png", empty),
+            "encoding": ("digits/train/2/0.png", text_instead),
+            "garbage": ("digits/train/0/5.png", garble),
+            "label": ("digits/val/2/10.png", new_class("ten")),
+        },
+    ),
+    "speech_commands": Loader(
+        ["--config", "domains/audio/cnn_fsdd.yaml", "--data=domains.audio.SpeechCommands", "--data.sample_rate=8000"],
+        speech_commands,
+        {
+            "truncated": ("SpeechCommands/speech_commands_v0.02/one/george_nohash_3.wav", keep_bytes(30)),
+            "empty": ("SpeechCommands/speech_commands_v0.02/two/george_nohash_5.wav", empty),
+            "encoding": ("SpeechCommands/speech_commands_v0.02/zero/george_nohash_7.wav", text_instead),
+            "garbage": ("SpeechCommands/speech_commands_v0.02/validation_list.txt", junk_line(2)),
+            "label": ("SpeechCommands/speech_commands_v0.02/testing_list.txt", set_field(3, 0, b"three", b"/")),
+            "size": ("SpeechCommands/speech_commands_v0.02/one/george_nohash_6.wav", resample(16000)),
+        },
+    ),
 }
 CASES = [(loader, kind) for loader, spec in LOADERS.items() for kind in KINDS if kind in spec.damages]
 
@@ -458,12 +564,14 @@ def as_a_user(monkeypatch):
 @pytest.fixture
 def fixture_of(shared_data, tmp_path, monkeypatch):
     """The tiny fixture of a loader in ``tmp_path/data``, made the data root."""
+
     def make(loader: Loader) -> Path:
         real = shared_data(".")
         root = tmp_path / "data"
         loader.fixture(real, root)
         monkeypatch.setenv("FRAMEWORK_DATA_DIR", str(root))
         return root
+
     return make
 
 
@@ -494,6 +602,7 @@ def test_the_undamaged_fixture_trains(capsys, fixture_of, loader):
 
 # --- the checks every reader goes through ---------------------------------------------------------------------
 
+
 def test_a_text_file_is_decoded_strictly_and_its_problems_name_the_line(tmp_path):
     from framework.data import DataError, TextFile
 
@@ -501,10 +610,12 @@ def test_a_text_file_is_decoded_strictly_and_its_problems_name_the_line(tmp_path
     path.write_bytes(b"first\r\nna\x85ve\n\nthird\n")  # CRLF, a latin-1 byte that str.splitlines would split at
     assert TextFile(path, "x", encoding="latin-1").lines == ["first", "na\x85ve", "", "third"]
     assert list(TextFile(path, "x", encoding="latin-1").numbered()) == [(1, "first"), (2, "na\x85ve"), (4, "third")]
-    for data, problem in [(b"ok\nna\x85ve\n", "data.txt:2: byte 0x85 is not valid utf-8 text"),
-                          (b"ok\nok\n\x00\x01\n", "data.txt:3: byte 0x00 is a control character"),
-                          ("ok\n".encode("utf-16"), "data.txt is UTF-16 text"),
-                          (b" \n\n", r"data.txt \(x\) is empty: it holds no lines")]:
+    for data, problem in [
+        (b"ok\nna\x85ve\n", "data.txt:2: byte 0x85 is not valid utf-8 text"),
+        (b"ok\nok\n\x00\x01\n", "data.txt:3: byte 0x00 is a control character"),
+        ("ok\n".encode("utf-16"), "data.txt is UTF-16 text"),
+        (b" \n\n", r"data.txt \(x\) is empty: it holds no lines"),
+    ]:
         path.write_bytes(data)
         with pytest.raises(DataError, match=problem):
             TextFile(path, "x")
@@ -519,10 +630,12 @@ def test_integer_tables_name_the_first_bad_line_and_field(tmp_path):
     columns = {"user": (1, None), "rating": (1, 5)}
     path.write_text("1\t5\n\n2\t3\n")
     assert TextFile(path, "x").integers("\t", columns, "'user<TAB>rating'").tolist() == [[1, 5], [2, 3]]
-    for text, problem in [("1\t5\n\n2\t6\n", "ratings.tsv:3: rating 6 is out of range: expected 1 to 5"),
-                          ("1\t5\n0\t3\n", "ratings.tsv:2: user 0 is out of range: expected at least 1"),
-                          ("1\t5\n2\tfive\n", "ratings.tsv:2: rating 'five' is not an integer"),
-                          ("1\t5\t7\n", r"ratings.tsv:1: expected 'user<TAB>rating' \(2 fields\), got 3")]:
+    for text, problem in [
+        ("1\t5\n\n2\t6\n", "ratings.tsv:3: rating 6 is out of range: expected 1 to 5"),
+        ("1\t5\n0\t3\n", "ratings.tsv:2: user 0 is out of range: expected at least 1"),
+        ("1\t5\n2\tfive\n", "ratings.tsv:2: rating 'five' is not an integer"),
+        ("1\t5\t7\n", r"ratings.tsv:1: expected 'user<TAB>rating' \(2 fields\), got 3"),
+    ]:
         path.write_text(text)
         with pytest.raises(DataError, match=problem):
             TextFile(path, "x").integers("\t", columns, "'user<TAB>rating'")
@@ -539,7 +652,9 @@ def test_label_maps_and_empty_files_are_named(tmp_path):
     check_label_values(np.full((4, 5), 11, np.uint8), valid, tmp_path / "mask.png", "a class")
     values = np.zeros((4, 5), np.uint8)
     values[2, 3] = 200
-    with pytest.raises(DataError, match="mask.png: label value 200 at row 2, column 3 is out of range: expected a class"):
+    with pytest.raises(
+        DataError, match="mask.png: label value 200 at row 2, column 3 is out of range: expected a class"
+    ):
         check_label_values(values, valid, tmp_path / "mask.png", "a class")
     (tmp_path / "empty.wav").write_bytes(b"")
     with pytest.raises(DataError, match=r"empty.wav \(an audio file\) is empty: 0 bytes"):
@@ -565,13 +680,16 @@ def test_an_empty_split_names_its_source_when_read_and_a_generated_one_when_load
         generated.loader("val")
 
 
-@pytest.mark.parametrize("stage, settings, key", [
-    ("fit", {"limit_train_batches": 0}, "trainer.limit_train_batches=0 leaves fit nothing to run"),
-    ("fit", {"max_epochs": 0, "limit_train_batches": 1.0}, "trainer.max_epochs=0"),
-    ("validate", {"limit_val_batches": 0.0}, "trainer.limit_val_batches=0.0 leaves validate"),
-    ("fit", {"limit_val_batches": 0}, None),  # fit without validation is fine
-    ("fit", {"limit_train_batches": 0, "fast_dev_run": True}, None),
-])
+@pytest.mark.parametrize(
+    "stage, settings, key",
+    [
+        ("fit", {"limit_train_batches": 0}, "trainer.limit_train_batches=0 leaves fit nothing to run"),
+        ("fit", {"max_epochs": 0, "limit_train_batches": 1.0}, "trainer.max_epochs=0"),
+        ("validate", {"limit_val_batches": 0.0}, "trainer.limit_val_batches=0.0 leaves validate"),
+        ("fit", {"limit_val_batches": 0}, None),  # fit without validation is fine
+        ("fit", {"limit_train_batches": 0, "fast_dev_run": True}, None),
+    ],
+)
 def test_limits_that_leave_a_stage_nothing_to_read(stage, settings, key):
     from types import SimpleNamespace
 

@@ -12,12 +12,25 @@ from framework import TaskModule
 def test_two_process_ddp_fit_finishes_on_both_ranks_and_its_checkpoint_loads(tmp_path):
     run = tmp_path / "ddp-run"
     command = [
-        sys.executable, "-m", "framework", "fit",
-        "--config", "domains/demo/demo.yaml", "--config", "configs/trainer/ddp.yaml",
-        "--trainer.accelerator=cpu", "--trainer.devices=2", "--trainer.max_steps=6",
-        "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-        "--data.train_size=512", "--data.val_size=64", "--data.batch_size=32",
-        "--trainer.callbacks+=tests.ddp_marker.RankFinished", "--run_dir", str(run),
+        sys.executable,
+        "-m",
+        "framework",
+        "fit",
+        "--config",
+        "domains/demo/demo.yaml",
+        "--config",
+        "configs/trainer/ddp.yaml",
+        "--trainer.accelerator=cpu",
+        "--trainer.devices=2",
+        "--trainer.max_steps=6",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false",
+        "--data.train_size=512",
+        "--data.val_size=64",
+        "--data.batch_size=32",
+        "--trainer.callbacks+=tests.ddp_marker.RankFinished",
+        "--run_dir",
+        str(run),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)

@@ -24,9 +24,15 @@ from tests.image_logger import fit_logging_pictures
 def pictures() -> list:
     torch.manual_seed(0)
     weights = torch.rand(6, 9).softmax(-1)
-    return [heatmap(weights, rows="query", columns="key", valid_columns=torch.arange(9) < 7, caption_text="one map"),
-            heatmaps([("attention", weights, "weight"), ("gold", (weights > 0.12).float(), "gold")], rows="query",
-                     columns="key", caption_text="two panels")]
+    return [
+        heatmap(weights, rows="query", columns="key", valid_columns=torch.arange(9) < 7, caption_text="one map"),
+        heatmaps(
+            [("attention", weights, "weight"), ("gold", (weights > 0.12).float(), "gold")],
+            rows="query",
+            columns="key",
+            caption_text="two panels",
+        ),
+    ]
 
 
 def small_recall() -> AssociativeRecall:
@@ -122,12 +128,14 @@ def test_the_drawing_module_imports_neither_torch_nor_lightning():
 
 def test_pictures_drawn_meanwhile_are_logged_at_the_step_of_their_validation(tmp_path):
     torch.manual_seed(0)
-    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=1), SequenceClassification(10), small_recall(),
-                                  tmp_path, epochs=3)
+    logger = fit_logging_pictures(
+        SequenceClassifier(177, 10, dim=16, depth=1), SequenceClassification(10), small_recall(), tmp_path, epochs=3
+    )
     validations = [step for names, step in logger.metric_steps if "val/acc" in names]
     assert len(validations) == 3, "three validations"
-    assert logger.steps == [("attention/encoder.layers.0.attention", step) for step in validations], \
+    assert logger.steps == [("attention/encoder.layers.0.attention", step) for step in validations], (
         "each validation's picture logged once, in order, at the step of its metrics"
+    )
 
 
 class ArrayPictures(SequenceClassification):
@@ -138,7 +146,8 @@ class ArrayPictures(SequenceClassification):
 
 
 def test_pictures_that_are_arrays_already_are_logged_as_they_are(tmp_path):
-    logger = fit_logging_pictures(SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), ArrayPictures(10),
-                                  small_recall(), tmp_path)
+    logger = fit_logging_pictures(
+        SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), ArrayPictures(10), small_recall(), tmp_path
+    )
     (image,) = logger.images["images/tokens"]
     np.testing.assert_array_equal(image, np.full((4, 5, 3), 7, dtype=np.uint8))

@@ -17,13 +17,21 @@ from framework.attention import ablation, create
 from framework.errors import ConfigError
 from framework.evaluation.block_ablation import choose, skippable, skipped
 from framework.evaluation.faithfulness import random_k, top_k
-from framework.evaluation.measures import (alignment_counts, alignment_error_rate, attention_correctness, hard_alignment,
-                                           jensen_shannon, kendall_tau, kendall_tau_b, total_variation,
-                                           uniform_correctness)
+from framework.evaluation.measures import (
+    alignment_counts,
+    alignment_error_rate,
+    attention_correctness,
+    hard_alignment,
+    jensen_shannon,
+    kendall_tau,
+    kendall_tau_b,
+    total_variation,
+    uniform_correctness,
+)
 from framework.evaluation.protocol import erase_tokens, probe_forward
 from framework.evaluation.rollout import attention_rollout, self_attention_stacks
-from framework.tasks.attention_training import attention_supervision_loss
 from framework.evaluation.table import COLUMNS, Row, as_records, format_table, write_csv
+from framework.tasks.attention_training import attention_supervision_loss
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = str(ROOT / "domains/demo/demo.yaml")
@@ -31,6 +39,7 @@ QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=
 
 
 # ------------------------------------------------------------------ measures, by hand
+
 
 def test_total_variation_and_jensen_shannon_distance_by_hand():
     p, q = torch.tensor([0.5, 0.5, 0.0]), torch.tensor([0.25, 0.25, 0.5])
@@ -140,8 +149,10 @@ def test_top_k_and_random_k_items():
 
 
 def test_the_table_prints_and_writes_csv(tmp_path):
-    rows = [Row("ablation", "head", "uniform", "test/acc", 0.1, 0.98, "plain"), Row("intrinsic", "-", "-", "-", None, None,
-                                                                                    "n/a: no gold attention")]
+    rows = [
+        Row("ablation", "head", "uniform", "test/acc", 0.1, 0.98, "plain"),
+        Row("intrinsic", "-", "-", "-", None, None, "n/a: no gold attention"),
+    ]
     text = format_table(rows)
     assert "0.1000" in text and "0.9800 (plain)" in text and "n/a: no gold attention" in text
     path = write_csv(rows, tmp_path / "evaluation.csv")
@@ -151,8 +162,11 @@ def test_the_table_prints_and_writes_csv(tmp_path):
 
 def test_rows_with_and_without_a_baseline_make_one_wandb_table():
     wandb = pytest.importorskip("wandb")
-    rows = [Row("test", "-", "plain", "test/acc", 0.5), Row("ablation", "layers.0", "uniform", "test/acc", 0.31, 0.33,
-                                                            "plain"), Row("test", "-", "plain", "test/f1", math.nan)]
+    rows = [
+        Row("test", "-", "plain", "test/acc", 0.5),
+        Row("ablation", "layers.0", "uniform", "test/acc", 0.31, 0.33, "plain"),
+        Row("test", "-", "plain", "test/f1", math.nan),
+    ]
     table = wandb.Table(columns=list(COLUMNS), data=as_records(rows))
     assert table.data[1][5] == 0.33 and table.data[0][5] is None and table.data[2][4] is None
 
@@ -172,17 +186,26 @@ def test_the_report_reaches_loggers_that_take_tables_and_images(tmp_path):
 
     logger, said = TableLogger(), []
     picture = torch.zeros(4, 6, 3, dtype=torch.uint8)
-    report([Row("test", "-", "plain", "test/acc", 0.5)], {"rollout/encoder.layers.*.attention": picture}, tmp_path,
-           [logger, object()], said.append)
+    report(
+        [Row("test", "-", "plain", "test/acc", 0.5)],
+        {"rollout/encoder.layers.*.attention": picture},
+        tmp_path,
+        [logger, object()],
+        said.append,
+    )
     columns, data = logger.tables["evaluation"]
-    assert columns[:5] == ["test", "block", "setting", "measure", "value"] and data == [["test", "-", "plain", "test/acc",
-                                                                                          0.5, None, ""]]
+    assert columns[:5] == ["test", "block", "setting", "measure", "value"] and data == [
+        ["test", "-", "plain", "test/acc", 0.5, None, ""]
+    ]
     assert set(logger.images) == {"evaluation/rollout/encoder.layers.*.attention"}
-    assert (tmp_path / "evaluation.csv").is_file() and (tmp_path / "evaluation" / "rollout_encoder.layers.x.attention.png").is_file()
+    assert (tmp_path / "evaluation.csv").is_file() and (
+        tmp_path / "evaluation" / "rollout_encoder.layers.x.attention.png"
+    ).is_file()
     assert "test/acc" in said[0] and said[-1].startswith("evaluation table:")
 
 
 # ------------------------------------------------------------------ ablation: none, patterns, rollout stacks
+
 
 class Residual(nn.Module):
     def __init__(self) -> None:
@@ -232,13 +255,15 @@ def test_rollout_finds_stacks_of_self_attention():
     from domains.nlp import TransformerSeq2Seq
 
     assert self_attention_stacks(SequenceClassifier(20, 3, dim=16, depth=3)) == {
-        "encoder.layers.*.attention": [f"encoder.layers.{i}.attention" for i in range(3)]}
+        "encoder.layers.*.attention": [f"encoder.layers.{i}.attention" for i in range(3)]
+    }
     stacks = self_attention_stacks(TransformerSeq2Seq(20, dim=16, depth=2))
     assert set(stacks) == {"encoder.layers.*.attention", "decoder.*.self_attention"}
     assert self_attention_stacks(Residual()) == {}
 
 
 # ------------------------------------------------------------------ supervised attention
+
 
 def _hop_correctness(model, task, loader) -> float:
     masses = []
@@ -275,6 +300,7 @@ def test_strong_supervision_makes_the_hops_match_the_supporting_facts():
 
 # ------------------------------------------------------------------ the command, on a trained demo
 
+
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     """A demo trained to val/acc > 0.9 (2 epochs of 8000 examples), in its own run folder."""
@@ -282,8 +308,19 @@ def demo_run(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("demo") / "runs" / "demo" / "fit"
     before = os.environ.get("FRAMEWORK_RUN_DIR")
-    fitted = main(["fit", "--config", DEMO, *QUIET, "--trainer.logger=false", "--trainer.max_epochs=2",
-                   "--data.test_size=500", "--run_dir", str(folder)])
+    fitted = main(
+        [
+            "fit",
+            "--config",
+            DEMO,
+            *QUIET,
+            "--trainer.logger=false",
+            "--trainer.max_epochs=2",
+            "--data.test_size=500",
+            "--run_dir",
+            str(folder),
+        ]
+    )
     if before is None:
         os.environ.pop("FRAMEWORK_RUN_DIR", None)
     best = Path(fitted.trainer.checkpoint_callback.best_model_path)
@@ -316,7 +353,7 @@ def test_uniform_ablation_of_the_trained_demo_drops_it_to_the_guessing_level(dem
     guessing = float((listed.sum(1) / pairs.sum(1)).mean())
     results = {}
     for mode in ("uniform", "none", None):
-        with (skipped(module.model) if mode == "none" else ablation(module.model, mode)):
+        with skipped(module.model) if mode == "none" else ablation(module.model, mode):
             results[mode] = trainer.validate(module, datamodule=data, verbose=False)[0]["val/acc"]
     assert results[None] > 0.9
     assert abs(results["uniform"] - guessing) < 0.1 and results["uniform"] < 0.4, (results, guessing)
@@ -329,18 +366,39 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
 
     stages, passes = [], []
     step, forward_pass = Task.step, Task.forward_pass
-    monkeypatch.setattr(Task, "step", lambda task, model, batch, stage: stages.append(stage) or step(task, model, batch, stage))
-    monkeypatch.setattr(Task, "forward_pass", lambda task, model, batch: passes.append(
-        (model.training, torch.is_grad_enabled())) or forward_pass(task, model, batch))
+    monkeypatch.setattr(
+        Task, "step", lambda task, model, batch, stage: stages.append(stage) or step(task, model, batch, stage)
+    )
+    monkeypatch.setattr(
+        Task,
+        "forward_pass",
+        lambda task, model, batch: (
+            passes.append((model.training, torch.is_grad_enabled())) or forward_pass(task, model, batch)
+        ),
+    )
     from framework.commands import evaluate as command
 
     counted = []
     close = command.Steps.__exit__
-    monkeypatch.setattr(command.Steps, "__exit__", lambda steps, *exc: counted.append((steps.done, steps.total))
-                        or close(steps, *exc))
+    monkeypatch.setattr(
+        command.Steps, "__exit__", lambda steps, *exc: counted.append((steps.done, steps.total)) or close(steps, *exc)
+    )
     folder, best, _ = demo_run
-    main(["evaluate", "--config", str(folder / "config.yaml"), "--ckpt_path", str(best), *QUIET, "--trainer.logger=false",
-          "--examples=64", "--permutations=2", "--attribution_steps=4", "--ablation_modes=[uniform,none]"])
+    main(
+        [
+            "evaluate",
+            "--config",
+            str(folder / "config.yaml"),
+            "--ckpt_path",
+            str(best),
+            *QUIET,
+            "--trainer.logger=false",
+            "--examples=64",
+            "--permutations=2",
+            "--attribution_steps=4",
+            "--ablation_modes=[uniform,none]",
+        ]
+    )
     printed = capsys.readouterr().out
     # the status's steps: 3 ablated blocks (2 and all) x 2 modes, and one batch of 64 examples for 2 tests
     assert counted == [(8, 8)]
@@ -362,12 +420,14 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     erasure = next(r for r in table if r["test"] == "erasure" and r["measure"] == "decision flips")
     assert float(erasure["value"]) > float(erasure["baseline"]), "the top-attended pair matters more than a random one"
     intrinsic = next(r for r in table if r["test"] == "intrinsic" and r["measure"] == "attention correctness")
-    assert intrinsic["block"] == "items" and float(intrinsic["value"]) > 2 * float(intrinsic["baseline"]), \
+    assert intrinsic["block"] == "items" and float(intrinsic["value"]) > 2 * float(intrinsic["baseline"]), (
         "the read-out attends the queried pair (the demo's gold) more than uniform attention does"
+    )
     assert (runs[0] / "evaluation" / "rollout_encoder.layers.x.attention.png").is_file()
     assert set(stages) == {"test"}, "the probes run a test forward pass, never a training step"
-    assert passes == [(False, False)] * 3, \
+    assert passes == [(False, False)] * 3, (
         "forward passes in eval mode without gradients: the ablation probe, the rollout, the maps"
+    )
     assert (runs[0] / "evaluation" / "maps_encoder.layers.1.attention.png").is_file()
 
 
@@ -378,7 +438,9 @@ def test_test_with_ablation_on_the_command_line(demo_run):
     args = ["test", "--config", str(folder / "config.yaml"), "--ckpt_path", str(best), *QUIET, "--trainer.logger=false"]
     plain = main(args).trainer.callback_metrics["test/acc"]
     ablated = main([*args, "--ablation=uniform"]).trainer.callback_metrics["test/acc"]
-    one = main([*args, "--ablation=none", "--ablation_blocks=[encoder.layers.1.*]"]).trainer.callback_metrics["test/acc"]
+    one = main([*args, "--ablation=none", "--ablation_blocks=[encoder.layers.1.*]"]).trainer.callback_metrics[
+        "test/acc"
+    ]
     assert plain > 0.9 and ablated < 0.4 and ablated < one < plain
     with pytest.raises(ConfigError, match="--ablation_blocks: no attention block matches"):
         main([*args, "--ablation=uniform", "--ablation_blocks=[decoder]"])
@@ -413,5 +475,7 @@ def test_the_evaluation_status_counts_its_steps_and_projects_the_end(monkeypatch
         batches = steps.batches("faithfulness", ["a", "b"])
         assert next(batches) == "a" and steps.describe() == "evaluate: 1/4 steps · faithfulness, batch 1 · ETA 30 s"
         assert list(batches) == ["b"] and steps.done == 3
-    assert said == ["evaluate: ablation uniform of encoder.layers.0.attention",
-                    "evaluate: faithfulness (permutation, erasure, attribution)"]
+    assert said == [
+        "evaluate: ablation uniform of encoder.layers.0.attention",
+        "evaluate: faithfulness (permutation, erasure, attribution)",
+    ]

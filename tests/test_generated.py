@@ -3,7 +3,8 @@ generated data module (the README's measured figures rest on the data staying th
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch

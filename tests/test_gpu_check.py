@@ -28,4 +28,5 @@ def test_a_dry_run_on_the_cpu_sweeps_a_config_and_ends_with_the_table():
 def test_without_a_gpu_it_says_so_in_one_line():
     done = gpu_check("--sections", "env")
     assert done.returncode == 2 and done.stderr.strip() == (
-        "gpu_check: no CUDA device on this machine (use --device cpu for a dry run)")
+        "gpu_check: no CUDA device on this machine (use --device cpu for a dry run)"
+    )

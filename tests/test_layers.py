@@ -21,19 +21,32 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The floors, lowest first: (what the floor is, the modules on it by dotted prefix). A module is on
 #: the floor of its longest matching prefix; it may import from its own floor and those below.
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations, which import nothing of the framework",
-     ("framework.errors", "framework.quiet", "framework.warm_process", "framework.drawing", "framework.optim")),
+    (
+        "foundations, which import nothing of the framework",
+        ("framework.errors", "framework.quiet", "framework.warm_process", "framework.drawing", "framework.optim"),
+    ),
     ("the picture kit", ("framework.pictures",)),
     ("the block library: pure nn.Modules", ("framework.attention",)),
-    ("services: data, shared layers, decoding, loggers, run folders, checkpoints, provenance",
-     ("framework.data", "framework.layers", "framework.decoding", "framework.loggers", "framework.runs",
-      "framework.checkpoint", "framework.provenance")),
+    (
+        "services: data, shared layers, decoding, loggers, run folders, checkpoints, provenance",
+        (
+            "framework.data",
+            "framework.layers",
+            "framework.decoding",
+            "framework.loggers",
+            "framework.runs",
+            "framework.checkpoint",
+            "framework.provenance",
+        ),
+    ),
     ("the evaluation library: measures over a model and a task's hooks", ("framework.evaluation",)),
     ("tasks", ("framework.tasks",)),
     ("training: the one LightningModule and its callbacks", ("framework.task_module", "framework.callbacks")),
     ("domains: data, models and tasks", ("domains",)),
-    ("the training command, which the other commands build on", ("framework.commands.fit",
-                                                                  "framework.commands.status_line")),
+    (
+        "the training command, which the other commands build on",
+        ("framework.commands.fit", "framework.commands.status_line"),
+    ),
     ("the other commands", ("framework.commands",)),
     ("the dispatcher and the package's door", ("framework.__main__", "framework")),
     ("tools: benchmarks and scripts", ("tools",)),
@@ -53,7 +66,7 @@ def imported_modules(path: Path, text: str | None = None) -> list[tuple[int, lis
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
@@ -68,8 +81,11 @@ def module_name(path: Path) -> str:
 
 def modules() -> dict[str, Path]:
     """Every module of the repository's packages, by dotted name."""
-    return {module_name(path): path for top in ("framework", "domains", "tools", "tests")
-            for path in sorted((ROOT / top).rglob("*.py"))}
+    return {
+        module_name(path): path
+        for top in ("framework", "domains", "tools", "tests")
+        for path in sorted((ROOT / top).rglob("*.py"))
+    }
 
 
 def floor_of(module: str) -> int:
@@ -140,8 +156,10 @@ def test_no_import_runs_up_a_floor():
     for name, targets in edges().items():
         for target, line in targets.items():
             if floor_of(target) > floor_of(name):
-                upward.append(f"{modules()[name].relative_to(ROOT)}:{line} imports {target}: "
-                              f"'{FLOORS[floor_of(name)][0]}' is below '{FLOORS[floor_of(target)][0]}'")
+                upward.append(
+                    f"{modules()[name].relative_to(ROOT)}:{line} imports {target}: "
+                    f"'{FLOORS[floor_of(name)][0]}' is below '{FLOORS[floor_of(target)][0]}'"
+                )
     assert upward == []
 
 
@@ -157,8 +175,13 @@ def test_the_framework_imports_no_domain_and_domains_not_each_other():
             other = target.split(".")
             if own[0] == "framework" and other[0] == "domains":
                 bad.append(f"{name} imports {target}: the framework never imports a domain")
-            if own[0] == other[0] == "domains" and len(own) > 1 and len(other) > 1 and own[1] != other[1] \
-                    and name != "domains":
+            if (
+                own[0] == other[0] == "domains"
+                and len(own) > 1
+                and len(other) > 1
+                and own[1] != other[1]
+                and name != "domains"
+            ):
                 bad.append(f"{name} imports {target}: move the shared piece into framework/")
     assert bad == []
 
@@ -168,28 +191,39 @@ def test_the_drawing_process_imports_nothing_of_the_framework():
     framework it imports only its pipe, :mod:`framework.warm_process`, which imports the standard
     library alone."""
     pipe = "framework.warm_process"
-    drawing = [names[0] for _, names in imported_modules(ROOT / "framework" / "drawing.py")
-               if names[0].split(".")[0] == "framework"]
+    drawing = [
+        names[0]
+        for _, names in imported_modules(ROOT / "framework" / "drawing.py")
+        if names[0].split(".")[0] == "framework"
+    ]
     assert [name for name in drawing if name != pipe and not name.startswith(pipe + ".")] == []
-    outside = [names[0] for _, names in imported_modules(ROOT / "framework" / "warm_process.py")
-               if names[0].split(".")[0] not in sys.stdlib_module_names | {"__future__"}]
+    outside = [
+        names[0]
+        for _, names in imported_modules(ROOT / "framework" / "warm_process.py")
+        if names[0].split(".")[0] not in sys.stdlib_module_names | {"__future__"}
+    ]
     assert outside == []
 
 
 def test_the_floors_are_checked_for_real():
     """The checks fail where they should: a circle, and an import up a floor."""
     assert circles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
-    assert floor_of("framework.attention.base") < floor_of("framework.tasks.task") < floor_of("framework.commands.fit.cli")
+    assert (
+        floor_of("framework.attention.base") < floor_of("framework.tasks.task") < floor_of("framework.commands.fit.cli")
+    )
     assert floor_of("framework.commands.fit.cli") < floor_of("framework.commands.compare.runner")
     assert floor_of("framework") == floor_of("framework.__main__") > floor_of("framework.commands.blocks")
     assert floor_of("domains.vision.task") < floor_of("framework.commands.fit")
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from ..cli import main\n", "framework.cli"),
-    ("import domains.vision\n", "domains.vision"),
-    ("def f():\n    from framework.__main__ import main\n", "framework.__main__"),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from ..cli import main\n", "framework.cli"),
+        ("import domains.vision\n", "domains.vision"),
+        ("def f():\n    from framework.__main__ import main\n", "framework.__main__"),
+    ],
+)
 def test_the_reader_sees_relative_absolute_and_lazy_imports(source, expected):
     module = ROOT / "framework" / "commands" / "probe.py"
     assert expected in [name for _, names in imported_modules(module, source) for name in names]

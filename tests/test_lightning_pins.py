@@ -26,18 +26,30 @@ from framework.task_module import _set_state, _state_of
 
 #: (class, private method, its parameters, who relies on it): methods the framework overrides or calls.
 PRIVATE_METHODS = [
-    (ModelCheckpoint, "_save_last_checkpoint", ["self", "trainer", "monitor_candidates"],
-     "framework/callbacks/checkpoints.py (RunCheckpoint overrides it and calls it)"),
+    (
+        ModelCheckpoint,
+        "_save_last_checkpoint",
+        ["self", "trainer", "monitor_candidates"],
+        "framework/callbacks/checkpoints.py (RunCheckpoint overrides it and calls it)",
+    ),
     (ModelCheckpoint, "_monitor_candidates", ["self", "trainer"], "framework/callbacks/checkpoints.py"),
     (TQDMProgressBar, "_should_update", ["self", "current", "total"], "framework/callbacks/progress_bar.py"),
     (ExperimentWriter, "_check_log_dir_exists", ["self"], "framework/loggers.py (_AppendingWriter overrides it)"),
-    (LightningCLI, "_add_configure_optimizers_method_to_model", ["self", "subcommand"], "framework/commands/fit/cli.py"),
+    (
+        LightningCLI,
+        "_add_configure_optimizers_method_to_model",
+        ["self", "subcommand"],
+        "framework/commands/fit/cli.py",
+    ),
     (LightningCLI, "_get", ["self", "config", "key", "default"], "framework/commands/fit/cli.py"),
 ]
 
 
-@pytest.mark.parametrize("owner, name, parameters, user", PRIVATE_METHODS,
-                         ids=[f"{owner.__name__}.{name}" for owner, name, _, _ in PRIVATE_METHODS])
+@pytest.mark.parametrize(
+    "owner, name, parameters, user",
+    PRIVATE_METHODS,
+    ids=[f"{owner.__name__}.{name}" for owner, name, _, _ in PRIVATE_METHODS],
+)
 def test_private_methods_the_framework_overrides_or_calls(owner, name, parameters, user):
     method = getattr(owner, name, None)
     assert callable(method), f"{owner.__name__}.{name} is gone: {user} needs another way"
@@ -49,8 +61,9 @@ def test_the_csv_loggers_private_attributes(tmp_path):
     logger = CSVLogger(str(tmp_path))
     assert logger._experiment is None, "CSVLogger._experiment changed: check framework/loggers.py (CSVLogger)"
     writer = ExperimentWriter(str(tmp_path / "run"))
-    assert all(hasattr(writer._fs, name) for name in ("isfile", "rm", "makedirs")), \
+    assert all(hasattr(writer._fs, name) for name in ("isfile", "rm", "makedirs")), (
         "ExperimentWriter._fs changed: check framework/loggers.py (_AppendingWriter, CSVLogger)"
+    )
 
 
 def test_a_lightning_modules_trainer_attribute():
@@ -75,12 +88,14 @@ def test_a_metrics_count_of_updates_is_restored():
     saved = _state_of(first)
     first.reset()
     _set_state(resumed, saved)
-    assert resumed.update_count == 1 and resumed.update_called, \
+    assert resumed.update_count == 1 and resumed.update_called, (
         "Metric._update_count no longer sets update_count: check framework/task_module.py (_set_state)"
+    )
     resumed.update(preds[5:], target[5:])
     assert torch.equal(resumed.compute(), whole.compute())
-    mean = _set_state(MeanMetric(), {"state": {"mean_value": torch.tensor(6.0), "weight": torch.tensor(3.0)},
-                                      "updates": 2})
+    mean = _set_state(
+        MeanMetric(), {"state": {"mean_value": torch.tensor(6.0), "weight": torch.tensor(3.0)}, "updates": 2}
+    )
     assert mean.compute() == 2.0 and mean.update_count == 2
 
 
@@ -100,25 +115,41 @@ class LoggingSteps(Callback):
             trainer.should_stop = True
 
 
-@pytest.mark.parametrize("settings", [
-    {"log_every_n_steps": 3},
-    {"log_every_n_steps": 1},
-    {"log_every_n_steps": 0},
-    {"log_every_n_steps": 2, "accumulate_grad_batches": 3},
-    {"log_every_n_steps": 4, "stop_at": 5, "min_steps": 9},  # stopping, held back by min_steps: logs every step
-], ids=["every-3", "every-1", "never", "accumulating", "stopping"])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"log_every_n_steps": 3},
+        {"log_every_n_steps": 1},
+        {"log_every_n_steps": 0},
+        {"log_every_n_steps": 2, "accumulate_grad_batches": 3},
+        {"log_every_n_steps": 4, "stop_at": 5, "min_steps": 9},  # stopping, held back by min_steps: logs every step
+    ],
+    ids=["every-3", "every-1", "never", "accumulating", "stopping"],
+)
 def test_logs_at_is_lightnings_own_rule(settings, tmp_path):
     """``TaskModule`` logs ``train/loss_step`` and ``NonFiniteGuard`` reads its verdict at the steps
     Lightning's logger connector (``should_update_logs``, private) would choose."""
     settings = dict(settings)
     steps = LoggingSteps(settings.pop("stop_at", -1))
-    trainer = pl.Trainer(max_epochs=2, limit_train_batches=7, limit_val_batches=0, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[steps], default_root_dir=str(tmp_path), **settings)
+    trainer = pl.Trainer(
+        max_epochs=2,
+        limit_train_batches=7,
+        limit_val_batches=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[steps],
+        default_root_dir=str(tmp_path),
+        **settings,
+    )
     trainer.fit(BoringModel())
-    assert steps.before and all(lightning == ours for lightning, ours in steps.before), \
+    assert steps.before and all(lightning == ours for lightning, ours in steps.before), (
         f"Lightning's logging steps changed: check framework/loggers.py (logs_at): {steps.before}"
-    if "accumulate_grad_batches" not in settings:  # the guard reads after the step: the same steps when each batch steps
+    )
+    if (
+        "accumulate_grad_batches" not in settings
+    ):  # the guard reads after the step: the same steps when each batch steps
         assert all(lightning == ours for lightning, ours in steps.after), steps.after
     assert any(ours for _, ours in steps.before) == (settings["log_every_n_steps"] > 0)
 
@@ -126,12 +157,15 @@ def test_logs_at_is_lightnings_own_rule(settings, tmp_path):
 def test_jsonargparse_private_parts():
     parser, fit = ArgumentParser(), ArgumentParser()
     parser.add_subcommands().add_subcommand("fit", fit)
-    assert parser._subcommands_action._name_parser_map["fit"] is fit, \
+    assert parser._subcommands_action._name_parser_map["fit"] is fit, (
         "jsonargparse's subcommand parsers moved: check framework/commands/fit/cli.py (_subcommands_action)"
-    assert callable(_typehints.discard_init_args_on_class_path_change), \
+    )
+    assert callable(_typehints.discard_init_args_on_class_path_change), (
         "jsonargparse's discard_init_args_on_class_path_change is gone: check framework/commands/fit/config_sections.py"
-    assert callable(_typehints.subclass_spec_as_namespace), \
+    )
+    assert callable(_typehints.subclass_spec_as_namespace), (
         "jsonargparse's subclass_spec_as_namespace is gone: check framework/commands/fit/config_sections.py"
+    )
 
 
 class _ValidationSteps(Callback):
@@ -166,8 +200,18 @@ def test_metrics_step_is_where_lightning_logs_a_validations_metrics(tmp_path):
     """``metrics_step`` reads the logger connector's private count: the step of a validation's metrics
     (framework/callbacks/attention_maps.py logs its pictures there)."""
     seen, logger = _ValidationSteps(), _StepLogger(str(tmp_path))
-    trainer = pl.Trainer(max_epochs=2, limit_train_batches=3, limit_val_batches=2, num_sanity_val_steps=0, logger=logger,
-                         callbacks=[seen], enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        max_epochs=2,
+        limit_train_batches=3,
+        limit_val_batches=2,
+        num_sanity_val_steps=0,
+        logger=logger,
+        callbacks=[seen],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(_LoggingModel())
-    assert logger.validation_steps == seen.said == [2, 5], \
+    assert logger.validation_steps == seen.said == [2, 5], (
         "Lightning logs a validation's metrics elsewhere now: check framework/loggers.py (metrics_step)"
+    )

@@ -15,21 +15,32 @@ import torch
 from torch import Tensor, nn
 
 from framework.errors import ConfigError
-from framework.evaluation.captum_metrics import (DROP, attention_explanation, gated_probabilities, infidelities,
-                                                 interleaved, sensitivities, tiled)
-from framework.evaluation.eraser import (eraser_rows, probability_drop, random_like, rationale_size, ranks,
-                                         top_fraction)
+from framework.evaluation.captum_metrics import (
+    DROP,
+    attention_explanation,
+    gated_probabilities,
+    infidelities,
+    interleaved,
+    sensitivities,
+    tiled,
+)
+from framework.evaluation.eraser import eraser_rows, probability_drop, random_like, ranks, rationale_size, top_fraction
 from framework.evaluation.graph_fidelity import explainer, fidelities, graph_fidelity_rows, top_edges
 from framework.evaluation.plausibility import auprc, hard_rationale, iou, plausibility_rows, token_f1
 from framework.evaluation.protocol import EvaluationHooks, ItemAttention, ItemForward, replaying
-from framework.tasks.attention_training import (AttentionTraining, attention_decoupling_loss, attention_supervision_loss,
-                                              randomise_attention)
+from framework.tasks.attention_training import (
+    AttentionTraining,
+    attention_decoupling_loss,
+    attention_supervision_loss,
+    randomise_attention,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", "--trainer.logger=false"]
 
 
 # ------------------------------------------------------------------ a task whose decision is known in closed form
+
 
 class Weighted(nn.Module):
     """logits = [sum_i a_i x_i, 0]: the items' values x (B, N) weighed by a fixed attention a (B, N)
@@ -69,8 +80,11 @@ class Toy(EvaluationHooks):
             return Handle()
 
         size = len(batch["x"])
-        return ItemForward(batch["x"][..., None], replaying(batch, size, install, lambda b: model(swapped[-1], b["keep"])),
-                           replaying(batch, size, install, lambda b: self.item_attention(model, b).weights))
+        return ItemForward(
+            batch["x"][..., None],
+            replaying(batch, size, install, lambda b: model(swapped[-1], b["keep"])),
+            replaying(batch, size, install, lambda b: self.item_attention(model, b).weights),
+        )
 
 
 def _toy() -> tuple[Weighted, Toy, dict[str, Tensor]]:
@@ -86,6 +100,7 @@ def _p_first(score: float) -> float:
 
 
 # ------------------------------------------------------------------ ERASER
+
 
 def test_ranks_and_rationales_by_hand():
     scores = torch.tensor([[0.1, 0.7, 0.2, 0.7], [0.4, 0.3, 0.2, 0.1]])
@@ -140,6 +155,7 @@ def test_eraser_asks_each_erasure_of_a_batch_once():
 
 # ------------------------------------------------------------------ plausibility
 
+
 def test_token_f1_iou_and_auprc_by_hand():
     scores = torch.tensor([[0.9, 0.1, 0.8, 0.3], [0.2, 0.6, 0.1, 0.5]])
     gold = torch.tensor([[True, False, False, True], [False, True, False, False]])
@@ -149,8 +165,11 @@ def test_token_f1_iou_and_auprc_by_hand():
     assert token_f1(chosen, gold, valid).tolist() == [0.5, 1.0]
     assert iou(chosen, gold, valid).tolist() == [pytest.approx(1 / 3), 1.0]
     # P = 2/3, R = 1: F1 = 0.8; no right item: 0; no gold: NaN
-    f1 = token_f1(torch.tensor([[True, True, True, False]] * 3), torch.tensor([[True, True, False, False],
-                  [False, False, False, True], [False] * 4]), torch.ones(3, 4, dtype=torch.bool))
+    f1 = token_f1(
+        torch.tensor([[True, True, True, False]] * 3),
+        torch.tensor([[True, True, False, False], [False, False, False, True], [False] * 4]),
+        torch.ones(3, 4, dtype=torch.bool),
+    )
     assert f1[0] == pytest.approx(0.8) and f1[1] == 0 and math.isnan(f1[2])
     # ranked: 0.9 (gold), 0.8, 0.3 (gold), 0.1: AP = 1/2 x 1 + 1/2 x 2/3
     ap = auprc(scores, gold, valid)
@@ -187,6 +206,7 @@ def test_plausibility_rows_of_attention_against_item_gold():
 
 # ------------------------------------------------------------------ Captum's infidelity and sensitivity
 
+
 def test_tiled_and_interleaved_orders_by_hand():
     rows = torch.arange(6)  # examples a, b with three copies each, Captum's order: a a a b b b
     assert tiled(rows, 2, 3).tolist() == [0, 3, 1, 4, 2, 5]  # a b a b a b
@@ -212,8 +232,10 @@ def test_infidelity_is_the_normalised_squared_error_of_the_erasures():
                 e = erased[row * 6 + s]
                 a.append(float((phi[row] * valid[row] * e).sum()))
                 keep = batch["keep"][row] * ~e
-                d.append(_p_first(float((model.attention[row] * batch["x"][row] * batch["keep"][row]).sum()))
-                         - _p_first(float((model.attention[row] * batch["x"][row] * keep).sum())))
+                d.append(
+                    _p_first(float((model.attention[row] * batch["x"][row] * batch["keep"][row]).sum()))
+                    - _p_first(float((model.attention[row] * batch["x"][row] * keep).sum()))
+                )
             a, d = torch.tensor(a, dtype=torch.float64), torch.tensor(d, dtype=torch.float64)
             beta = (a * d).sum() / (a * a).sum() if (a * a).sum() else 0.0
             expected.append(float(((beta * a - d) ** 2).mean()))
@@ -236,16 +258,20 @@ def test_max_sensitivity_against_the_formula():
     model, task, batch = _toy()
     forward = task.item_forward(model, batch)
     square = forward._replace(attention=lambda vectors: vectors[..., 0] ** 2)
-    found = sensitivities(square, {"square": attention_explanation(square)}, torch.tensor([0, 0]), samples=5,
-                          radius=0.1, seed=7)["square"]
+    found = sensitivities(
+        square, {"square": attention_explanation(square)}, torch.tensor([0, 0]), samples=5, radius=0.1, seed=7
+    )["square"]
     torch.manual_seed(7)
     moved = forward.vectors.repeat_interleave(5, 0) + torch.empty(10, 4, 1).uniform_(-0.1, 0.1)
     phi = batch["x"] ** 2
-    expected = [max(float((moved[r * 5 + s, :, 0] ** 2 - phi[r]).norm() / phi[r].norm()) for s in range(5)) for r in range(2)]
+    expected = [
+        max(float((moved[r * 5 + s, :, 0] ** 2 - phi[r]).norm() / phi[r].norm()) for s in range(5)) for r in range(2)
+    ]
     assert found.tolist() == pytest.approx(expected, rel=1e-5)
 
 
 # ------------------------------------------------------------------ graph fidelity
+
 
 def test_top_edges_per_graph_by_hand():
     scores = torch.tensor([0.1, 0.9, 0.5, 0.3, 0.8, 0.2, 0.0])
@@ -259,8 +285,14 @@ def _star_batch():
     from torch_geometric.data import Batch, Data
 
     edge_index = torch.tensor([[1, 2, 3, 0, 0, 0], [0, 0, 0, 1, 2, 3]])
-    graphs = [Data(x=torch.randn(4, 5, generator=torch.Generator().manual_seed(k)), edge_index=edge_index,
-                   target_mask=torch.tensor([True, False, False, False])) for k in range(3)]
+    graphs = [
+        Data(
+            x=torch.randn(4, 5, generator=torch.Generator().manual_seed(k)),
+            edge_index=edge_index,
+            target_mask=torch.tensor([True, False, False, False]),
+        )
+        for k in range(3)
+    ]
     return Batch.from_data_list(graphs)
 
 
@@ -271,7 +303,9 @@ def test_graph_fidelity_is_pyg_s_on_the_attention_s_top_edges():
 
     torch.manual_seed(0)
     model, batch = NodeClassifier(5, 3, dropout=0.0, attention_dropout=0.0).eval(), _star_batch()
-    rows = {(r.setting.split(",")[0], r.measure): r for r in graph_fidelity_rows(model, None, [batch], fractions=(0.2,))}
+    rows = {
+        (r.setting.split(",")[0], r.measure): r for r in graph_fidelity_rows(model, None, [batch], fractions=(0.2,))
+    }
     explaining = explainer(model)
     index = batch.target_mask.nonzero().flatten()
     explanation = explaining(batch.x, batch.edge_index, index=index)
@@ -281,12 +315,16 @@ def test_graph_fidelity_is_pyg_s_on_the_attention_s_top_edges():
     plus, minus = fidelity(explaining, explanation)
     assert rows[("top 20% of edges", "fidelity+")].value == pytest.approx(plus)
     assert rows[("top 20% of edges", "fidelity-")].value == pytest.approx(minus)
-    expected = float(characterization_score(torch.tensor(plus, dtype=torch.float64), torch.tensor(minus, dtype=torch.float64)))
+    expected = float(
+        characterization_score(torch.tensor(plus, dtype=torch.float64), torch.tensor(minus, dtype=torch.float64))
+    )
     assert rows[("top 20% of edges", "characterization")].value == pytest.approx(expected)
     # the edges' messages are what is masked: without any edge, each centre decides from itself alone
     _, alone = fidelities(explaining, explaining(batch.x, batch.edge_index, index=index), torch.zeros_like(hard))
     isolated = model(batch.x, batch.edge_index[:, :0]).argmax(-1)[index]
-    assert alone == pytest.approx(float((isolated != model(batch.x, batch.edge_index).argmax(-1)[index]).float().mean()))
+    assert alone == pytest.approx(
+        float((isolated != model(batch.x, batch.edge_index).argmax(-1)[index]).float().mean())
+    )
 
 
 def test_graph_fidelity_is_not_applicable_without_graph_attention():
@@ -298,6 +336,7 @@ def test_graph_fidelity_is_not_applicable_without_graph_attention():
 
 
 # ------------------------------------------------------------------ the attention-training families
+
 
 def test_the_decoupling_loss_by_hand():
     weights = torch.tensor([[[0.7, 0.2, 0.1]], [[0.1, 0.1, 0.8]]])
@@ -383,32 +422,62 @@ def test_the_demo_s_families_train_on_the_read_out_s_attention():
 
 # ------------------------------------------------------------------ the tests end to end, on a trained demo
 
+
 @pytest.fixture(scope="module")
 def small_demo(tmp_path_factory):
     from framework.__main__ import main
 
     folder = tmp_path_factory.mktemp("measures") / "runs" / "demo" / "fit"
-    main(["fit", "--config", str(ROOT / "domains/demo/demo.yaml"), *QUIET, "--trainer.max_epochs=2",
-          "--data.train_size=4000", "--data.test_size=64", "--run_dir", str(folder)])
+    main(
+        [
+            "fit",
+            "--config",
+            str(ROOT / "domains/demo/demo.yaml"),
+            *QUIET,
+            "--trainer.max_epochs=2",
+            "--data.train_size=4000",
+            "--data.test_size=64",
+            "--run_dir",
+            str(folder),
+        ]
+    )
     return folder
 
 
 def test_evaluate_gives_the_standard_measures(small_demo):
     from framework.__main__ import main
 
-    main(["evaluate", "--config", str(small_demo / "config.yaml"), "--ckpt_path", str(small_demo / "checkpoints/best.ckpt"),
-          *QUIET, "--tests=[eraser, plausibility, infidelity, sensitivity, graph_fidelity]", "--examples=32",
-          "--attribution_steps=4", "--perturb_samples=3", "--fractions=[0.1, 0.5]",
-          "--run_dir", str(small_demo.parent / "evaluate")])
+    main(
+        [
+            "evaluate",
+            "--config",
+            str(small_demo / "config.yaml"),
+            "--ckpt_path",
+            str(small_demo / "checkpoints/best.ckpt"),
+            *QUIET,
+            "--tests=[eraser, plausibility, infidelity, sensitivity, graph_fidelity]",
+            "--examples=32",
+            "--attribution_steps=4",
+            "--perturb_samples=3",
+            "--fractions=[0.1, 0.5]",
+            "--run_dir",
+            str(small_demo.parent / "evaluate"),
+        ]
+    )
     with (small_demo.parent / "evaluate" / "evaluation.csv").open(newline="") as handle:
         table = list(csv.DictReader(handle))
     found = {(r["test"], r["measure"], r["setting"].split(",")[0]): r for r in table}
     comprehensive = found[("eraser", "AOPC comprehensiveness", "AOPC over 10%")]
     assert float(comprehensive["value"]) > float(comprehensive["baseline"])  # attention beats random items
-    assert float(found[("plausibility", "AUPRC", "attention")]["value"]) > float(found[("plausibility", "AUPRC",
-                                                                                          "attention")]["baseline"])
-    assert {key[2] for key in found if key[0] == "infidelity"} == {"attention", "gradient_x_input", "integrated_gradients",
-                                                                  "leave_one_out"}
+    assert float(found[("plausibility", "AUPRC", "attention")]["value"]) > float(
+        found[("plausibility", "AUPRC", "attention")]["baseline"]
+    )
+    assert {key[2] for key in found if key[0] == "infidelity"} == {
+        "attention",
+        "gradient_x_input",
+        "integrated_gradients",
+        "leave_one_out",
+    }
     assert all(float(r["value"]) >= 0 for r in table if r["test"] in ("infidelity", "sensitivity"))
     assert found[("graph fidelity", "-", "-")]["against"].startswith("n/a")
 
@@ -416,8 +485,14 @@ def test_evaluate_gives_the_standard_measures(small_demo):
 def test_evaluate_refuses_bad_standard_options(small_demo):
     from framework.__main__ import main
 
-    args = ["evaluate", "--config", str(small_demo / "config.yaml"), "--ckpt_path", str(small_demo / "checkpoints/best.ckpt"),
-            *QUIET]
+    args = [
+        "evaluate",
+        "--config",
+        str(small_demo / "config.yaml"),
+        "--ckpt_path",
+        str(small_demo / "checkpoints/best.ckpt"),
+        *QUIET,
+    ]
     with pytest.raises(ConfigError, match="--fractions: shares in"):
         main([*args, "--tests=[eraser]", "--fractions=[0, 0.5]"])
     with pytest.raises(ConfigError, match="--perturb_samples must be at least 1"):

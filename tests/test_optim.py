@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from framework.layers.positions import PositionalEncoding
 from framework.commands.fit import FrameworkCLI
+from framework.layers.positions import PositionalEncoding
 from framework.optim import offered_in_groups, parameter_groups
 from framework.task_module import TaskModule
 from framework.tasks.classification import Classification
@@ -40,9 +40,19 @@ def test_only_matrices_and_kernels_are_decayed():
     model = Small()
     decayed, spared = parameter_groups(model)
     assert names(model, decayed) == {"conv.weight", "linear.weight"} and "weight_decay" not in decayed
-    assert names(model, spared) == {"embedding.weight", "conv.bias", "batch_norm.weight", "batch_norm.bias",
-                                    "norm.weight", "norm.bias", "linear.bias", "position", "gate", "head_bias",
-                                    "learned.table"}
+    assert names(model, spared) == {
+        "embedding.weight",
+        "conv.bias",
+        "batch_norm.weight",
+        "batch_norm.bias",
+        "norm.weight",
+        "norm.bias",
+        "linear.bias",
+        "position",
+        "gate",
+        "head_bias",
+        "learned.table",
+    }
     assert spared["weight_decay"] == 0.0
     everything = parameter_groups(model, "all")
     assert [id(p) for p in everything] == [id(p) for p in model.parameters()]
@@ -99,8 +109,13 @@ def test_the_command_line_switch_and_a_named_optimizer():
     decayed, spared = groups(default)
     assert decayed[1] == 0.01 and spared[1] == 0.0
     assert groups(optimizer_of("--weight_decay_on=all")) == [(decayed[0] + spared[0], 0.01)]
-    sgd = optimizer_of("--optimizer=torch.optim.SGD", "--optimizer.lr=0.1", "--optimizer.weight_decay=0.1",
-                       "--lr_scheduler=torch.optim.lr_scheduler.StepLR", "--lr_scheduler.step_size=1")
+    sgd = optimizer_of(
+        "--optimizer=torch.optim.SGD",
+        "--optimizer.lr=0.1",
+        "--optimizer.weight_decay=0.1",
+        "--lr_scheduler=torch.optim.lr_scheduler.StepLR",
+        "--lr_scheduler.step_size=1",
+    )
     assert type(sgd) is torch.optim.SGD and groups(sgd) == [(decayed[0], 0.1), (spared[0], 0.0)]
     assert len(optimizer_of("--optimizer=torch.optim.LBFGS").param_groups) == 1
 
@@ -117,7 +132,11 @@ def test_class_tokens_are_not_decayed():
     from domains.nlp.models.transformer_cls import TransformerClassifier
     from domains.vision.models.vit import ViTClassifier
 
-    for model in (TransformerClassifier(vocab_size=50, num_classes=3, dim=16, readout="cls"),
-                  ViTClassifier(num_classes=3, image_size=8, patch_size=4, dim=16, depth=1)):
-        spared = {id(p) for group in parameter_groups(model) if group.get("weight_decay") == 0.0 for p in group["params"]}
+    for model in (
+        TransformerClassifier(vocab_size=50, num_classes=3, dim=16, readout="cls"),
+        ViTClassifier(num_classes=3, image_size=8, patch_size=4, dim=16, depth=1),
+    ):
+        spared = {
+            id(p) for group in parameter_groups(model) if group.get("weight_decay") == 0.0 for p in group["params"]
+        }
         assert id(model.cls) in spared, type(model).__name__

@@ -12,8 +12,14 @@ from framework.__main__ import main
 from framework.errors import ConfigError
 from tests.test_cli import SMALL
 
-DEMO = ["--config", "domains/demo/demo.yaml", "--data.train_size=64", "--data.val_size=32", "--data.test_size=32",
-        "--data.batch_size=16"]
+DEMO = [
+    "--config",
+    "domains/demo/demo.yaml",
+    "--data.train_size=64",
+    "--data.val_size=32",
+    "--data.test_size=32",
+    "--data.batch_size=16",
+]
 
 
 def test_parity_on_the_demo(capsys: pytest.CaptureFixture) -> None:
@@ -26,29 +32,56 @@ def test_parity_on_the_demo(capsys: pytest.CaptureFixture) -> None:
         assert (row.output_diff, row.grad_diff) == (0.0, 0.0) or row.backend != "eager", row
         assert row.ms > 0 and row.tflops > 0 and row.peak_mb > 0 and not row.note, row
     out = capsys.readouterr().out.splitlines()
-    assert out[1].split() == ["block", "class", "backend", "max|d", "out|", "max|d", "grad|", "ms", "TFLOP/s", "peak",
-                              "MB", "note"]
-    assert [line.split()[:3] for line in out[2:]] == [[b, "MultiHeadSelfAttention", p] for b in blocks
-                                                      for p in ("eager", "sdpa")]
+    assert out[1].split() == [
+        "block",
+        "class",
+        "backend",
+        "max|d",
+        "out|",
+        "max|d",
+        "grad|",
+        "ms",
+        "TFLOP/s",
+        "peak",
+        "MB",
+        "note",
+    ]
+    assert [line.split()[:3] for line in out[2:]] == [
+        [b, "MultiHeadSelfAttention", p] for b in blocks for p in ("eager", "sdpa")
+    ]
 
 
 def test_parity_refuses_an_unknown_backend() -> None:  # errors are raised as they are under the tests
     with pytest.raises(ConfigError) as caught:
         main(["parity", *DEMO, "--backends=[eager, fast]"])
-    assert str(caught.value) == "--backends: unknown 'fast'; choose from eager, sdpa, linear, flex, triton, portable, compiled"
+    assert (
+        str(caught.value)
+        == "--backends: unknown 'fast'; choose from eager, sdpa, linear, flex, triton, portable, compiled"
+    )
 
 
 def test_fit_runs_and_records_the_chosen_backend() -> None:
-    cli = main(["fit", *SMALL, "--trainer.limit_train_batches=1", "--trainer.limit_val_batches=1",
-                "--attention_backend={encoder.layers.0.attention: eager}"])
+    cli = main(
+        [
+            "fit",
+            *SMALL,
+            "--trainer.limit_train_batches=1",
+            "--trainer.limit_val_batches=1",
+            "--attention_backend={encoder.layers.0.attention: eager}",
+        ]
+    )
     summary = json.loads((Path(cli.trainer.default_root_dir) / "summary.json").read_text())
     blocks = summary["fit"]["provenance"]["blocks"]
     assert {name: entry["backend"] for name, entry in blocks.items()} == {
-        "encoder.layers.0.attention": "eager", "encoder.layers.1.attention": "sdpa"}
+        "encoder.layers.0.attention": "eager",
+        "encoder.layers.1.attention": "sdpa",
+    }
 
 
 def test_a_backend_the_model_lacks_is_one_line() -> None:
     with pytest.raises(ConfigError) as caught:
         main(["fit", *SMALL, "--attention_backend=triton"])
-    assert str(caught.value) == ("--attention_backend: attention backend 'triton': no block of the model has it (its "
-                                 "blocks' paths: eager, sdpa, compiled)")
+    assert str(caught.value) == (
+        "--attention_backend: attention backend 'triton': no block of the model has it (its "
+        "blocks' paths: eager, sdpa, compiled)"
+    )

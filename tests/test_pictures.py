@@ -29,13 +29,29 @@ def pixel(fig, ax, image: np.ndarray, x: float, y: float) -> np.ndarray:
 
 def test_a_heat_map_names_its_axes_and_hatches_padding_instead_of_drawing_zero(device):
     weights = torch.tensor([[0.0, 0.7, 0.3, 0.0], [0.5, 0.5, 0.0, 0.0]], device=device)
-    fig = heatmap(weights, rows="query position", columns="key position", valid_columns=torch.tensor([1, 1, 1, 0]),
-                  row_labels=["a", "b"], column_labels=["w", "x", "y", "z"], caption_text="example 1, layer 0")
+    fig = heatmap(
+        weights,
+        rows="query position",
+        columns="key position",
+        valid_columns=torch.tensor([1, 1, 1, 0]),
+        row_labels=["a", "b"],
+        column_labels=["w", "x", "y", "z"],
+        caption_text="example 1, layer 0",
+    )
     image = readable(fig)
     assert min(image.shape[:2]) >= MIN_SIDE
     ax, (bar,) = fig.axes[0], colour_bars(fig)
-    assert (ax.get_xlabel(), ax.get_ylabel(), bar.ax.get_ylabel()) == ("key position", "query position", "attention weight")
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["w", "x", "y", "z"] and fig._suptitle.get_text() == "example 1, layer 0"
+    assert (ax.get_xlabel(), ax.get_ylabel(), bar.ax.get_ylabel()) == (
+        "key position",
+        "query position",
+        "attention weight",
+    )
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "w",
+        "x",
+        "y",
+        "z",
+    ] and fig._suptitle.get_text() == "example 1, layer 0"
     drawn = ax.images[0].get_array()
     assert drawn.mask[:, 3].all() and not drawn.mask[:, :3].any(), "the padded key is masked, the others are not"
     assert (bar.norm.vmin, bar.norm.vmax) == (0.0, pytest.approx(0.7))
@@ -70,9 +86,13 @@ def test_an_overlay_stretches_the_weights_over_the_image_and_marks_the_query(dev
 
 
 def test_panels_side_by_side_have_a_colour_bar_each():
-    fig = heatmaps([("attention", torch.rand(2, 5), "attention weight"), ("gold", torch.eye(2, 5), "gold weight")],
-                   rows="query", columns="key", valid=torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]]).bool(),
-                   caption_text="a view")
+    fig = heatmaps(
+        [("attention", torch.rand(2, 5), "attention weight"), ("gold", torch.eye(2, 5), "gold weight")],
+        rows="query",
+        columns="key",
+        valid=torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]]).bool(),
+        caption_text="a view",
+    )
     readable(fig, bars=2)
     assert [bar.ax.get_ylabel() for bar in colour_bars(fig)] == ["attention weight", "gold weight"]
     assert fig.axes[0].images[0].get_array().mask.sum() == 3
@@ -135,8 +155,14 @@ def test_the_rollout_picture_hatches_the_padding_of_both_maps():
 
 def test_one_epoch_of_learning_curves_is_drawn_as_dots():
     cell = grid.cells([])[0]
-    fit = {"status": "finished", "monitor": "val/acc", "mode": "max", "best_score": 0.5,
-           "history": [{"epoch": 0, "val/acc": 0.5, "val/loss": 1.0}], "train_history": [{"epoch": 0, "train/loss": 2.0}]}
+    fit = {
+        "status": "finished",
+        "monitor": "val/acc",
+        "mode": "max",
+        "best_score": 0.5,
+        "history": [{"epoch": 0, "val/acc": 0.5, "val/loss": 1.0}],
+        "train_history": [{"epoch": 0, "train/loss": 2.0}],
+    }
     record = results.Record(cell, 0, Path("."), fit, {"status": "finished", "metrics": {"test/acc": 0.5}})
     summary = results.summarize("one_epoch", grid.cells([]), {cell.name: [record]}, [], [0], [])
     fig = plots.curves_figure(summary)

@@ -43,13 +43,16 @@ def test_a_text_classifier_writes_class_names():
 
 
 def test_a_translator_writes_one_line_per_source():
-    folder, examples = fit_then_predict("domains/nlp/seq2seq_bahdanau.yaml", "--data.train_size=64", "--data.test_size=12")
+    folder, examples = fit_then_predict(
+        "domains/nlp/seq2seq_bahdanau.yaml", "--data.train_size=64", "--data.test_size=12"
+    )
     assert len((folder / "translations.txt").read_text().splitlines()) == examples == 12
 
 
 def test_a_segmentation_writes_paletted_label_masks():
-    folder, examples = fit_then_predict("domains/vision/ccnet.yaml", "--data.train_size=8", "--data.test_size=3",
-                                        "--data.val_size=4")
+    folder, examples = fit_then_predict(
+        "domains/vision/ccnet.yaml", "--data.train_size=8", "--data.test_size=3", "--data.val_size=4"
+    )
     masks = sorted((folder / "masks").glob("*.png"))
     assert [p.name for p in masks] == ["000000.png", "000001.png", "000002.png"] and examples == 3
     image = Image.open(masks[0])
@@ -72,6 +75,15 @@ def test_a_node_classifier_writes_node_ids():
 @pytest.mark.parametrize("subcommand", ["validate", "test"])
 def test_evaluation_writes_no_predictions(subcommand):
     fitted = main(["fit", "--config", "domains/demo/demo.yaml", *QUIET, *SHORT, "--data.train_size=64"])
-    run = main([subcommand, "--config", "domains/demo/demo.yaml", *QUIET, "--data.train_size=64",
-                "--ckpt_path", fitted.trainer.checkpoint_callback.last_model_path])
+    run = main(
+        [
+            subcommand,
+            "--config",
+            "domains/demo/demo.yaml",
+            *QUIET,
+            "--data.train_size=64",
+            "--ckpt_path",
+            fitted.trainer.checkpoint_callback.last_model_path,
+        ]
+    )
     assert not (Path(run.trainer.default_root_dir) / "predictions").exists()

@@ -10,16 +10,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 import submitit
 from lightning.pytorch.callbacks import Callback
 
-from framework.runs import read_summary
 from framework.commands.compare.executors import Job
 from framework.commands.compare.runner import RunPlan, fit_arguments
+from framework.runs import read_summary
 from tests.comparisons import DEMO
 
 
@@ -63,9 +63,17 @@ def test_a_slurm_job_told_its_time_is_up_saves_requeues_itself_and_resumes_in_it
     fake.mkdir()
     (fake / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "scontrol.log"}\nkill -TERM $PPID\n')
     (fake / "scontrol").chmod(0o755)  # SLURM stops a requeued job with SIGTERM: so does the fake
-    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242", "SLURM_NTASKS": "1",
-           "SLURM_JOB_NAME": "train", "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0",
-           "SLURM_NODELIST": "node1"}
+    env = {
+        **os.environ,
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "SLURM_JOB_ID": "4242",
+        "SLURM_NTASKS": "1",
+        "SLURM_JOB_NAME": "train",
+        "SLURM_PROCID": "0",
+        "SLURM_LOCALID": "0",
+        "SLURM_NODEID": "0",
+        "SLURM_NODELIST": "node1",
+    }
     marker = tmp_path / "waiting"
     command = [sys.executable, "-m", "framework", "fit", *DEMO, waiting(marker)]  # as an sbatch script's line
     job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -86,8 +94,16 @@ def test_a_slurm_job_told_its_time_is_up_saves_requeues_itself_and_resumes_in_it
 
 def test_a_preempted_submitit_job_of_compare_checkpoints_is_requeued_and_resumes_its_run(tmp_path):
     marker = tmp_path / "waiting"
-    plan = RunPlan(cell="mhsa", label="mhsa", seed=0, run_dir=str(tmp_path / "run"), test_args=[], group="preempted",
-                   fit_args=fit_arguments([], [*DEMO, waiting(marker)], []), threads=1)
+    plan = RunPlan(
+        cell="mhsa",
+        label="mhsa",
+        seed=0,
+        run_dir=str(tmp_path / "run"),
+        test_args=[],
+        group="preempted",
+        fit_args=fit_arguments([], [*DEMO, waiting(marker)], []),
+        threads=1,
+    )
     executor = submitit.AutoExecutor(folder=tmp_path / "submitit", cluster="local")
     executor.update_parameters(timeout_min=60)  # a signal long before the time is up: preempted, not timed out
     job = executor.submit(Job(), asdict(plan))

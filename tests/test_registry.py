@@ -12,10 +12,10 @@ import pytest
 import torch
 from jsonargparse import ArgumentParser
 
-from framework.commands import blocks as catalogue
+from framework.__main__ import main
 from framework.attention import KINDS, ShapeError, UnknownBlockError, aliases, available, build, create, info
 from framework.attention.spec import FeatureMapBlock, NoAttention
-from framework.__main__ import main
+from framework.commands import blocks as catalogue
 from tests.conftest import ROOT
 from tools import sync_readme
 
@@ -29,7 +29,8 @@ def test_every_registered_block_is_named_in_a_block_test():
     assert not untested, (
         f"registered blocks with no test naming them: {untested}; test each against an independent formula "
         "(tests.attention.reference.assert_matches_reference) in the tests/attention/test_<family>.py of its kind "
-        "or family, naming it (the generic checks of tests/attention/generic.py cover it already)")
+        "or family, naming it (the generic checks of tests/attention/generic.py cover it already)"
+    )
 
 
 def test_catalogue_entries_are_complete():
@@ -67,8 +68,11 @@ def test_none_is_the_baseline_of_its_slot_a_mean_in_a_pooling_slot():
     torch.testing.assert_close(pool(x), x.mean(1))
     weights = pool(x, mask, need_weights=True).weights
     torch.testing.assert_close(weights, torch.tensor([[[0.5, 0.5, 0.0, 0.0]], [[0.0] * 4]]))
-    with pytest.raises(ShapeError, match=r"none \(mean pooling\): x must have shape \(..., N, D\) and mask \(..., N\), "
-                                         r"got x \(2, 4, 3\) and mask \(2, 3\)"):
+    with pytest.raises(
+        ShapeError,
+        match=r"none \(mean pooling\): x must have shape \(..., N, D\) and mask \(..., N\), "
+        r"got x \(2, 4, 3\) and mask \(2, 3\)",
+    ):
         pool(x, mask[:, :3])
 
 
@@ -87,8 +91,14 @@ def test_timms_names_are_aliases_of_the_same_blocks(capsys):
     assert aliases() == {"gca": "gc", "nl": "non_local"}
     assert type(create("nl", 16)).__name__ == "NonLocal" and create("nl", 16).block_name == "non_local"
     assert type(build("gca", 16, kind="feature_map")).__name__ == "GlobalContext"
-    assert create("se", 64, rd_ratio=1 / 8).fc1.out_features == 8 and create("cbam", 64, rd_ratio=0.25).fc1.out_features == 16
-    assert create("gc", 64, rd_channels=12).fc1.out_features == 12 and create("nl", 16, rd_channels=4).theta.out_channels == 4
+    assert (
+        create("se", 64, rd_ratio=1 / 8).fc1.out_features == 8
+        and create("cbam", 64, rd_ratio=0.25).fc1.out_features == 16
+    )
+    assert (
+        create("gc", 64, rd_channels=12).fc1.out_features == 12
+        and create("nl", 16, rd_channels=4).theta.out_channels == 4
+    )
     with pytest.raises(ValueError, match=r"se: rd_ratio must be 1 / a whole number .*got 0.3; give rd_channels"):
         create("se", 64, rd_ratio=0.3)
     with pytest.raises(TypeError, match="se: rd_divisor .* has no counterpart here; give rd_channels"):
@@ -120,9 +130,12 @@ def test_every_block_class_is_exported_and_named_by_its_kinds_package():
         cls, package = entry.builder, importlib.import_module(f"framework.attention.{entry.kind}")
         where = f"framework/attention/{entry.kind}/__init__.py"
         assert getattr(package, cls.__name__, None) is cls and cls.__name__ in package.__all__, (
-            f"{name}: import {cls.__name__} from .{cls.__module__.rpartition('.')[2]} in {where} and add it to __all__")
+            f"{name}: import {cls.__name__} from .{cls.__module__.rpartition('.')[2]} in {where} and add it to __all__"
+        )
         names = [n for n in available(entry.kind) if info(n).builder is cls]
-        assert any(f"``{n}``" in package.__doc__ for n in names), f"{name}: the docstring of {where} names none of {names}"
+        assert any(f"``{n}``" in package.__doc__ for n in names), (
+            f"{name}: the docstring of {where} names none of {names}"
+        )
 
 
 def test_the_block_library_imports_torch_and_its_blocks_needs_only():
@@ -147,10 +160,14 @@ def test_the_sync_reads_the_registry_of_the_checkout_it_runs_in(tmp_path):
     other = tmp_path / "framework"
     other.mkdir()
     (other / "__init__.py").write_text("raise ImportError('the registry of another checkout')\n")
-    done = subprocess.run([sys.executable, "-m", "tools.sync_readme", "--check"], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.sync_readme", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
     assert done.returncode == 0, done.stderr
-
 
 
 def listed(capsys, *args: str) -> list[str]:
@@ -159,7 +176,9 @@ def listed(capsys, *args: str) -> list[str]:
     out = capsys.readouterr().out.splitlines()
     if "--markdown" in args:
         return [line.split("`")[1] for line in out if line.startswith("| `")]
-    return [line.split()[0] for line in out[1:] if line[:1].isalpha() and not line.startswith(("score ", "distribution "))]
+    return [
+        line.split()[0] for line in out[1:] if line[:1].isalpha() and not line.startswith(("score ", "distribution "))
+    ]
 
 
 def test_blocks_lists_one_kind_in_any_spelling(capsys):
@@ -174,9 +193,18 @@ def test_blocks_lists_one_kind_in_any_spelling(capsys):
 
 
 def test_blocks_filters_names_by_a_glob_alone_or_within_a_kind(capsys):
-    assert listed(capsys, "*co_attention") == ["alternating_co_attention", "interactive_co_attention",
-                                               "multi_grained_co_attention", "parallel_co_attention"]
-    assert listed(capsys, "cross", "multi*") == ["multi_dimensional", "multi_grained_co_attention", "multi_head", "multi_hop"]
+    assert listed(capsys, "*co_attention") == [
+        "alternating_co_attention",
+        "interactive_co_attention",
+        "multi_grained_co_attention",
+        "parallel_co_attention",
+    ]
+    assert listed(capsys, "cross", "multi*") == [
+        "multi_dimensional",
+        "multi_grained_co_attention",
+        "multi_head",
+        "multi_hop",
+    ]
     assert listed(capsys, "danet_?????*", "--markdown") == ["danet_channel", "danet_position"]
     assert listed(capsys, "cbam") == ["cbam"]  # a block's own name is a pattern too
     everything = listed(capsys)
@@ -191,7 +219,7 @@ def test_blocks_fits_the_terminal_width(capsys, monkeypatch):
         lines = capsys.readouterr().out.splitlines()
         assert max(map(len, lines)) <= columns, columns
         entry = info("adaptive_span")
-        block = "\n".join(lines[lines.index(next(l for l in lines if l.startswith("adaptive_span "))):][:8])
+        block = "\n".join(lines[lines.index(next(l for l in lines if l.startswith("adaptive_span "))) :][:8])
         for cell in (entry.category, entry.source, entry.paper):  # every word of a wrapped cell is there
             assert all(word in block for word in cell.replace("/", "/ ").split()), (columns, cell)
     assert len(lines) > len(available()) + 6, "at 250 columns each block's paper goes below it"
@@ -226,7 +254,14 @@ def test_the_registry_says_where_a_block_goes_and_where_it_is_defined():
         assert (ROOT / entry.source).is_file() and entry.source.startswith("framework/attention/"), name
         assert (entry.placement is not None) == (entry.kind == "feature_map"), name
     assert {n for n in available("feature_map") if info(n).placement == "stage"} == {
-        "criss_cross", "non_local", "danet", "danet_position", "danet_channel", "sagan", "axial"}
+        "criss_cross",
+        "non_local",
+        "danet",
+        "danet_position",
+        "danet_channel",
+        "sagan",
+        "axial",
+    }
     with pytest.raises(ValueError, match="a feature_map block names its placement"):
         from framework.attention.registry import register
 

@@ -25,28 +25,57 @@ from framework.__main__ import main
 from tests.wandb_records import history
 
 #: 8 training steps an epoch, 2 validation batches, 3 epochs; last.ckpt every 3 steps and at each epoch's end.
-SIZES = ["--data.train_size=256", "--data.val_size=64", "--data.test_size=64", "--data.batch_size=32",
-         "--model.dropout=0.1", "--trainer.max_epochs=3", "--trainer.deterministic=true", "--resume.every_n_steps=3",
-         "--trainer.log_every_n_steps=2", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
-LOGGERS = {"trainer": {"logger": [{"class_path": "framework.loggers.CSVLogger"},
-                                  {"class_path": "framework.loggers.WandbLogger", "init_args": {"project": "resume"}}]}}
+SIZES = [
+    "--data.train_size=256",
+    "--data.val_size=64",
+    "--data.test_size=64",
+    "--data.batch_size=32",
+    "--model.dropout=0.1",
+    "--trainer.max_epochs=3",
+    "--trainer.deterministic=true",
+    "--resume.every_n_steps=3",
+    "--trainer.log_every_n_steps=2",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+]
+LOGGERS = {
+    "trainer": {
+        "logger": [
+            {"class_path": "framework.loggers.CSVLogger"},
+            {"class_path": "framework.loggers.WandbLogger", "init_args": {"project": "resume"}},
+        ]
+    }
+}
 
 
 def kill_points(seed: int = 0) -> list[tuple[str, str, int]]:
     """(signal, event, n): one drawn place of each kind, killed with SIGKILL, and two with SIGTERM."""
     draw = random.Random(seed)
-    return [("KILL", "train_batch", draw.randint(4, 20)),   # inside an epoch, after a resume point
-            ("KILL", "val_batch", draw.randint(3, 6)),      # inside the second or third validation
-            ("KILL", "epoch_end", draw.randint(1, 2)),      # between epochs, before that epoch's checkpoint
-            ("KILL", "checkpoint", draw.randint(3, 8)),     # while a checkpoint's bytes are written
-            ("TERM", "train_batch", draw.randint(4, 20)),   # SIGTERM inside an epoch
-            ("TERM", "val_batch", draw.randint(3, 6))]      # SIGTERM inside a validation
+    return [
+        ("KILL", "train_batch", draw.randint(4, 20)),  # inside an epoch, after a resume point
+        ("KILL", "val_batch", draw.randint(3, 6)),  # inside the second or third validation
+        ("KILL", "epoch_end", draw.randint(1, 2)),  # between epochs, before that epoch's checkpoint
+        ("KILL", "checkpoint", draw.randint(3, 8)),  # while a checkpoint's bytes are written
+        ("TERM", "train_batch", draw.randint(4, 20)),  # SIGTERM inside an epoch
+        ("TERM", "val_batch", draw.randint(3, 6)),
+    ]  # SIGTERM inside a validation
 
 
 def fit(run: Path, config: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "framework", "fit", "--config", "domains/demo/demo.yaml", "--config", str(config),
-               *SIZES, f"--run_dir={run}", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "framework",
+        "fit",
+        "--config",
+        "domains/demo/demo.yaml",
+        "--config",
+        str(config),
+        *SIZES,
+        f"--run_dir={run}",
+        *extra,
+    ]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -73,11 +102,17 @@ def uninterrupted(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("how, event, n", kill_points())
-def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_one(uninterrupted, tmp_path, how, event, n):
+def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_one(
+    uninterrupted, tmp_path, how, event, n
+):
     whole, config = uninterrupted
     killed = tmp_path / "killed"
-    action = ["--trainer.callbacks+=tests.process_killer.KillAt", f"--trainer.callbacks.event={event}",
-              f"--trainer.callbacks.n={n}", f"--trainer.callbacks.signal={how}"]
+    action = [
+        "--trainer.callbacks+=tests.process_killer.KillAt",
+        f"--trainer.callbacks.event={event}",
+        f"--trainer.callbacks.n={n}",
+        f"--trainer.callbacks.signal={how}",
+    ]
     died = fit(killed, config, *action)
     assert died.returncode == (-9 if how == "KILL" else 128 + signal.SIGTERM), died.stderr[-3000:]
     last = killed / "checkpoints" / "last.ckpt"
@@ -102,8 +137,18 @@ def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_on
 
 
 def test_resuming_a_finished_run_trains_nothing_and_says_so(tmp_path):
-    args = ["fit", "--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=64",
-            "--data.val_size=32", "--data.batch_size=32", "--trainer.max_epochs=2", "--trainer.enable_progress_bar=false"]
+    args = [
+        "fit",
+        "--config",
+        "domains/demo/demo.yaml",
+        "--config",
+        "configs/logger/csv.yaml",
+        "--data.train_size=64",
+        "--data.val_size=32",
+        "--data.batch_size=32",
+        "--trainer.max_epochs=2",
+        "--trainer.enable_progress_bar=false",
+    ]
     run = Path(main(args).trainer.default_root_dir)
     metrics = (run / "metrics.csv").read_text()
     last = run / "checkpoints" / "last.ckpt"
@@ -113,25 +158,45 @@ def test_resuming_a_finished_run_trains_nothing_and_says_so(tmp_path):
 
 
 def test_last_ckpt_is_current_at_every_epoch_end_also_without_improvement_or_validation(tmp_path):
-    args = ["fit", "--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=64",
-            "--data.val_size=32", "--data.batch_size=32", "--trainer.enable_progress_bar=false",
-            "--optimizer.init_args.lr=0"]  # nothing improves after the first validation
+    args = [
+        "fit",
+        "--config",
+        "domains/demo/demo.yaml",
+        "--config",
+        "configs/logger/csv.yaml",
+        "--data.train_size=64",
+        "--data.val_size=32",
+        "--data.batch_size=32",
+        "--trainer.enable_progress_bar=false",
+        "--optimizer.init_args.lr=0",
+    ]  # nothing improves after the first validation
     run = Path(main([*args, "--trainer.max_epochs=3"]).trainer.default_root_dir)
     assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 6
     assert torch.load(run / "checkpoints" / "best.ckpt", weights_only=True)["global_step"] == 2  # ties keep the first
-    sparse = Path(main([*args, "--trainer.max_epochs=3", "--trainer.check_val_every_n_epoch=5"]).trainer.default_root_dir)
+    sparse = Path(
+        main([*args, "--trainer.max_epochs=3", "--trainer.check_val_every_n_epoch=5"]).trainer.default_root_dir
+    )
     assert torch.load(sparse / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 6
 
 
 def test_extending_a_run_appends_its_metrics_and_the_summary_covers_all_of_it():
-    args = ["fit", "--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml", "--data.train_size=128",
-            "--data.val_size=32", "--data.batch_size=32", "--trainer.enable_progress_bar=false"]
+    args = [
+        "fit",
+        "--config",
+        "domains/demo/demo.yaml",
+        "--config",
+        "configs/logger/csv.yaml",
+        "--data.train_size=128",
+        "--data.val_size=32",
+        "--data.batch_size=32",
+        "--trainer.enable_progress_bar=false",
+    ]
     first = main([*args, "--trainer.max_epochs=2"])
     run = Path(first.trainer.default_root_dir)
     rows = (run / "metrics.csv").read_text().splitlines()
     extended = main([*args, "--trainer.max_epochs=3", "--ckpt_path", str(run / "checkpoints" / "last.ckpt")])
     assert Path(extended.trainer.default_root_dir) == run
     longer = (run / "metrics.csv").read_text().splitlines()
-    assert longer[:len(rows)] == rows and len(longer) == len(rows) + 2  # one validation row, one training row
+    assert longer[: len(rows)] == rows and len(longer) == len(rows) + 2  # one validation row, one training row
     summary = next(cb for cb in extended.trainer.callbacks if type(cb).__name__ == "RunSummary")
     assert len(summary.history) == 3

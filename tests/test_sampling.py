@@ -45,7 +45,7 @@ def test_length_grouped_batches_cover_every_example_once_with_little_padding_and
     sampler = LengthGroupedShuffle(lengths, batch_size=16, pool_batches=5, seed=0)
     order = list(sampler)
     assert sorted(order) == list(range(1000))
-    batches = [order[i:i + 16] for i in range(0, 1000, 16)]  # how a loader with batch_size=16 cuts it
+    batches = [order[i : i + 16] for i in range(0, 1000, 16)]  # how a loader with batch_size=16 cuts it
     spread = sum(int(lengths[b].max() - lengths[b].min()) for b in batches) / len(batches)
     assert spread < 12  # lengths 1 .. 51, pools of 5 batches sorted: about 51 / 5 (random batches: about 45)
     random_spread = sum(int(lengths[b].max() - lengths[b].min()) for b in torch.randperm(1000).split(16)) / 63

@@ -44,14 +44,19 @@ def test_a_size_known_after_set_up_sets_the_data_up_once():
 
 
 def test_a_size_the_data_does_not_state_names_the_key():
-    with pytest.raises(ConfigError, match=r"^model.in_channels is not set and the data \(SimpleNamespace\) does not "
-                                          r"state it: set model.in_channels$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^model.in_channels is not set and the data \(SimpleNamespace\) does not "
+        r"state it: set model.in_channels$",
+    ):
         fill_sizes({"model": {"in_channels": None}}, SimpleNamespace(num_classes=True))  # a bool is no size
 
 
 def test_changing_the_data_needs_no_hand_edited_sizes():
     # The demo with 6 values instead of 10: 6 classes and a smaller vocabulary, and no --model.* flags.
-    cli = main(["fit", *SMALL, "--data.num_values=6", "--trainer.limit_train_batches=2", "--trainer.limit_val_batches=1"])
+    cli = main(
+        ["fit", *SMALL, "--data.num_values=6", "--trainer.limit_train_batches=2", "--trainer.limit_val_batches=1"]
+    )
     data, model, task = cli.datamodule, cli.model.model, cli.model.task
     assert (data.num_classes, data.vocab_size) == (6, 16 * 7 + 1)
     assert (model.num_classes, model.head.out_features, task.num_classes) == (6, 6, 6)
@@ -63,15 +68,25 @@ def test_changing_the_data_needs_no_hand_edited_sizes():
 
 
 def test_graph_features_and_classes_come_from_the_graph():
-    cli = main(["fit", "--config", "domains/graph/gat.yaml", "--config", "configs/logger/csv.yaml",
-                "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false"])
+    cli = main(
+        [
+            "fit",
+            "--config",
+            "domains/graph/gat.yaml",
+            "--config",
+            "configs/logger/csv.yaml",
+            "--trainer.max_epochs=1",
+            "--trainer.enable_progress_bar=false",
+        ]
+    )
     model = cli.model.model
     assert (model.in_channels, model.num_classes, cli.model.task.num_classes) == (34, 4, 4)
 
 
 #: Every model and task that takes a size from the data, and the sizes it needs.
 NEEDS_SIZES = [
-    ("domains.audio.SpectrogramCNN", "model.num_classes"), ("domains.audio.CRNN", "model.num_classes"),
+    ("domains.audio.SpectrogramCNN", "model.num_classes"),
+    ("domains.audio.CRNN", "model.num_classes"),
     ("domains.audio.SpectrogramTransformer", "model.num_classes"),
     ("domains.demo.SequenceClassifier", "model.vocab_size, model.num_classes"),
     ("domains.demo.SetClassifier", "model.vocab_size, model.num_classes"),
@@ -79,20 +94,27 @@ NEEDS_SIZES = [
     ("domains.graph.HANClassifier", "model.in_channels, model.num_classes, model.metapaths"),
     ("domains.graph.NodeClassification", "task.num_classes"),
     ("domains.graph.HeteroNodeClassification", "task.num_classes"),
-    ("domains.memory.MemN2N", "model.vocab_size"), ("domains.memory.KVMemNN", "model.vocab_size"),
+    ("domains.memory.MemN2N", "model.vocab_size"),
+    ("domains.memory.KVMemNN", "model.vocab_size"),
     ("domains.memory.MatchingReader", "model.vocab_size"),
     ("domains.nlp.CharacterWordClassifier", "model.vocab_size, model.num_classes"),
     ("domains.nlp.HierarchicalAttentionNetwork", "model.vocab_size, model.num_classes"),
     ("domains.nlp.SelfAttentiveClassifier", "model.vocab_size, model.num_classes"),
-    ("domains.nlp.RecurrentSeq2Seq", "model.vocab_size"), ("domains.nlp.TransformerSeq2Seq", "model.vocab_size"),
+    ("domains.nlp.RecurrentSeq2Seq", "model.vocab_size"),
+    ("domains.nlp.TransformerSeq2Seq", "model.vocab_size"),
     ("domains.nlp.TransformerClassifier", "model.vocab_size, model.num_classes"),
-    ("domains.nlp.TextClassification", "task.num_classes"), ("domains.nlp.CapsuleClassification", "task.num_classes"),
-    ("domains.recommender.SASRec", "model.num_items"), ("domains.recommender.BERT4Rec", "model.num_items"),
-    ("domains.recommender.GRU4Rec", "model.num_items"), ("domains.recommender.DIN", "model.num_items"),
+    ("domains.nlp.TextClassification", "task.num_classes"),
+    ("domains.nlp.CapsuleClassification", "task.num_classes"),
+    ("domains.recommender.SASRec", "model.num_items"),
+    ("domains.recommender.BERT4Rec", "model.num_items"),
+    ("domains.recommender.GRU4Rec", "model.num_items"),
+    ("domains.recommender.DIN", "model.num_items"),
     ("domains.recommender.MostPopular", "model.num_items"),
     ("domains.vision.AttentionResNet", "model.num_classes"),
-    ("domains.vision.SegmentationNet", "model.num_classes"), ("domains.vision.ViTClassifier", "model.num_classes"),
-    ("domains.vision.Segmentation", "task.num_classes"), ("domains.vision.ImageClassification", "task.num_classes"),
+    ("domains.vision.SegmentationNet", "model.num_classes"),
+    ("domains.vision.ViTClassifier", "model.num_classes"),
+    ("domains.vision.Segmentation", "task.num_classes"),
+    ("domains.vision.ImageClassification", "task.num_classes"),
     ("framework.layers.AttentiveConvNet", "model.in_channels, model.num_classes"),
     ("framework.tasks.Classification", "task.num_classes"),
 ]
@@ -105,5 +127,7 @@ def test_a_class_built_in_python_without_its_sizes_names_them(path, keys):
     with pytest.raises(ConfigError) as error:
         cls()
     verb, pronoun = ("is", "it") if "," not in keys else ("are", "them")
-    assert str(error.value) == (f"{keys} {verb} not set: give {pronoun}, or leave {pronoun} to the command line, "
-                                f"which takes {pronoun} from the data module")
+    assert str(error.value) == (
+        f"{keys} {verb} not set: give {pronoun}, or leave {pronoun} to the command line, "
+        f"which takes {pronoun} from the data module"
+    )

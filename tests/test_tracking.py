@@ -21,9 +21,15 @@ from framework.loggers import WandbLogger, unreachable
 from tests.wandb_records import config, history, metric_summaries, records, run_of, summary
 
 SMALL = [
-    "--config", "domains/demo/demo.yaml",
-    "--data.train_size=256", "--data.val_size=64", "--data.test_size=64", "--data.batch_size=32",
-    "--trainer.max_epochs=2", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
+    "--config",
+    "domains/demo/demo.yaml",
+    "--data.train_size=256",
+    "--data.val_size=64",
+    "--data.test_size=64",
+    "--data.batch_size=32",
+    "--trainer.max_epochs=2",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
 ]
 
 
@@ -167,8 +173,16 @@ def test_a_test_of_a_fits_checkpoint_continues_the_fits_wandb_run(tmp_path):
     fitted = main(["fit", *SMALL, "--trainer.max_epochs=1"])
     fit_log = written(Path(fitted.trainer.default_root_dir))
     best = fitted.trainer.checkpoint_callback.best_model_path
-    tested = main(["test", "--config", str(Path(fitted.trainer.default_root_dir) / "config.yaml"), "--ckpt_path", best,
-                   "--trainer.enable_progress_bar=false"])
+    tested = main(
+        [
+            "test",
+            "--config",
+            str(Path(fitted.trainer.default_root_dir) / "config.yaml"),
+            "--ckpt_path",
+            best,
+            "--trainer.enable_progress_bar=false",
+        ]
+    )
     test_log = written(Path(tested.trainer.default_root_dir))
     fit_run, test_run = run_of(fit_log), run_of(test_log)
     assert test_run.run_id == fit_run.run_id and test_run.display_name == fit_run.display_name

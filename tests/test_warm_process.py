@@ -29,8 +29,9 @@ def test_answers_come_back_in_order_several_to_a_message_and_large_ones_whole():
 
 def test_a_child_that_dies_is_seen_with_the_signal_that_ended_it():
     answers, ended, done = [], [], threading.Event()
-    process = WarmProcess("tests.warm_echo", on_message=answers.append,
-                          on_exit=lambda status: (ended.append(status), done.set())).start()
+    process = WarmProcess(
+        "tests.warm_echo", on_message=answers.append, on_exit=lambda status: (ended.append(status), done.set())
+    ).start()
     process.send(b"one")
     process.send(b"die")
     assert done.wait(60)
@@ -41,9 +42,11 @@ def test_a_child_that_dies_is_seen_with_the_signal_that_ended_it():
 
 def test_a_busy_child_whose_parent_dies_is_told(tmp_path):
     marker = tmp_path / "orphaned"
-    parent = ("import time; from framework.warm_process import WarmProcess; "
-              f"child = WarmProcess('tests.warm_echo', [{str(marker)!r}]).start(); child.send(b'sleep'); "
-              "time.sleep(1)")  # then this process ends, its child busy
+    parent = (
+        "import time; from framework.warm_process import WarmProcess; "
+        f"child = WarmProcess('tests.warm_echo', [{str(marker)!r}]).start(); child.send(b'sleep'); "
+        "time.sleep(1)"
+    )  # then this process ends, its child busy
     subprocess.run([sys.executable, "-c", parent], cwd=ROOT, check=True, timeout=60)
     deadline = time.monotonic() + 30
     while not marker.exists():

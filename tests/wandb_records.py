@@ -44,7 +44,11 @@ def _key(item) -> str:
 
 def history(path: Path) -> list[dict[str, str]]:
     """One dict per logged step: metric name -> JSON value."""
-    return [{_key(i): i.value_json for i in r.history.item} for r in records(path) if r.WhichOneof("record_type") == "history"]
+    return [
+        {_key(i): i.value_json for i in r.history.item}
+        for r in records(path)
+        if r.WhichOneof("record_type") == "history"
+    ]
 
 
 def config(path: Path) -> dict[str, str]:
@@ -76,5 +80,7 @@ def metric_summaries(path: Path) -> dict[str, list[str]]:
     for r in records(path):
         if r.WhichOneof("record_type") == "metric" and r.metric.name:
             summary = r.metric.summary
-            found[r.metric.name] = [kind for kind in ("min", "max", "mean", "best", "last") if getattr(summary, kind, False)]
+            found[r.metric.name] = [
+                kind for kind in ("min", "max", "mean", "best", "last") if getattr(summary, kind, False)
+            ]
     return found

@@ -102,6 +102,7 @@ def _criss_cross_case(impl: str, side: int, reps: int) -> dict:
         if impl == "non_local":
             forward = block
         else:  # dense, as in the papers: the (HW x HW) weights are built and kept for backward
+
             def forward(x):
                 theta, phi, g = (conv(x).flatten(2) for conv in (block.theta, block.phi, block.g))
                 weights = torch.einsum("bcu,bcv->buv", theta, phi).softmax(-1)
@@ -116,8 +117,11 @@ def _criss_cross_case(impl: str, side: int, reps: int) -> dict:
             if impl == "criss_cross_batched":
                 criss_cross_op.PER_IMAGE_DEVICES = frozenset()
         else:
+
             def forward(x):
-                return x + block.gamma * criss_cross_authors(block.query_conv(x), block.key_conv(x), block.value_conv(x))
+                return x + block.gamma * criss_cross_authors(
+                    block.query_conv(x), block.key_conv(x), block.value_conv(x)
+                )
 
     def step():
         x.grad = None
@@ -145,8 +149,17 @@ def _efficient_case(name: str, n: int, reps: int) -> dict:
     return _measure(step, reps)
 
 
-EFFICIENT = ("mhsa", "linformer", "performer", "sparse_strided", "sparse_fixed", "adaptive_span", "synthesizer_dense",
-             "synthesizer_random", "transformer_xl")
+EFFICIENT = (
+    "mhsa",
+    "linformer",
+    "performer",
+    "sparse_strided",
+    "sparse_fixed",
+    "adaptive_span",
+    "synthesizer_dense",
+    "synthesizer_random",
+    "transformer_xl",
+)
 
 
 def efficient_table(lengths, title: str = "") -> None:
@@ -158,8 +171,11 @@ def efficient_table(lengths, title: str = "") -> None:
         for name in EFFICIENT:
             r = _run("efficient", name, str(n), "3" if n < 4096 else "1")
             base = base or r
-            print(f"{n:>5}{name:>20}{r['ms']:>10.1f}{r['peak_mb']:>10.0f}{r['ms'] / base['ms']:>12.2f}x"
-                  f"{r['peak_mb'] / max(base['peak_mb'], 1):>14.2f}x", flush=True)
+            print(
+                f"{n:>5}{name:>20}{r['ms']:>10.1f}{r['peak_mb']:>10.0f}{r['ms'] / base['ms']:>12.2f}x"
+                f"{r['peak_mb'] / max(base['peak_mb'], 1):>14.2f}x",
+                flush=True,
+            )
 
 
 def _run(*args: str) -> dict:
@@ -174,19 +190,28 @@ def criss_cross_table(sides, title: str = "") -> None:
     print(f"{'H=W':>4}{'impl':>22}{'ms':>10}{'peak MB':>10}{'time / ours':>13}{'memory / ours':>15}")
     for side in sides:
         reps = 5 if side < 97 else 3
-        results = {impl: _run("criss_cross", impl, str(side), str(reps if "non_local" not in impl else 2))
-                   for impl in ("criss_cross", "criss_cross_batched", "authors", "non_local", "non_local_dense")}
+        results = {
+            impl: _run("criss_cross", impl, str(side), str(reps if "non_local" not in impl else 2))
+            for impl in ("criss_cross", "criss_cross_batched", "authors", "non_local", "non_local_dense")
+        }
         ours = results["criss_cross"]
         for impl, r in results.items():
-            print(f"{side:>4}{impl:>22}{r['ms']:>10.1f}{r['peak_mb']:>10.0f}{r['ms'] / ours['ms']:>12.2f}x"
-                  f"{r['peak_mb'] / max(ours['peak_mb'], 1):>14.1f}x")
+            print(
+                f"{side:>4}{impl:>22}{r['ms']:>10.1f}{r['peak_mb']:>10.0f}{r['ms'] / ours['ms']:>12.2f}x"
+                f"{r['peak_mb'] / max(ours['peak_mb'], 1):>14.1f}x"
+            )
         difference = _run("criss_cross", "difference", str(side), "0")["max_abs"]
         print(f"{side:>4}{'max |ours - authors|':>22}{difference:>10.1e}")
 
 
 GPU_CASES = ((8, 97), (2, 129), (2, 97))  # (B, H = W); CCNet's Cityscapes feature map is 97 x 97
-GPU_IMPLS = {"ours": "ours (Triton)", "portable": "our portable path", "authors": "authors' algorithm",
-             "einsum": "einsum form", "einsum_compiled": "einsum, torch.compile"}
+GPU_IMPLS = {
+    "ours": "ours (Triton)",
+    "portable": "our portable path",
+    "authors": "authors' algorithm",
+    "einsum": "einsum form",
+    "einsum_compiled": "einsum, torch.compile",
+}
 INNER, CHANNELS = 64, 512
 
 
@@ -212,16 +237,19 @@ def _gpu_cores() -> dict:
         def f(qkv):
             q, k, v = qkv.permute(0, 2, 3, 1).split([INNER, INNER, CHANNELS], dim=-1)
             return core(q, k, v).permute(0, 3, 1, 2)
+
         return f
 
     def channels_first(core):
         return lambda qkv: core(*qkv.split([INNER, INNER, CHANNELS], dim=1))
 
-    return {"ours": channels_last(lambda q, k, v: criss_cross_op.criss_cross(q, k, v)[0]),
-            "portable": channels_last(Portable.apply),
-            "authors": channels_first(criss_cross_authors),
-            "einsum": channels_first(criss_cross_einsum),
-            "einsum_compiled": channels_first(torch.compile(criss_cross_einsum, dynamic=False))}
+    return {
+        "ours": channels_last(lambda q, k, v: criss_cross_op.criss_cross(q, k, v)[0]),
+        "portable": channels_last(Portable.apply),
+        "authors": channels_first(criss_cross_authors),
+        "einsum": channels_first(criss_cross_einsum),
+        "einsum_compiled": channels_first(torch.compile(criss_cross_einsum, dynamic=False)),
+    }
 
 
 def _gpu_measure(core, qkv, grad, reps: int = 20) -> dict:
@@ -257,9 +285,13 @@ def criss_cross_gpu_table(cases=GPU_CASES) -> None:
     """Print, as a markdown table, the criss-cross core on CUDA against the authors' algorithm."""
     import torch
 
-    print(f"Criss-cross core on {torch.cuda.get_device_name()}, C={CHANNELS}, C'={INNER}, forward + backward; "
-          f"torch.backends.cuda.matmul.allow_tf32 = {torch.backends.cuda.matmul.allow_tf32}")
-    print("| B | H x W | dtype | impl | ms | peak MB | speed-up vs authors | memory / authors | max abs diff vs authors |")
+    print(
+        f"Criss-cross core on {torch.cuda.get_device_name()}, C={CHANNELS}, C'={INNER}, forward + backward; "
+        f"torch.backends.cuda.matmul.allow_tf32 = {torch.backends.cuda.matmul.allow_tf32}"
+    )
+    print(
+        "| B | H x W | dtype | impl | ms | peak MB | speed-up vs authors | memory / authors | max abs diff vs authors |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     cores, results = _gpu_cores(), {}
     for batch, side in cases:
@@ -271,25 +303,35 @@ def criss_cross_gpu_table(cases=GPU_CASES) -> None:
             grad = torch.randn(batch, CHANNELS, side, side, device="cuda", generator=gen, dtype=dtype)
             grad = grad.contiguous(memory_format=torch.channels_last)
             reference = cores["authors"](qkv).detach().float()
-            differences = {impl: (core(qkv).detach().float() - reference).abs().max().item() for impl, core in cores.items()}
+            differences = {
+                impl: (core(qkv).detach().float() - reference).abs().max().item() for impl, core in cores.items()
+            }
             del reference
             measured = {impl: _gpu_measure(core, qkv, grad) for impl, core in cores.items()}
             authors = measured["authors"]
             for impl, r in measured.items():
-                print(f"| {batch} | {side}x{side} | {str(dtype)[6:]} | {GPU_IMPLS[impl]} | {r['ms']:.2f} | {r['peak_mb']:.0f} | "
-                      f"{authors['ms'] / r['ms']:.2f}x | {r['peak_mb'] / authors['peak_mb']:.2f}x | {differences[impl]:.1e} |", flush=True)
+                print(
+                    f"| {batch} | {side}x{side} | {str(dtype)[6:]} | {GPU_IMPLS[impl]} | {r['ms']:.2f} | {r['peak_mb']:.0f} | "
+                    f"{authors['ms'] / r['ms']:.2f}x | {r['peak_mb'] / authors['peak_mb']:.2f}x | {differences[impl]:.1e} |",
+                    flush=True,
+                )
             results[batch, side, dtype] = measured
     if (8, 97, torch.bfloat16) in results:
         r = results[8, 97, torch.bfloat16]
         ours = r["ours"]
-        print(f"Targets (H100, bf16, B=8, 97x97): ours >= 2x the authors' algorithm: {r['authors']['ms'] / ours['ms']:.2f}x; "
-              f">= 1.3x the compiled einsum: {r['einsum_compiled']['ms'] / ours['ms']:.2f}x; "
-              f"peak memory <= the authors': {ours['peak_mb'] / r['authors']['peak_mb']:.2f}x")
+        print(
+            f"Targets (H100, bf16, B=8, 97x97): ours >= 2x the authors' algorithm: {r['authors']['ms'] / ours['ms']:.2f}x; "
+            f">= 1.3x the compiled einsum: {r['einsum_compiled']['ms'] / ours['ms']:.2f}x; "
+            f"peak memory <= the authors': {ours['peak_mb'] / r['authors']['peak_mb']:.2f}x"
+        )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_attention",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_attention",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--cuda", action="store_true", help="the criss-cross core on the GPU (section 3) only")
     parser.add_argument("--efficient", action="store_true", help="the efficient self-attention blocks (section 4) only")
@@ -315,16 +357,23 @@ def main() -> None:
 
     print("1. General Attention, forward + backward, CPU")
     print(f"{'case':<34}{'fused ms':>10}{'explicit ms':>13}{'speed-up':>10}{'fused MB':>10}{'explicit MB':>13}")
-    for score, label in (("scaled_dot", "scaled_dot, B8 N256 D256 h8"), ("general", "general, same"),
-                         ("cosine", "cosine, same"), ("kernel", "kernel (linear), B4 N2048 D64 h4")):
+    for score, label in (
+        ("scaled_dot", "scaled_dot, B8 N256 D256 h8"),
+        ("general", "general, same"),
+        ("cosine", "cosine, same"),
+        ("kernel", "kernel (linear), B4 N2048 D64 h4"),
+    ):
         fused, explicit = _run("attention", f"{score}-fused"), _run("attention", f"{score}-explicit")
-        print(f"{label:<34}{fused['ms']:>10.1f}{explicit['ms']:>13.1f}{explicit['ms'] / fused['ms']:>9.2f}x"
-              f"{fused['peak_mb']:>10.0f}{explicit['peak_mb']:>13.0f}")
+        print(
+            f"{label:<34}{fused['ms']:>10.1f}{explicit['ms']:>13.1f}{explicit['ms'] / fused['ms']:>9.2f}x"
+            f"{fused['peak_mb']:>10.0f}{explicit['peak_mb']:>13.0f}"
+        )
 
     print()
     criss_cross_table((32,) if args.quick else (32, 64, 97), title="2. ")
     print()
     efficient_table(efficient_lengths, title="4. ")
+
 
 if __name__ == "__main__":
     main()

@@ -32,24 +32,47 @@ def split_overrides(split: str, test_speakers: list[str]) -> list[str]:
 
 def compare_args(split: str, args: argparse.Namespace) -> list[str]:
     configs = ",".join(f"domains/audio/{model}_fsdd.yaml" for model in args.models)
-    return ["--grid", f"config=[{configs}]", "--config", "configs/logger/csv.yaml", *split_overrides(split, args.test_speakers),
-            f"--trainer.max_epochs={args.epochs}", f"--lr_scheduler.init_args.T_max={args.epochs}",
-            "--trainer.num_sanity_val_steps=0", "--trainer.enable_model_summary=false",
-            "--attention_maps.every_n_epochs=0", f"--model.frontend.init_args.normalize={args.normalize}",
-            "--seeds", str(args.seeds), "--jobs", str(args.jobs), "--name", f"bench_audio_{split}",
-            "--baseline", f"{args.models[0]}_fsdd", "--metrics", "test/acc", "test/f1",
-            *(["--report"] if args.report else [])]
+    return [
+        "--grid",
+        f"config=[{configs}]",
+        "--config",
+        "configs/logger/csv.yaml",
+        *split_overrides(split, args.test_speakers),
+        f"--trainer.max_epochs={args.epochs}",
+        f"--lr_scheduler.init_args.T_max={args.epochs}",
+        "--trainer.num_sanity_val_steps=0",
+        "--trainer.enable_model_summary=false",
+        "--attention_maps.every_n_epochs=0",
+        f"--model.frontend.init_args.normalize={args.normalize}",
+        "--seeds",
+        str(args.seeds),
+        "--jobs",
+        str(args.jobs),
+        "--name",
+        f"bench_audio_{split}",
+        "--baseline",
+        f"{args.models[0]}_fsdd",
+        "--metrics",
+        "test/acc",
+        "test/f1",
+        *(["--report"] if args.report else []),
+    ]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_audio",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_audio", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="the first is the baseline")
     parser.add_argument("--splits", nargs="+", choices=["official", "speakers"], default=["official", "speakers"])
     parser.add_argument("--test-speakers", nargs="+", default=["george"], help="held out by the speakers split")
     parser.add_argument("--epochs", type=int, default=8, help="as the _fsdd configs")
-    parser.add_argument("--normalize", choices=["clip", "bins"], default="clip",
-                        help="front-end standardisation: per clip (the configs) or per mel bin (CMVN)")
+    parser.add_argument(
+        "--normalize",
+        choices=["clip", "bins"],
+        default="clip",
+        help="front-end standardisation: per clip (the configs) or per mel bin (CMVN)",
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each on a 2-core CPU)")
     parser.add_argument("--report", action="store_true", help="only the tables of the runs that finished")
@@ -60,16 +83,20 @@ def main() -> None:
         if summary is not None:
             tables.append((split, summary))
     speakers = ",".join(args.test_speakers)
-    print(f"\nFSDD, {args.epochs} epochs, {args.seeds} seeds, best val/acc checkpoint tested; the speakers split holds "
-          f"out {speakers}; mean ± sd over seeds, p: paired t-test against {args.models[0]}")
+    print(
+        f"\nFSDD, {args.epochs} epochs, {args.seeds} seeds, best val/acc checkpoint tested; the speakers split holds "
+        f"out {speakers}; mean ± sd over seeds, p: paired t-test against {args.models[0]}"
+    )
     print("| model | split | test acc | test F1 | p vs " + args.models[0] + " | s/epoch |")
     print("|---|---|---:|---:|---:|---:|")
     for split, summary in tables:
         for cell, row in zip(summary.cells, summary.rows):
             test = summary.paired.get(cell.name)
             p = "" if test is None or math.isnan(test.p) else f"{test.p:.2g}"
-            print(f"| {cell.label.removesuffix('_fsdd')} | {split} | {_pm(row, 'test/acc')} | {_pm(row, 'test/f1')} | "
-                  f"{p} | {row['seconds_per_epoch_mean']:.1f} |")
+            print(
+                f"| {cell.label.removesuffix('_fsdd')} | {split} | {_pm(row, 'test/acc')} | {_pm(row, 'test/f1')} | "
+                f"{p} | {row['seconds_per_epoch_mean']:.1f} |"
+            )
 
 
 def _pm(row: dict, metric: str) -> str:

@@ -32,8 +32,16 @@ import time
 from pathlib import Path
 
 #: The demo, one epoch of 1024 examples (16 steps), no pictures: an ablation's or a seed sweep's small run.
-RUN = ["--config", "domains/demo/demo.yaml", "--data.train_size=1024", "--data.val_size=256", "--data.test_size=256",
-       "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false", "--attention_maps.every_n_epochs=0"]
+RUN = [
+    "--config",
+    "domains/demo/demo.yaml",
+    "--data.train_size=1024",
+    "--data.val_size=256",
+    "--data.test_size=256",
+    "--trainer.max_epochs=1",
+    "--trainer.enable_progress_bar=false",
+    "--attention_maps.every_n_epochs=0",
+]
 CSV = ["--config", "configs/logger/csv.yaml"]
 
 
@@ -64,8 +72,22 @@ def reference(runs: int, extra: list[str], root: Path) -> tuple[list[float], flo
 def through_compare(runs: int, extra: list[str]) -> tuple[float, float]:
     """Wall and processor seconds of ``python -m framework compare`` doing the same runs (and
     their tests), one at a time."""
-    command = [sys.executable, "-m", "framework", "compare", *RUN, *extra, "--seeds", str(runs), "--jobs", "1",
-               "--name", "bench", "--status_every", "0"]
+    command = [
+        sys.executable,
+        "-m",
+        "framework",
+        "compare",
+        *RUN,
+        *extra,
+        "--seeds",
+        str(runs),
+        "--jobs",
+        "1",
+        "--name",
+        "bench",
+        "--status_every",
+        "0",
+    ]
     cpu = cpu_seconds(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
@@ -76,7 +98,9 @@ def through_compare(runs: int, extra: list[str]) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_compare_overhead", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_compare_overhead", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--runs", type=int, default=6, help="runs on each side (default 6)")
     parser.add_argument("--csv", action="store_true", help="log to a CSV file instead of W&B (offline)")
     options = parser.parse_args(argv)
@@ -89,12 +113,20 @@ def main(argv: list[str] | None = None) -> None:
         fits, fits_cpu = reference(options.runs, extra, Path(root) / "reference")
         load = max(load, os.getloadavg()[0])
     n, fits_wall = options.runs, sum(fits)
-    print(f"{n} one-epoch demo runs ({'CSV' if options.csv else 'W&B offline'} logger, {os.cpu_count()} CPUs, "
-          f"load average up to {load:.1f}):")
-    print(f"  fits in one process: {fits_wall:.1f} s wall ({', '.join(f'{s:.1f}' for s in fits)}), {fits_cpu:.1f} s CPU")
-    print(f"  compare --jobs 1:    {compare_wall:.1f} s wall, {compare_cpu:.1f} s CPU (fit and test of each run, "
-          "tables and plots)")
-    print(f"  overhead per run:    {(compare_wall - fits_wall) / n:.1f} s wall, {(compare_cpu - fits_cpu) / n:.1f} s CPU")
+    print(
+        f"{n} one-epoch demo runs ({'CSV' if options.csv else 'W&B offline'} logger, {os.cpu_count()} CPUs, "
+        f"load average up to {load:.1f}):"
+    )
+    print(
+        f"  fits in one process: {fits_wall:.1f} s wall ({', '.join(f'{s:.1f}' for s in fits)}), {fits_cpu:.1f} s CPU"
+    )
+    print(
+        f"  compare --jobs 1:    {compare_wall:.1f} s wall, {compare_cpu:.1f} s CPU (fit and test of each run, "
+        "tables and plots)"
+    )
+    print(
+        f"  overhead per run:    {(compare_wall - fits_wall) / n:.1f} s wall, {(compare_cpu - fits_cpu) / n:.1f} s CPU"
+    )
 
 
 if __name__ == "__main__":

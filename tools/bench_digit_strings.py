@@ -36,13 +36,25 @@ def data_overrides(args: argparse.Namespace) -> list[str]:
 
 def run(attention: str, args: argparse.Namespace) -> dict:
     """Fit until the target WER (or the epoch limit), test the best checkpoint: the figures of one row."""
-    common = ["--config", CONFIG, "--config", "configs/logger/csv.yaml", f"--model.attention={attention}",
-              *data_overrides(args), f"--data.train_size={args.train_size}", f"--seed_everything={args.seed}",
-              "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-              "--attention_maps.every_n_epochs=0", "--experiment=bench_digit_strings"]
-    stopping = ('--trainer.callbacks+={"class_path": "lightning.pytorch.callbacks.EarlyStopping", "init_args": '
-                f'{{"monitor": "val/wer", "mode": "min", "patience": {args.epochs}, '
-                f'"stopping_threshold": {args.target_wer}}}}}')
+    common = [
+        "--config",
+        CONFIG,
+        "--config",
+        "configs/logger/csv.yaml",
+        f"--model.attention={attention}",
+        *data_overrides(args),
+        f"--data.train_size={args.train_size}",
+        f"--seed_everything={args.seed}",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false",
+        "--attention_maps.every_n_epochs=0",
+        "--experiment=bench_digit_strings",
+    ]
+    stopping = (
+        '--trainer.callbacks+={"class_path": "lightning.pytorch.callbacks.EarlyStopping", "init_args": '
+        f'{{"monitor": "val/wer", "mode": "min", "patience": {args.epochs}, '
+        f'"stopping_threshold": {args.target_wer}}}}}'
+    )
     start = time.perf_counter()
     fitted = cli(["fit", *common, f"--trainer.max_epochs={args.epochs}", stopping])
     minutes = (time.perf_counter() - start) / 60
@@ -50,35 +62,56 @@ def run(attention: str, args: argparse.Namespace) -> dict:
     best_val = float(fitted.trainer.checkpoint_callback.best_model_score)
     tested = cli(["test", *common, "--ckpt_path", str(best)])
     metrics = tested.trainer.callback_metrics
-    return {"attention": attention, "wer": float(metrics["test/wer"]), "cer": float(metrics["test/cer"]),
-            "val_wer": best_val, "epochs": fitted.trainer.current_epoch, "minutes": minutes}
+    return {
+        "attention": attention,
+        "wer": float(metrics["test/wer"]),
+        "cer": float(metrics["test/cer"]),
+        "val_wer": best_val,
+        "epochs": fitted.trainer.current_epoch,
+        "minutes": minutes,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_digit_strings",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--attentions", nargs="+", default=["location_aware", "mocha"],
-                        help="cross blocks of the speller (location_aware, mocha, monotonic, additive ...)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_digit_strings",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--attentions",
+        nargs="+",
+        default=["location_aware", "mocha"],
+        help="cross blocks of the speller (location_aware, mocha, monotonic, additive ...)",
+    )
     parser.add_argument("--split", choices=["official", "speakers"], default="official")
     parser.add_argument("--test-speakers", nargs="+", default=["george"], help="held out by the speakers split")
     parser.add_argument("--epochs", type=int, default=10, help="at most")
     parser.add_argument("--target-wer", type=float, default=0.05, help="stop once val/wer is at or below this")
     parser.add_argument("--train-size", type=int, default=4000, help="training strings")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads; 1 avoids OpenMP spinning when the cores are shared (default 1)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads; 1 avoids OpenMP spinning when the cores are shared (default 1)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     rows = [run(attention, args) for attention in args.attentions]
     where = "official split" if args.split == "official" else f"speakers split (test: {', '.join(args.test_speakers)})"
-    print(f"\nConnected FSDD digit strings (2-7 digits), {where}, {args.train_size} training strings, "
-          f"at most {args.epochs} epochs or val WER <= {args.target_wer}; greedy decoding; best val/wer checkpoint tested")
+    print(
+        f"\nConnected FSDD digit strings (2-7 digits), {where}, {args.train_size} training strings, "
+        f"at most {args.epochs} epochs or val WER <= {args.target_wer}; greedy decoding; best val/wer checkpoint tested"
+    )
     print("| attention | test WER | test CER | best val WER | epochs | minutes |")
     print("|---|---:|---:|---:|---:|---:|")
     for row in rows:
-        print(f"| {row['attention']} | {row['wer']:.3f} | {row['cer']:.3f} | {row['val_wer']:.3f} | {row['epochs']} | "
-              f"{row['minutes']:.1f} |")
+        print(
+            f"| {row['attention']} | {row['wer']:.3f} | {row['cer']:.3f} | {row['val_wer']:.3f} | {row['epochs']} | "
+            f"{row['minutes']:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BLOCKS = ("mhsa", "linformer", "performer", "sparse_strided", "sparse_fixed", "adaptive_span", "synthesizer_dense",
-          "synthesizer_random", "transformer_xl")
+BLOCKS = (
+    "mhsa",
+    "linformer",
+    "performer",
+    "sparse_strided",
+    "sparse_fixed",
+    "adaptive_span",
+    "synthesizer_dense",
+    "synthesizer_random",
+    "transformer_xl",
+)
 #: blocks that build the (B, h, N, N) weights whatever the path
 DENSE_WEIGHTS = ("synthesizer_dense", "synthesizer_random")
 HEADS, DIM = 8, 64
@@ -78,18 +87,43 @@ def run_trec(name: str, epochs: int, limit: float) -> dict:
     """Fit and test the TREC classifier with block ``name``: test metrics and seconds per epoch."""
     from framework.__main__ import main
 
-    flags = ["--config", "configs/logger/csv.yaml", "--trainer.enable_progress_bar=false",
-             "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0"]
+    flags = [
+        "--config",
+        "configs/logger/csv.yaml",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false",
+        "--attention_maps.every_n_epochs=0",
+    ]
     start = time.perf_counter()
-    fitted = main(["fit", "--config", "domains/nlp/transformer_cls_trec.yaml", *flags, f"--model.attention={name}",
-                   f"--trainer.max_epochs={epochs}", f"--trainer.limit_train_batches={limit}"])
+    fitted = main(
+        [
+            "fit",
+            "--config",
+            "domains/nlp/transformer_cls_trec.yaml",
+            *flags,
+            f"--model.attention={name}",
+            f"--trainer.max_epochs={epochs}",
+            f"--trainer.limit_train_batches={limit}",
+        ]
+    )
     seconds = time.perf_counter() - start
     run = Path(fitted.trainer.default_root_dir)
-    tested = main(["test", "--config", str(run / "config.yaml"), "--ckpt_path", fitted.trainer.checkpoint_callback.best_model_path,
-                   *flags])
+    tested = main(
+        [
+            "test",
+            "--config",
+            str(run / "config.yaml"),
+            "--ckpt_path",
+            fitted.trainer.checkpoint_callback.best_model_path,
+            *flags,
+        ]
+    )
     metrics = tested.trainer.callback_metrics
-    return {"acc": float(metrics["test/acc"]), "f1": float(metrics["test/f1"]),
-            "s_per_epoch": seconds / max(fitted.trainer.current_epoch, 1)}
+    return {
+        "acc": float(metrics["test/acc"]),
+        "f1": float(metrics["test/f1"]),
+        "s_per_epoch": seconds / max(fitted.trainer.current_epoch, 1),
+    }
 
 
 def run_long(name: str, length: int, tokens: int, batch_tokens: int, device: str) -> dict:
@@ -101,13 +135,27 @@ def run_long(name: str, length: int, tokens: int, batch_tokens: int, device: str
     from framework.attention import create
 
     texts, batch = max(1, tokens // length), max(1, batch_tokens // length)
-    data = LongRangeMatch(min_length=length, max_length=length, train_size=texts, val_size=1, test_size=1,
-                          batch_size=batch, vocab_size=128)
+    data = LongRangeMatch(
+        min_length=length,
+        max_length=length,
+        train_size=texts,
+        val_size=1,
+        test_size=1,
+        batch_size=batch,
+        vocab_size=128,
+    )
     batches = [{k: v.to(device) for k, v in b.items()} for b in data.train_dataloader()]
     torch.manual_seed(0)
     options = long_options(name, length)
-    model = TransformerClassifier(128, 2, dim=DIM, depth=2, attention=lambda dim: create(name, dim, num_heads=HEADS, **options),
-                                  max_len=length, dropout=0.1).to(device)
+    model = TransformerClassifier(
+        128,
+        2,
+        dim=DIM,
+        depth=2,
+        attention=lambda dim: create(name, dim, num_heads=HEADS, **options),
+        max_len=length,
+        dropout=0.1,
+    ).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     def step(b: dict) -> None:
@@ -138,16 +186,20 @@ def run_long(name: str, length: int, tokens: int, batch_tokens: int, device: str
 def _one(args: argparse.Namespace, *what: str) -> dict:
     """Run one measurement in a fresh process; its JSON result, or the error's last line."""
     command = [sys.executable, "-m", "tools.bench_efficient", "--threads", str(args.threads), "--one", *what]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"})
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "WANDB_MODE": "disabled"}
+    )
     if done.returncode:
         return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:120]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def trec_table(args: argparse.Namespace) -> None:
-    print(f"\n1. TREC-6 (domains/nlp/transformer_cls_trec.yaml, {args.trec_epochs} epoch(s)"
-          f"{'' if args.trec_limit == 1.0 else f', {args.trec_limit:g} of each epoch'}, best val/acc checkpoint), "
-          f"{args.threads} thread(s)")
+    print(
+        f"\n1. TREC-6 (domains/nlp/transformer_cls_trec.yaml, {args.trec_epochs} epoch(s)"
+        f"{'' if args.trec_limit == 1.0 else f', {args.trec_limit:g} of each epoch'}, best val/acc checkpoint), "
+        f"{args.threads} thread(s)"
+    )
     print("| block | test/acc | test/f1 | s/epoch | time / mhsa |")
     print("|---|---:|---:|---:|---:|")
     base = None
@@ -162,8 +214,10 @@ def trec_table(args: argparse.Namespace) -> None:
 
 
 def long_table(args: argparse.Namespace) -> None:
-    print(f"\n2. Long inputs: one training epoch of {args.tokens} tokens (generated long-range matching texts), "
-          f"forward + backward + AdamW, {args.device}, {args.threads} thread(s)")
+    print(
+        f"\n2. Long inputs: one training epoch of {args.tokens} tokens (generated long-range matching texts), "
+        f"forward + backward + AdamW, {args.device}, {args.threads} thread(s)"
+    )
     print("| L | block | texts x batch | s/epoch | peak MB | time / mhsa | memory / mhsa |")
     print("|---:|---|---:|---:|---:|---:|---:|")
     for length in args.lengths:
@@ -172,8 +226,10 @@ def long_table(args: argparse.Namespace) -> None:
         for name in args.blocks:
             need = dense_weights_gb(name, length, batch)
             if need > args.memory_cap:
-                print(f"| {length} | {name} | | skipped: dense N x N weights need ~{need:.0f} GB > --memory-cap | | | |",
-                      flush=True)
+                print(
+                    f"| {length} | {name} | | skipped: dense N x N weights need ~{need:.0f} GB > --memory-cap | | | |",
+                    flush=True,
+                )
                 continue
             r = _one(args, "long", name, str(length), str(args.tokens), str(args.batch_tokens), args.device)
             if "error" in r:
@@ -183,23 +239,34 @@ def long_table(args: argparse.Namespace) -> None:
                 base = r
             time_ratio = f"{r['seconds'] / base['seconds']:.2f}x" if base else ""
             memory_ratio = f"{r['peak_mb'] / max(base['peak_mb'], 1.0):.2f}x" if base else ""
-            print(f"| {length} | {name} | {r['texts']} x {r['batch']} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | "
-                  f"{time_ratio} | {memory_ratio} |", flush=True)
+            print(
+                f"| {length} | {name} | {r['texts']} x {r['batch']} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | "
+                f"{time_ratio} | {memory_ratio} |",
+                flush=True,
+            )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_efficient",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_efficient",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--parts", nargs="+", choices=("trec", "long"), default=["trec", "long"])
     parser.add_argument("--blocks", nargs="+", default=list(BLOCKS), help="mhsa first: the ratios are to it")
-    parser.add_argument("--quick", action="store_true",
-                        help="TREC: 1 epoch on a quarter of the training set; long: L = 64, 256, 1024, 8192 tokens an epoch")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="TREC: 1 epoch on a quarter of the training set; long: L = 64, 256, 1024, 8192 tokens an epoch",
+    )
     parser.add_argument("--trec-epochs", type=int, default=5)
     parser.add_argument("--trec-limit", type=float, default=1.0, help="the share of each TREC epoch trained")
     parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256, 1024, 4096])
     parser.add_argument("--tokens", type=int, default=32768, help="tokens in a long-input epoch")
     parser.add_argument("--batch-tokens", type=int, default=8192, help="tokens in a long-input batch")
-    parser.add_argument("--memory-cap", type=float, default=3.0, help="GB of dense weights above which a block is skipped")
+    parser.add_argument(
+        "--memory-cap", type=float, default=3.0, help="GB of dense weights above which a block is skipped"
+    )
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)

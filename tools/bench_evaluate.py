@@ -37,8 +37,13 @@ from typing import NamedTuple, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "bench_evaluate"
-QUIET = ["--config", "configs/logger/csv.yaml", "--trainer.enable_progress_bar=false",
-         "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0"]
+QUIET = [
+    "--config",
+    "configs/logger/csv.yaml",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+    "--attention_maps.every_n_epochs=0",
+]
 BUDGET = ["--trainer.limit_val_batches=0", "--trainer.num_sanity_val_steps=0"]
 
 
@@ -77,15 +82,16 @@ def run(command: list[str], log: Path, threads: int) -> float:
     env.setdefault("FRAMEWORK_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     start = time.time()
     with log.open("w") as out:
-        done = subprocess.run([sys.executable, "-m", "framework", *command], cwd=ROOT, env=env, stdout=out,
-                              stderr=subprocess.STDOUT)
+        done = subprocess.run(
+            [sys.executable, "-m", "framework", *command], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     if done.returncode:
         raise SystemExit(f"{' '.join(command[:3])} failed (status {done.returncode}); see {log}")
     return time.time() - start
 
 
 def checkpoint_of(folder: Path, budget: bool) -> Optional[Path]:
-    for name in (("last.ckpt",) if budget else ("best.ckpt", "last.ckpt")):
+    for name in ("last.ckpt",) if budget else ("best.ckpt", "last.ckpt"):
         path = folder / "checkpoints" / name
         if path.is_file():
             return path
@@ -106,11 +112,17 @@ def fit(model: Model, args: argparse.Namespace) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     extra = list(model.fit)
     if model.budget:
-        extra += [*BUDGET, f"--trainer.max_time=00:{time.strftime('%H:%M:%S', time.gmtime(round(args.minutes * 60)))}",
-                  "--trainer.max_epochs=1000"]
+        extra += [
+            *BUDGET,
+            f"--trainer.max_time=00:{time.strftime('%H:%M:%S', time.gmtime(round(args.minutes * 60)))}",
+            "--trainer.max_epochs=1000",
+        ]
     print(f"[{time.strftime('%H:%M:%S')}] fit {model.name}", flush=True)
-    seconds = run(["fit", "--config", model.config, *QUIET, "--run_dir", str(folder), *extra], folder.parent / "fit.log",
-                  args.threads)
+    seconds = run(
+        ["fit", "--config", model.config, *QUIET, "--run_dir", str(folder), *extra],
+        folder.parent / "fit.log",
+        args.threads,
+    )
     (folder / "done").write_text(f"{seconds:.0f}\n")
     return folder, checkpoint_of(folder, model.budget)
 
@@ -122,9 +134,22 @@ def evaluate(model: Model, run_folder: Path, checkpoint: Path, args: argparse.Na
         if args.report:
             raise FileNotFoundError(model.name)
         print(f"[{time.strftime('%H:%M:%S')}] evaluate {model.name}", flush=True)
-        run(["evaluate", "--config", str(run_folder / "config.yaml"), "--ckpt_path", str(checkpoint), *QUIET[2:],
-             "--run_dir", str(folder), f"--examples={args.examples}", *model.evaluate], folder.parent / "evaluate.log",
-            args.threads)
+        run(
+            [
+                "evaluate",
+                "--config",
+                str(run_folder / "config.yaml"),
+                "--ckpt_path",
+                str(checkpoint),
+                *QUIET[2:],
+                "--run_dir",
+                str(folder),
+                f"--examples={args.examples}",
+                *model.evaluate,
+            ],
+            folder.parent / "evaluate.log",
+            args.threads,
+        )
     with table.open(newline="") as handle:
         return [{"model": model.name, **row} for row in csv.DictReader(handle)]
 
@@ -152,30 +177,57 @@ def summary(rows: list[dict[str, str]]) -> list[list[str]]:
 
         plain = find(test="test")
         metric = plain["measure"] if plain else ""
-        ablations = [r for r in mine if r["test"] == "ablation" and r["setting"] == "uniform" and number(r["value"]) is not None]
+        ablations = [
+            r for r in mine if r["test"] == "ablation" and r["setting"] == "uniform" and number(r["value"]) is not None
+        ]
         everything = next((r for r in ablations if r["block"] == "all"), ablations[0] if len(ablations) == 1 else None)
         tvd = find(test="permutation", measure="median output TVD")
         flips = find(test="erasure", measure="decision flips")
-        taus = [find(test="attribution", setting=m) for m in ("gradient_x_input", "integrated_gradients", "leave_one_out")]
-        intrinsic = [r for r in mine if r["test"] == "intrinsic" and r["setting"] == "all" and number(r["value"]) is not None]
-        correct = max((r for r in intrinsic if r["measure"] == "attention correctness"), key=lambda r: float(r["value"]),
-                      default=None)
-        aer = min((r for r in intrinsic if r["measure"] == "alignment error rate"), key=lambda r: float(r["value"]),
-                  default=None)
-        lines.append([
-            name, f"{metric.replace('test/', '')} {fmt(number(plain['value']) if plain else None)}",
-            fmt(number(everything["value"])) if everything else "-",
-            fmt(number(tvd["value"])) if tvd else "-",
-            f"{fmt(number(flips['value']))} / {fmt(number(flips['baseline']))}" if flips else "-",
-            " / ".join(fmt(number(t["value"]), 2) if t else "-" for t in taus),
-            (f"{fmt(number(correct['value']))} vs {fmt(number(correct['baseline']))} ({correct['block']})" if correct else "-"),
-            f"{fmt(number(aer['value']))} ({aer['block']})" if aer else "-",
-        ])
+        taus = [
+            find(test="attribution", setting=m) for m in ("gradient_x_input", "integrated_gradients", "leave_one_out")
+        ]
+        intrinsic = [
+            r for r in mine if r["test"] == "intrinsic" and r["setting"] == "all" and number(r["value"]) is not None
+        ]
+        correct = max(
+            (r for r in intrinsic if r["measure"] == "attention correctness"),
+            key=lambda r: float(r["value"]),
+            default=None,
+        )
+        aer = min(
+            (r for r in intrinsic if r["measure"] == "alignment error rate"),
+            key=lambda r: float(r["value"]),
+            default=None,
+        )
+        lines.append(
+            [
+                name,
+                f"{metric.replace('test/', '')} {fmt(number(plain['value']) if plain else None)}",
+                fmt(number(everything["value"])) if everything else "-",
+                fmt(number(tvd["value"])) if tvd else "-",
+                f"{fmt(number(flips['value']))} / {fmt(number(flips['baseline']))}" if flips else "-",
+                " / ".join(fmt(number(t["value"]), 2) if t else "-" for t in taus),
+                (
+                    f"{fmt(number(correct['value']))} vs {fmt(number(correct['baseline']))} ({correct['block']})"
+                    if correct
+                    else "-"
+                ),
+                f"{fmt(number(aer['value']))} ({aer['block']})" if aer else "-",
+            ]
+        )
     return lines
 
 
-HEADER = ["model", "test metric", "uniform, all blocks", "permutation TVD", "top-1 / random-1 flips",
-          "tau vs GxI / IG / LOO", "best correctness vs uniform", "best AER"]
+HEADER = [
+    "model",
+    "test metric",
+    "uniform, all blocks",
+    "permutation TVD",
+    "top-1 / random-1 flips",
+    "tau vs GxI / IG / LOO",
+    "best correctness vs uniform",
+    "best AER",
+]
 
 
 def markdown(lines: list[list[str]]) -> str:
@@ -185,12 +237,15 @@ def markdown(lines: list[list[str]]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_evaluate",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=PARTS, help="which models")
     parser.add_argument("--models", nargs="+", default=None, help="model names (default: all of the parts)")
     parser.add_argument("--minutes", type=float, default=3.0, help="training budget of each dates model")
-    parser.add_argument("--examples", type=int, default=500, help="test examples of the faithfulness and intrinsic tests")
+    parser.add_argument(
+        "--examples", type=int, default=500, help="test examples of the faithfulness and intrinsic tests"
+    )
     parser.add_argument("--threads", type=int, default=1, help="OMP threads of each process")
     parser.add_argument("--ckpt", action="append", default=[], metavar="MODEL=PATH", help="take this checkpoint")
     parser.add_argument("--report", action="store_true", help="only the tables of finished runs")
@@ -211,8 +266,11 @@ def main() -> None:
         width = max(len(r["block"]) for r in found)
         for r in found:
             baseline = f"{r['baseline']} ({r['against']})" if r["baseline"] else r["against"]
-            print(f"  {r['test']:<12} {r['block']:<{width}}  {r['setting'][:48]:<48} {r['measure']:<28} "
-                  f"{fmt(number(r['value']), 4):>8}  {baseline}", flush=True)
+            print(
+                f"  {r['test']:<12} {r['block']:<{width}}  {r['setting'][:48]:<48} {r['measure']:<28} "
+                f"{fmt(number(r['value']), 4):>8}  {baseline}",
+                flush=True,
+            )
     if not rows:
         return
     columns = ["model", "test", "block", "setting", "measure", "value", "baseline", "against"]

@@ -30,15 +30,33 @@ PAPER = {
 def compare_args(args: argparse.Namespace) -> list[str]:
     configs = ",".join(f"domains/graph/{model}_cora.yaml" for model in args.models)
     extra = [f"--trainer.max_epochs={args.max_epochs}"] if args.max_epochs else []
-    return ["--grid", f"config=[{configs}]", "--config", "configs/logger/csv.yaml", "--attention_maps.every_n_epochs=0",
-            "--trainer.enable_model_summary=false", *extra, "--seeds", str(args.seeds), "--jobs", str(args.jobs),
-            "--name", args.name, "--baseline", "gcn_cora" if "gcn" in args.models else f"{args.models[0]}_cora",
-            "--metrics", "test/acc", "test/f1", *(["--report"] if args.report else [])]
+    return [
+        "--grid",
+        f"config=[{configs}]",
+        "--config",
+        "configs/logger/csv.yaml",
+        "--attention_maps.every_n_epochs=0",
+        "--trainer.enable_model_summary=false",
+        *extra,
+        "--seeds",
+        str(args.seeds),
+        "--jobs",
+        str(args.jobs),
+        "--name",
+        args.name,
+        "--baseline",
+        "gcn_cora" if "gcn" in args.models else f"{args.models[0]}_cora",
+        "--metrics",
+        "test/acc",
+        "test/f1",
+        *(["--report"] if args.report else []),
+    ]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_graph",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_graph", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--seeds", type=int, default=10, help="runs per model, seeds 0 .. N-1")
     parser.add_argument("--max-epochs", type=int, default=None, help="cap on epochs (default: the config's)")
@@ -49,7 +67,9 @@ def main() -> None:
     summary = compare(compare_args(args))
     if summary is None:
         return
-    print(f"Cora, public split, {args.seeds} seeds, test accuracy (%) of the best val/acc checkpoint, beside the papers:")
+    print(
+        f"Cora, public split, {args.seeds} seeds, test accuracy (%) of the best val/acc checkpoint, beside the papers:"
+    )
     print("| model | ours, mean ± sd | min - max | epochs (early stop) | s / epoch | paper |")
     print("|---|---:|---:|---:|---:|---|")
     for cell, row in zip(summary.cells, summary.rows):
@@ -58,9 +78,11 @@ def main() -> None:
         if not accs:
             continue
         std = row["test/acc_std"]
-        print(f"| {model} | {100 * row['test/acc_mean']:.1f} ± {0.0 if math.isnan(std) else 100 * std:.1f} | "
-              f"{min(accs):.1f} - {max(accs):.1f} | {row['epochs_mean']:.0f} | {row['seconds_per_epoch_mean']:.4f} | "
-              f"{PAPER.get(model, '')} |")
+        print(
+            f"| {model} | {100 * row['test/acc_mean']:.1f} ± {0.0 if math.isnan(std) else 100 * std:.1f} | "
+            f"{min(accs):.1f} - {max(accs):.1f} | {row['epochs_mean']:.0f} | {row['seconds_per_epoch_mean']:.4f} | "
+            f"{PAPER.get(model, '')} |"
+        )
 
 
 if __name__ == "__main__":

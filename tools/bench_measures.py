@@ -52,9 +52,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -80,36 +81,97 @@ class Domain(NamedTuple):
 
 #: The digit scenes at CPU size (both settings): 32 x 32, one drawn digit and one tile of 12-16 px, no clutter, a
 #: half-width ResNet-18; every split's batches carry the gold masks (the supervised and decoupled families train on them).
-SCENES = ["--data.gold=true", "--data.canvas_size=32", "--data.digits_per_scene=2", "--data.digit_size=[12,16]",
-          "--data.clutter=0", "--data.noise=0", "--data.batch_size=16", "--optimizer.init_args.lr=0.005",
-          "--model.channels=[16,32,64,128]", "--model.stem_width=16"]
+SCENES = [
+    "--data.gold=true",
+    "--data.canvas_size=32",
+    "--data.digits_per_scene=2",
+    "--data.digit_size=[12,16]",
+    "--data.clutter=0",
+    "--data.noise=0",
+    "--data.batch_size=16",
+    "--optimizer.init_args.lr=0.005",
+    "--model.channels=[16,32,64,128]",
+    "--model.stem_width=16",
+]
 
 #: The planted authors for HAN (both settings): 240 authors, 120 of them training; 5 seats per paper (co-authors along
 #: APA, the gold meta-path, about 20 per author); 600 venues of one author each on average, so that AVA is about the
 #: author itself. HAN of two layers without attention dropout (AVA's one neighbour would be dropped), Adam 0.01: the
 #: decoupled family gathers the co-authors in the first layer and reads them in the second through AVA (its own vector).
-HAN = ["--data.num_authors=240", "--data.num_papers=240", "--data.authors_per_paper=5", "--data.num_venues=600",
-       "--data.venues_per_author=1", "--data.train_per_class=40", "--model.num_layers=2", "--model.attention_dropout=0",
-       "--optimizer.init_args.lr=0.01"]
+HAN = [
+    "--data.num_authors=240",
+    "--data.num_papers=240",
+    "--data.authors_per_paper=5",
+    "--data.num_venues=600",
+    "--data.venues_per_author=1",
+    "--data.train_per_class=40",
+    "--model.num_layers=2",
+    "--model.attention_dropout=0",
+    "--optimizer.init_args.lr=0.01",
+]
 
 DOMAINS = {
-    "recall": Domain("associative recall (SequenceClassifier)", "domains/demo/demo.yaml", "domains.demo.SequenceClassification",
-                     ["--trainer.max_epochs=6", "--data.train_size=4000", "--data.val_size=500", "--data.test_size=500"],
-                     ["--trainer.max_epochs=4", "--data.train_size=3000", "--data.val_size=300", "--data.test_size=300"]),
-    "babi1": Domain("bAbI task 1 (MemN2N)", "domains/memory/memn2n_babi.yaml", "domains.memory.QuestionAnswering",
-                    [], ["--trainer.max_epochs=40"]),
-    "dates": Domain("dates -> ISO (Luong seq2seq)", "domains/nlp/seq2seq_luong.yaml", "domains.nlp.Translation",
-                    ["--model.dim=64", "--trainer.max_epochs=8", "--data.train_size=8000", "--data.val_size=500",
-                     "--data.test_size=500"],
-                    ["--model.dim=64", "--trainer.max_epochs=8", "--data.train_size=4000", "--data.val_size=200",
-                     "--data.test_size=200"]),
-    "scenes": Domain("digit scenes (non-local segmentation)", "domains/vision/nonlocal.yaml", "domains.vision.Segmentation",
-                     [*SCENES, "--data.train_size=4000", "--data.val_size=200", "--data.test_size=200",
-                      "--trainer.max_epochs=8", "--lr_scheduler.init_args.T_max=8"],
-                     [*SCENES, "--data.train_size=2000", "--data.val_size=100", "--data.test_size=100",
-                      "--trainer.max_epochs=6", "--lr_scheduler.init_args.T_max=6"]),
-    "han": Domain("planted HAN meta-paths (HAN)", "domains/graph/han.yaml", "domains.graph.HeteroNodeClassification",
-                  [*HAN, "--trainer.max_epochs=150"], [*HAN, "--trainer.max_epochs=100"]),
+    "recall": Domain(
+        "associative recall (SequenceClassifier)",
+        "domains/demo/demo.yaml",
+        "domains.demo.SequenceClassification",
+        ["--trainer.max_epochs=6", "--data.train_size=4000", "--data.val_size=500", "--data.test_size=500"],
+        ["--trainer.max_epochs=4", "--data.train_size=3000", "--data.val_size=300", "--data.test_size=300"],
+    ),
+    "babi1": Domain(
+        "bAbI task 1 (MemN2N)",
+        "domains/memory/memn2n_babi.yaml",
+        "domains.memory.QuestionAnswering",
+        [],
+        ["--trainer.max_epochs=40"],
+    ),
+    "dates": Domain(
+        "dates -> ISO (Luong seq2seq)",
+        "domains/nlp/seq2seq_luong.yaml",
+        "domains.nlp.Translation",
+        [
+            "--model.dim=64",
+            "--trainer.max_epochs=8",
+            "--data.train_size=8000",
+            "--data.val_size=500",
+            "--data.test_size=500",
+        ],
+        [
+            "--model.dim=64",
+            "--trainer.max_epochs=8",
+            "--data.train_size=4000",
+            "--data.val_size=200",
+            "--data.test_size=200",
+        ],
+    ),
+    "scenes": Domain(
+        "digit scenes (non-local segmentation)",
+        "domains/vision/nonlocal.yaml",
+        "domains.vision.Segmentation",
+        [
+            *SCENES,
+            "--data.train_size=4000",
+            "--data.val_size=200",
+            "--data.test_size=200",
+            "--trainer.max_epochs=8",
+            "--lr_scheduler.init_args.T_max=8",
+        ],
+        [
+            *SCENES,
+            "--data.train_size=2000",
+            "--data.val_size=100",
+            "--data.test_size=100",
+            "--trainer.max_epochs=6",
+            "--lr_scheduler.init_args.T_max=6",
+        ],
+    ),
+    "han": Domain(
+        "planted HAN meta-paths (HAN)",
+        "domains/graph/han.yaml",
+        "domains.graph.HeteroNodeClassification",
+        [*HAN, "--trainer.max_epochs=150"],
+        [*HAN, "--trainer.max_epochs=100"],
+    ),
 }
 
 
@@ -122,10 +184,18 @@ class Setting(NamedTuple):
 
 TESTS = "--tests=[ablation, faithfulness, intrinsic, eraser, plausibility, infidelity, sensitivity]"
 SETTINGS = {
-    "full": Setting("full", 5, 256, [TESTS, "--ablation_modes=[uniform]", "--permutations=10", "--attribution_steps=16",
-                                     "--perturb_samples=10"]),
-    "quick": Setting("quick", 3, 64, [TESTS, "--ablation_modes=[uniform]", "--permutations=3", "--attribution_steps=4",
-                                      "--perturb_samples=3"]),
+    "full": Setting(
+        "full",
+        5,
+        256,
+        [TESTS, "--ablation_modes=[uniform]", "--permutations=10", "--attribution_steps=16", "--perturb_samples=10"],
+    ),
+    "quick": Setting(
+        "quick",
+        3,
+        64,
+        [TESTS, "--ablation_modes=[uniform]", "--permutations=3", "--attribution_steps=4", "--perturb_samples=3"],
+    ),
 }
 
 
@@ -152,8 +222,10 @@ def presets(domain: str, setting: Setting) -> list[Path]:
     for family, options in FAMILIES.items():
         lines = ["task:", f"  class_path: {DOMAINS[domain].task}"]
         if options:
-            lines += ["  init_args:"] + [f"    {key}: {str(value).lower() if isinstance(value, bool) else value}"
-                                          for key, value in options.items()]
+            lines += ["  init_args:"] + [
+                f"    {key}: {str(value).lower() if isinstance(value, bool) else value}"
+                for key, value in options.items()
+            ]
         path = folder / f"{family}.yaml"
         path.write_text("\n".join(lines) + "\n")
         paths.append(path)
@@ -168,9 +240,27 @@ def train(domain: str, setting: Setting, args: argparse.Namespace) -> None:
     """The domain's ``compare`` grid (resumed where it stopped)."""
     spec = DOMAINS[domain]
     grid = "config=[" + ",".join(str(p) for p in presets(domain, setting)) + "]"
-    command = [sys.executable, "-m", "framework", "compare", "--config", spec.config, "--config", "configs/logger/csv.yaml",
-               "--grid", grid, "--seeds", str(args.seeds), "--jobs", str(args.jobs), "--name", compare_name(domain, setting),
-               "--status_every", "120", *(spec.quick if setting.name == "quick" else spec.full)]
+    command = [
+        sys.executable,
+        "-m",
+        "framework",
+        "compare",
+        "--config",
+        spec.config,
+        "--config",
+        "configs/logger/csv.yaml",
+        "--grid",
+        grid,
+        "--seeds",
+        str(args.seeds),
+        "--jobs",
+        str(args.jobs),
+        "--name",
+        compare_name(domain, setting),
+        "--status_every",
+        "120",
+        *(spec.quick if setting.name == "quick" else spec.full),
+    ]
     print(f"[{time.strftime('%H:%M:%S')}] {' '.join(command[2:])}", flush=True)
     done = subprocess.run(command, cwd=ROOT, env=environment(1))
     if done.returncode:
@@ -194,16 +284,32 @@ def evaluate(domain: str, setting: Setting, family: str, seed: int, args: argpar
     if not checkpoint.is_file():
         return f"{domain} {family} seed {seed}: no checkpoint at {checkpoint}"
     table.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "framework", "evaluate", "--config", str(run / "config.yaml"), "--ckpt_path",
-               str(checkpoint), *QUIET, "--trainer.logger=false", f"--examples={args.examples}", *setting.evaluate,
-               "--run_dir", str(table.parent / "run")]
+    command = [
+        sys.executable,
+        "-m",
+        "framework",
+        "evaluate",
+        "--config",
+        str(run / "config.yaml"),
+        "--ckpt_path",
+        str(checkpoint),
+        *QUIET,
+        "--trainer.logger=false",
+        f"--examples={args.examples}",
+        *setting.evaluate,
+        "--run_dir",
+        str(table.parent / "run"),
+    ]
     start = time.time()
     with (table.parent / "evaluate.log").open("w") as log:
         done = subprocess.run(command, cwd=ROOT, env=environment(args.threads), stdout=log, stderr=subprocess.STDOUT)
     if done.returncode:
         return f"{domain} {family} seed {seed}: evaluate failed (status {done.returncode}); see {table.parent / 'evaluate.log'}"
     (table.parent / "run" / "evaluation.csv").replace(table)
-    print(f"[{time.strftime('%H:%M:%S')}] evaluated {domain} {family} seed {seed} in {time.time() - start:.0f} s", flush=True)
+    print(
+        f"[{time.strftime('%H:%M:%S')}] evaluated {domain} {family} seed {seed} in {time.time() - start:.0f} s",
+        flush=True,
+    )
     return None
 
 
@@ -222,23 +328,30 @@ def number(text: Optional[str]) -> Optional[float]:
 
 def value_of(**where: str) -> Callable[[Rows], Optional[float]]:
     """The value of the first row whose columns start with the given texts."""
+
     def read(rows: Rows) -> Optional[float]:
         row = next((r for r in rows if all(r[k].startswith(v) for k, v in where.items())), None)
         return number(row["value"]) if row else None
+
     return read
 
 
 def ablation_drop(rows: Rows) -> Optional[float]:
     """The test metric's fall under uniform weights in every block (``all``, or the one block)."""
-    found = [r for r in rows if r["test"] == "ablation" and r["setting"] == "uniform" and number(r["value"]) is not None]
+    found = [
+        r for r in rows if r["test"] == "ablation" and r["setting"] == "uniform" and number(r["value"]) is not None
+    ]
     row = next((r for r in found if r["block"] == "all"), found[0] if len(found) == 1 else None)
     return None if row is None else number(row["baseline"]) - number(row["value"])
 
 
 def correctness(rows: Rows) -> Optional[float]:
     """Attention correctness, averaged over the views (hops) of all examples."""
-    values = [number(r["value"]) for r in rows if r["test"] == "intrinsic" and r["measure"] == "attention correctness"
-              and r["setting"] == "all"]
+    values = [
+        number(r["value"])
+        for r in rows
+        if r["test"] == "intrinsic" and r["measure"] == "attention correctness" and r["setting"] == "all"
+    ]
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
 
@@ -277,6 +390,7 @@ def oriented(rows: Rows) -> dict[str, Optional[float]]:
 
 # ------------------------------------------------------------------ how well a measure orders the families
 
+
 def rank_correlations(values: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Spearman's rho and Somers' D of every row of ``values`` (..., n) given ``truth`` (n,).
 
@@ -304,7 +418,9 @@ def rank_correlations(values: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray
 def order_of(found: dict[str, list[Optional[float]]]) -> Optional[tuple[dict[str, np.ndarray], np.ndarray]]:
     """Each family's values (None dropped) and the true order of the runs (4 = supervised ...
     1 = random, one entry per run, families in :data:`FAMILIES` order); None when a family has none."""
-    present = {family: np.array([v for v in found.get(family, []) if v is not None], dtype=float) for family in FAMILIES}
+    present = {
+        family: np.array([v for v in found.get(family, []) if v is not None], dtype=float) for family in FAMILIES
+    }
     if any(len(values) == 0 for values in present.values()):
         return None
     truth = np.concatenate([np.full(len(present[family]), len(FAMILIES) - k) for k, family in enumerate(FAMILIES)])
@@ -320,8 +436,9 @@ def bootstrap(found: dict[str, list[Optional[float]]], draws: int, seed: int = 0
         return np.empty(0)
     present, truth = ordered
     rng = np.random.default_rng(seed)
-    sample = np.concatenate([values[rng.integers(0, len(values), (draws, len(values)))] for values in present.values()],
-                            axis=1)
+    sample = np.concatenate(
+        [values[rng.integers(0, len(values), (draws, len(values)))] for values in present.values()], axis=1
+    )
     return rank_correlations(sample, truth)[1]
 
 
@@ -343,6 +460,7 @@ def ceiling(seeds: int) -> float:
 
 class Agreement(NamedTuple):
     """How a measure orders the runs against their true faithfulness."""
+
     d: float
     d_interval: tuple[float, float]
     rho: float
@@ -362,6 +480,7 @@ def agreement(found: dict[str, list[Optional[float]]], draws: int = 2000, seed: 
 
 
 # ------------------------------------------------------------------ the tables
+
 
 def collect(domain: str, setting: Setting, seeds: int) -> dict[str, dict[str, list[Optional[float]]]]:
     """measure -> family -> oriented value per seed (None: no table or no value); '__metric' the test metric."""
@@ -400,8 +519,11 @@ def report(domains: list[str], setting: Setting, seeds: int, draws: int) -> str:
     """The markdown tables: Somers' D [95 % interval] and rho per measure and domain; each family's figures."""
     collected = {domain: collect(domain, setting, seeds) for domain in domains}
     header = "| measure | " + " | ".join(f"{DOMAINS[d].title}: D [95 % CI] | ρ" for d in domains) + " |"
-    lines = [header, "|---|" + "---:|---:|" * len(domains),
-             "| (the best order reaches) | " + " | ".join(f"+1.00 | {fmt(ceiling(seeds))}" for _ in domains) + " |"]
+    lines = [
+        header,
+        "|---|" + "---:|---:|" * len(domains),
+        "| (the best order reaches) | " + " | ".join(f"+1.00 | {fmt(ceiling(seeds))}" for _ in domains) + " |",
+    ]
     csv_rows = []
     for measure in MEASURES:
         cells = []
@@ -410,15 +532,20 @@ def report(domains: list[str], setting: Setting, seeds: int, draws: int) -> str:
             cells += [cell(found.d, found.d_interval), fmt(found.rho)]
             csv_rows.append([measure.name, domain, found.d, *found.d_interval, found.rho, found.runs])
         lines.append(f"| {measure.name} | " + " | ".join(cells) + " |")
-    lines += ["", "| domain | family | test metric | gold mass | AOPC comprehensiveness | infidelity |",
-              "|---|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| domain | family | test metric | gold mass | AOPC comprehensiveness | infidelity |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for domain in domains:
         found = collected[domain]
         for family in FAMILIES:
             infidelity = [None if v is None else -v for v in found["Captum infidelity (lower)"][family]]
-            lines.append(f"| {DOMAINS[domain].title} | {family} | {mean_sd(found['__metric'][family])} | "
-                         f"{mean_sd(found['attention correctness (gold mass)'][family])} | "
-                         f"{mean_sd(found['ERASER AOPC comprehensiveness'][family])} | {mean_sd(infidelity)} |")
+            lines.append(
+                f"| {DOMAINS[domain].title} | {family} | {mean_sd(found['__metric'][family])} | "
+                f"{mean_sd(found['attention correctness (gold mass)'][family])} | "
+                f"{mean_sd(found['ERASER AOPC comprehensiveness'][family])} | {mean_sd(infidelity)} |"
+            )
     folder = results(setting)
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "measures.csv").open("w", newline="") as handle:
@@ -431,8 +558,9 @@ def report(domains: list[str], setting: Setting, seeds: int, draws: int) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_measures", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_measures", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="the quick setting: smaller fits and evaluations, 3 seeds")
     parser.add_argument("--domains", nargs="+", choices=list(DOMAINS), default=list(DOMAINS))
     parser.add_argument("--seeds", type=int, help="runs per family, seeds 0 .. N-1 (default 5; quick 3)")

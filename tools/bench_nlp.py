@@ -31,21 +31,45 @@ from pathlib import Path
 
 from framework.commands.compare import main as compare
 
-QUIET = ["--config", "configs/logger/csv.yaml", "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0"]
+QUIET = [
+    "--config",
+    "configs/logger/csv.yaml",
+    "--trainer.enable_model_summary=false",
+    "--attention_maps.every_n_epochs=0",
+]
 BUDGET = ["--trainer.limit_val_batches=0", "--trainer.num_sanity_val_steps=0", "--test_ckpt", "last"]
-MULTI30K_CPU = ["--data.vocab_size=4000", "--model.vocab_size=4000", "--model.dim=128", "--data.batch_size=32",
-                "--data.max_length=40", "--task.max_length=40"]
+MULTI30K_CPU = [
+    "--data.vocab_size=4000",
+    "--model.vocab_size=4000",
+    "--model.dim=128",
+    "--data.batch_size=32",
+    "--data.max_length=40",
+    "--task.max_length=40",
+]
 #: part -> comparisons: (name, config, grid flags, extra flags); rows are the comparisons' cells.
 PARTS = {
-    "trec": [("trec", None, ["config=[domains/nlp/selfattentive_trec.yaml,domains/nlp/han_trec.yaml,"
-                             "domains/nlp/transformer_cls_trec.yaml]"], [])],
+    "trec": [
+        (
+            "trec",
+            None,
+            [
+                "config=[domains/nlp/selfattentive_trec.yaml,domains/nlp/han_trec.yaml,"
+                "domains/nlp/transformer_cls_trec.yaml]"
+            ],
+            [],
+        )
+    ],
     "dates": [
         ("dates_bahdanau", "seq2seq_bahdanau", ["model.attention=[additive,none]"], BUDGET),
         ("dates_luong", "seq2seq_luong", [], BUDGET),
     ],
     "multi30k": [
-        ("multi30k_bahdanau", "seq2seq_bahdanau_multi30k", ["model.attention=[additive,none]"],
-         [*BUDGET, *MULTI30K_CPU, "--model.embed_dim=64"]),
+        (
+            "multi30k_bahdanau",
+            "seq2seq_bahdanau_multi30k",
+            ["model.attention=[additive,none]"],
+            [*BUDGET, *MULTI30K_CPU, "--model.embed_dim=64"],
+        ),
         ("multi30k_luong", "seq2seq_luong_multi30k", [], [*BUDGET, *MULTI30K_CPU, "--model.embed_dim=64"]),
         ("multi30k_transformer", "transformer_mt_multi30k", [], [*BUDGET, *MULTI30K_CPU, "--model.depth=2"]),
     ],
@@ -54,8 +78,9 @@ METRIC = {"trec": "test/acc", "dates": "test/exact", "multi30k": "test/bleu"}
 MINUTES = {"dates": 1.5, "multi30k": 3.0}
 
 
-def compare_args(name: str, config: str | None, grid: list[str], extra: list[str], part: str,
-                 args: argparse.Namespace) -> list[str]:
+def compare_args(
+    name: str, config: str | None, grid: list[str], extra: list[str], part: str, args: argparse.Namespace
+) -> list[str]:
     flags = ["--name", f"bench_nlp_{name}", "--jobs", str(args.jobs), "--metric", METRIC[part]]
     if config:
         flags += ["--config", f"domains/nlp/{config}.yaml"]
@@ -71,13 +96,18 @@ def compare_args(name: str, config: str | None, grid: list[str], extra: list[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_nlp",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_nlp", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS), help="which tables")
     parser.add_argument("--seeds", type=int, default=3, help="seeds of the TREC classifiers")
     parser.add_argument("--budget-seeds", type=int, default=1, help="seeds of the fixed-budget parts (dates, multi30k)")
-    parser.add_argument("--minutes", type=float, default=None,
-                        help=f"training budget of every run of dates and multi30k (default: {MINUTES})")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help=f"training budget of every run of dates and multi30k (default: {MINUTES})",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each on a 2-core CPU)")
     parser.add_argument("--report", action="store_true", help="only the tables of the runs that finished")
     args = parser.parse_args()
@@ -92,8 +122,11 @@ def main() -> None:
     for part, rows in tables:
         metric = METRIC[part]
         scale = 100 if metric == "test/bleu" else 1
-        budget = "the configs' epochs, best val/acc checkpoint" if part == "trec" else \
-            f"{args.minutes or MINUTES[part]:g} min of training each, last weights"
+        budget = (
+            "the configs' epochs, best val/acc checkpoint"
+            if part == "trec"
+            else f"{args.minutes or MINUTES[part]:g} min of training each, last weights"
+        )
         print(f"\n{part}: {metric}{' (0-100)' if scale == 100 else ''}, {budget}, mean ± sd over seeds")
         print(f"| model | n | {metric} | p vs first | epochs | s/epoch |")
         print("|---|---:|---:|---:|---:|---:|")
@@ -104,8 +137,10 @@ def main() -> None:
             label = cell.label if summary.keys != ["config"] else Path(cell.label).stem
             if summary.name.startswith(f"bench_nlp_{part}_"):
                 label = f"{summary.name.removeprefix(f'bench_nlp_{part}_')} {label if summary.keys else ''}".strip()
-            print(f"| {label} | {row['n']} | {mean:.3f}{'' if math.isnan(std) else f' ± {std:.3f}'} | {p} | "
-                  f"{row['epochs_mean']:.1f} | {row['seconds_per_epoch_mean']:.1f} |")
+            print(
+                f"| {label} | {row['n']} | {mean:.3f}{'' if math.isnan(std) else f' ± {std:.3f}'} | {p} | "
+                f"{row['epochs_mean']:.1f} | {row['seconds_per_epoch_mean']:.1f} |"
+            )
 
 
 if __name__ == "__main__":

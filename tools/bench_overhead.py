@@ -46,15 +46,23 @@ MODELS = {
 CPU_LIMITS = {"ccnet": (20, 5)}
 
 
-def build(config: str, device: str, train_batches: Optional[int], val_batches: Optional[int], epochs: int,
-          extra: list[str]):
+def build(
+    config: str, device: str, train_batches: Optional[int], val_batches: Optional[int], epochs: int, extra: list[str]
+):
     """The CLI's objects for one config, ready to fit (nothing run yet); ``None`` batches: the whole split."""
     from framework.commands.fit import FrameworkCLI
 
     limits = [f"--trainer.limit_train_batches={train_batches}"] if train_batches else []
     limits += [f"--trainer.limit_val_batches={val_batches}"] if val_batches else []
-    args = ["--config", config, f"--trainer.max_epochs={epochs}", *limits, "--trainer.num_sanity_val_steps=0",
-            "--experiment=bench_overhead", *extra]
+    args = [
+        "--config",
+        config,
+        f"--trainer.max_epochs={epochs}",
+        *limits,
+        "--trainer.num_sanity_val_steps=0",
+        "--experiment=bench_overhead",
+        *extra,
+    ]
     if device == "cuda":
         args += ["--config", "configs/trainer/gpu.yaml"]
     else:
@@ -79,8 +87,9 @@ class HandLoop:
     """Plain PyTorch: the same network, task, optimizer, precision and batches as ``fit``, on a
     copy of the module taken before ``fit`` (the same initial weights, an optimizer of its own)."""
 
-    def __init__(self, cli, module, train_batches: Optional[int], val_batches: Optional[int], device: str,
-                 folder: Path) -> None:
+    def __init__(
+        self, cli, module, train_batches: Optional[int], val_batches: Optional[int], device: str, folder: Path
+    ) -> None:
         self.module = module.to(device)
         optimizer = module.configure_optimizers()
         optimizer = optimizer[0][0] if isinstance(optimizer, tuple) else optimizer
@@ -241,10 +250,15 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         loop = HandLoop(cli, copy.deepcopy(cli.model), train_batches, val_batches, args.device, Path(folder))
         fit_epochs, loop_epochs, drawing = time_interleaved(cli, loop)
-    row = {"model": name, "fit_s": statistics.median(fit_epochs), "loop_s": statistics.median(loop_epochs),
-           "drawing_s": statistics.median(drawing),
-           "batches": f"{train_batches or 'all'} / {val_batches or 'all'}", "load": (load, os.getloadavg()[0]),
-           "pairs": [f / l for f, l in zip(fit_epochs, loop_epochs)]}
+    row = {
+        "model": name,
+        "fit_s": statistics.median(fit_epochs),
+        "loop_s": statistics.median(loop_epochs),
+        "drawing_s": statistics.median(drawing),
+        "batches": f"{train_batches or 'all'} / {val_batches or 'all'}",
+        "load": (load, os.getloadavg()[0]),
+        "pairs": [f / l for f, l in zip(fit_epochs, loop_epochs)],
+    }
     row["ratio"] = row["fit_s"] / row["loop_s"]
     if args.device == "cuda":
         cli.model.load_state_dict(initial)
@@ -253,21 +267,30 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_overhead",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_overhead", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs (one more runs first, untimed)")
-    parser.add_argument("--train-batches", type=int, default=None,
-                        help=f"training batches an epoch (default: all; on the CPU {CPU_LIMITS})")
+    parser.add_argument(
+        "--train-batches",
+        type=int,
+        default=None,
+        help=f"training batches an epoch (default: all; on the CPU {CPU_LIMITS})",
+    )
     parser.add_argument("--val-batches", type=int, default=None, help="validation batches an epoch (default: all)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--override", action="append", default=[], help="extra CLI flag for fit, repeatable")
     parser.add_argument("--profile", choices=list(MODELS), help="profile one model's fit instead of timing")
-    parser.add_argument("--steps", action="store_true",
-                        help="time one training step eager and compiled (reduce-overhead on CUDA) instead of epochs")
-    parser.add_argument("--cpu-time", action="store_true",
-                        help="time by this process's CPU time instead of wall time (a busy machine)")
+    parser.add_argument(
+        "--steps",
+        action="store_true",
+        help="time one training step eager and compiled (reduce-overhead on CUDA) instead of epochs",
+    )
+    parser.add_argument(
+        "--cpu-time", action="store_true", help="time by this process's CPU time instead of wall time (a busy machine)"
+    )
     args = parser.parse_args()
     EpochClock.cpu_time = args.cpu_time
     if args.threads:
@@ -286,15 +309,21 @@ def main() -> None:
         return
     rows = [measure(name, args) for name in args.models]
     clock = "process CPU time" if args.cpu_time else "wall time"
-    print(f"\nFramework overhead on {args.device} ({torch.get_num_threads()} threads, {clock}, median of {args.epochs} epochs "
-          "each, fit and loop epochs in turns; load: the 1-minute load average before and after)")
-    columns = ("| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop | drawing process CPU s/epoch | load |"
-               + (" kernels/step | GPU busy |" if args.device == "cuda" else ""))
+    print(
+        f"\nFramework overhead on {args.device} ({torch.get_num_threads()} threads, {clock}, median of {args.epochs} epochs "
+        "each, fit and loop epochs in turns; load: the 1-minute load average before and after)"
+    )
+    columns = (
+        "| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop | drawing process CPU s/epoch | load |"
+        + (" kernels/step | GPU busy |" if args.device == "cuda" else "")
+    )
     print(columns)
     print("|" + "---|" * (columns.count("|") - 1))
     for row in rows:
-        line = (f"| {row['model']} | {row['batches']} | {row['fit_s']:.3f} | {row['loop_s']:.3f} | {row['ratio']:.3f}x | "
-                f"{row['drawing_s']:.2f} | {row['load'][0]:.1f}, {row['load'][1]:.1f} |")
+        line = (
+            f"| {row['model']} | {row['batches']} | {row['fit_s']:.3f} | {row['loop_s']:.3f} | {row['ratio']:.3f}x | "
+            f"{row['drawing_s']:.2f} | {row['load'][0]:.1f}, {row['load'][1]:.1f} |"
+        )
         if args.device == "cuda":
             line += f" {row['kernels_per_step']:.0f} | {row['gpu_busy']:.0%} |"
         print(line)

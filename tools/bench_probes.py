@@ -78,8 +78,13 @@ def _memory_case(name: str, mode: str) -> dict:
         else:
             with capture(block, probes=PROBES) as rows:
                 block(x)
-            held = sum(t.numel() * t.element_size() for records in rows.values() for r in records
-                       for t in (r.weights, r.valid, r.logits, r.lse) if t is not None)
+            held = sum(
+                t.numel() * t.element_size()
+                for records in rows.values()
+                for r in records
+                for t in (r.weights, r.valid, r.logits, r.lse)
+                if t is not None
+            )
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - baseline
     return {"peak_mb": max(peak, 0.0), "held_mb": held / 2**20, "s": seconds}
@@ -99,14 +104,18 @@ def _full_map_mb(name: str) -> float:
 
 def memory_table() -> None:
     print(f"1. Extra memory of capture(probes={PROBES}) on large maps, B = 1, forward without gradients, CPU")
-    print(f"{'block':<12}{'map':>10}{'plain peak MB':>15}{'probes peak MB':>16}{'extra MB':>10}{'records MB':>12}"
-          f"{'full map MB':>13}")
+    print(
+        f"{'block':<12}{'map':>10}{'plain peak MB':>15}{'probes peak MB':>16}{'extra MB':>10}{'records MB':>12}"
+        f"{'full map MB':>13}"
+    )
     for name in CASES:
         plain, probed = _run("memory", name, "plain"), _run("memory", name, "probes")
         _, height, width = CASES[name]
-        print(f"{name:<12}{f'{height}x{width}':>10}{plain['peak_mb']:>15.0f}{probed['peak_mb']:>16.0f}"
-              f"{probed['peak_mb'] - plain['peak_mb']:>10.0f}{probed['held_mb']:>12.1f}{_full_map_mb(name):>13.0f}",
-              flush=True)
+        print(
+            f"{name:<12}{f'{height}x{width}':>10}{plain['peak_mb']:>15.0f}{probed['peak_mb']:>16.0f}"
+            f"{probed['peak_mb'] - plain['peak_mb']:>10.0f}{probed['held_mb']:>12.1f}{_full_map_mb(name):>13.0f}",
+            flush=True,
+        )
 
 
 def memory_table_cuda() -> None:
@@ -114,8 +123,10 @@ def memory_table_cuda() -> None:
 
     from framework.attention import capture
 
-    print(f"1. Extra memory of capture(probes={PROBES}) on large maps, B = 1, forward without gradients, "
-          f"{torch.cuda.get_device_name()}")
+    print(
+        f"1. Extra memory of capture(probes={PROBES}) on large maps, B = 1, forward without gradients, "
+        f"{torch.cuda.get_device_name()}"
+    )
     print(f"{'block':<12}{'plain peak MB':>15}{'probes peak MB':>16}{'extra MB':>10}{'full map MB':>13}")
     for name in CASES:
         block, x = _block(name, "cuda")
@@ -161,6 +172,7 @@ def overhead_table(epochs: int = 2) -> None:
                 start = time.perf_counter()
                 hook(*args, **kwargs)
                 self.callbacks += time.perf_counter() - start
+
             return timed
 
         def on_train_batch_start(self, *args) -> None:
@@ -180,22 +192,32 @@ def overhead_table(epochs: int = 2) -> None:
         def first_step_premium(self) -> float:
             """Mean over validations of the first step's time less the median of the others' (the
             statistics watch the first step)."""
-            return sum(times[0] - statistics.median(times[1:]) for times in self.validation_steps) / len(self.validation_steps)
+            return sum(times[0] - statistics.median(times[1:]) for times in self.validation_steps) / len(
+                self.validation_steps
+            )
 
     def fit(inner: list) -> tuple[Timed, float]:
         torch.manual_seed(0)
         timed = Timed(inner)
         module = TaskModule(SequenceClassifier(177, 10, dim=64, depth=2), SequenceClassification(10))
         module.configure_optimizers = lambda: torch.optim.AdamW(module.parameters(), lr=3e-3, weight_decay=0.01)
-        trainer = pl.Trainer(max_epochs=epochs, logger=False, callbacks=[timed, *inner], enable_progress_bar=False,
-                             enable_checkpointing=False, enable_model_summary=False, num_sanity_val_steps=0)
+        trainer = pl.Trainer(
+            max_epochs=epochs,
+            logger=False,
+            callbacks=[timed, *inner],
+            enable_progress_bar=False,
+            enable_checkpointing=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+        )
         start = time.perf_counter()
         trainer.fit(module, AssociativeRecall())
         return timed, time.perf_counter() - start
 
     torch.set_num_threads(2)
-    print(f"2. Overhead of the attention statistics and the collapse monitor: the demo, {epochs} epochs of 125 "
-          "steps, CPU")
+    print(
+        f"2. Overhead of the attention statistics and the collapse monitor: the demo, {epochs} epochs of 125 steps, CPU"
+    )
     without, plain_seconds = fit([])
     stats = AttentionStatistics()
     timed, seconds = fit([stats, AttentionCollapse()])
@@ -203,18 +225,25 @@ def overhead_table(epochs: int = 2) -> None:
     hooks = timed.callbacks / epochs
     watched = timed.first_step_premium() - without.first_step_premium()
     per_validation = hooks + watched
-    print(f"mean training step: {1000 * step:.1f} ms; per validation: {1000 * hooks:.1f} ms in the callbacks' hooks "
-          f"+ {1000 * watched:.1f} ms more in the watched first step (against the fit without them) = "
-          f"{1000 * per_validation:.1f} ms ({per_validation / step:.2f} of a training step), {len(stats.results)} blocks")
-    print(f"overhead: {100 * per_validation * epochs / sum(timed.steps):.2f} % of the training steps' time "
-          f"({len(timed.steps) // epochs} steps an epoch, one validation an epoch)")
-    print(f"fit wall clock: {seconds:.1f} s with, {plain_seconds:.1f} s without ({100 * (seconds / plain_seconds - 1):+.1f} %, "
-          "two runs of one process: on a shared machine this is mostly the load of the moment)")
+    print(
+        f"mean training step: {1000 * step:.1f} ms; per validation: {1000 * hooks:.1f} ms in the callbacks' hooks "
+        f"+ {1000 * watched:.1f} ms more in the watched first step (against the fit without them) = "
+        f"{1000 * per_validation:.1f} ms ({per_validation / step:.2f} of a training step), {len(stats.results)} blocks"
+    )
+    print(
+        f"overhead: {100 * per_validation * epochs / sum(timed.steps):.2f} % of the training steps' time "
+        f"({len(timed.steps) // epochs} steps an epoch, one validation an epoch)"
+    )
+    print(
+        f"fit wall clock: {seconds:.1f} s with, {plain_seconds:.1f} s without ({100 * (seconds / plain_seconds - 1):+.1f} %, "
+        "two runs of one process: on a shared machine this is mostly the load of the moment)"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_probes", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_probes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--memory", action="store_true", help="section 1 only")
     parser.add_argument("--overhead", action="store_true", help="section 2 only")
     parser.add_argument("--cuda", action="store_true", help="section 1 on the GPU")

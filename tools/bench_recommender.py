@@ -59,9 +59,9 @@ from domains.recommender import (
 )
 from domains.recommender.data import taste_histories
 from framework import TaskModule
-from framework.runs import read_summary
 from framework.__main__ import main as main_cli
 from framework.commands.compare import main as compare
+from framework.runs import read_summary
 
 CONFIGS = Path(__file__).resolve().parents[1] / "domains" / "recommender"
 MODELS = ("sasrec", "bert4rec", "gru4rec", "popularity")
@@ -70,14 +70,32 @@ MODELS = ("sasrec", "bert4rec", "gru4rec", "popularity")
 def quality(args: argparse.Namespace) -> None:
     """The MovieLens-100K table: a comparison of the models' configs, then the sampled protocol."""
     configs = ",".join(str(CONFIGS / f"{model}_ml100k.yaml") for model in args.models)
-    summary = compare(["--grid", f"config=[{configs}]", "--config", "configs/logger/csv.yaml",
-                       "--trainer.enable_model_summary=false", *(args.set or []), "--seeds", str(args.seeds),
-                       "--jobs", str(args.jobs), "--name", args.name, "--metrics", "test/hr@10", "test/ndcg@10",
-                       *(["--report"] if args.report else [])])
+    summary = compare(
+        [
+            "--grid",
+            f"config=[{configs}]",
+            "--config",
+            "configs/logger/csv.yaml",
+            "--trainer.enable_model_summary=false",
+            *(args.set or []),
+            "--seeds",
+            str(args.seeds),
+            "--jobs",
+            str(args.jobs),
+            "--name",
+            args.name,
+            "--metrics",
+            "test/hr@10",
+            "test/ndcg@10",
+            *(["--report"] if args.report else []),
+        ]
+    )
     if summary is None:
         return
-    print("\nMovieLens-100K, leave-one-out test (943 users, 1349 items), the best val/ndcg@10 checkpoint; "
-          f"mean ± sd over {args.seeds} seed(s)")
+    print(
+        "\nMovieLens-100K, leave-one-out test (943 users, 1349 items), the best val/ndcg@10 checkpoint; "
+        f"mean ± sd over {args.seeds} seed(s)"
+    )
     print("| model | n | HR@10 full | NDCG@10 full | HR@10, 100 negatives | NDCG@10, 100 negatives | s/epoch |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for cell, row in zip(summary.cells, summary.rows):
@@ -86,9 +104,11 @@ def quality(args: argparse.Namespace) -> None:
             continue
         sampled = [sampled_test(record.run_dir) for record in records]
         full = [record.metrics for record in records]
-        print(f"| {cell.label.removesuffix('_ml100k')} | {len(records)} | {spread(m['test/hr@10'] for m in full)} | "
-              f"{spread(m['test/ndcg@10'] for m in full)} | {spread(m['test/hr@10_sampled100'] for m in sampled)} | "
-              f"{spread(m['test/ndcg@10_sampled100'] for m in sampled)} | {row['seconds_per_epoch_mean']:.1f} |")
+        print(
+            f"| {cell.label.removesuffix('_ml100k')} | {len(records)} | {spread(m['test/hr@10'] for m in full)} | "
+            f"{spread(m['test/ndcg@10'] for m in full)} | {spread(m['test/hr@10_sampled100'] for m in sampled)} | "
+            f"{spread(m['test/ndcg@10_sampled100'] for m in sampled)} | {row['seconds_per_epoch_mean']:.1f} |"
+        )
 
 
 def sampled_test(run_dir: Path) -> dict[str, float]:
@@ -97,9 +117,20 @@ def sampled_test(run_dir: Path) -> dict[str, float]:
     folder = run_dir / "test_sampled"
     done = read_summary(folder).get("test", {})
     if done.get("status") != "finished":
-        main_cli(["test", "--config", str(run_dir / "config.yaml"), "--ckpt_path",
-                  str(run_dir / "checkpoints" / "best.ckpt"), "--task.protocol=sampled", "--run_dir", str(folder),
-                  "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"])
+        main_cli(
+            [
+                "test",
+                "--config",
+                str(run_dir / "config.yaml"),
+                "--ckpt_path",
+                str(run_dir / "checkpoints" / "best.ckpt"),
+                "--task.protocol=sampled",
+                "--run_dir",
+                str(folder),
+                "--trainer.enable_progress_bar=false",
+                "--trainer.enable_model_summary=false",
+            ]
+        )
         done = read_summary(folder)["test"]
     return done["metrics"]
 
@@ -115,8 +146,14 @@ def spread(values) -> str:
 
 
 #: The fits of --scale: model:loss (negatives: 1 for bce, 100 for sampled_softmax).
-FITS = ("sasrec:bce", "sasrec:sampled_softmax", "sasrec:softmax", "gru4rec:bce", "bert4rec:sampled_softmax",
-        "popularity")
+FITS = (
+    "sasrec:bce",
+    "sasrec:sampled_softmax",
+    "sasrec:softmax",
+    "gru4rec:bce",
+    "bert4rec:sampled_softmax",
+    "popularity",
+)
 
 
 def popularity_histories(num_users: int, num_items: int, seed: int = 0) -> list[np.ndarray]:
@@ -125,8 +162,10 @@ def popularity_histories(num_users: int, num_items: int, seed: int = 0) -> list[
     rng = np.random.default_rng(seed)
     lengths = np.clip(np.rint(rng.lognormal(np.log(6), 0.9, num_users)), 3, 2000).astype(np.int64)
     weights = 1.0 / np.arange(1, num_items + 1)
-    items = rng.permutation(num_items)[np.searchsorted(np.cumsum(weights / weights.sum()),
-                                                       rng.random(int(lengths.sum())))] + 1
+    items = (
+        rng.permutation(num_items)[np.searchsorted(np.cumsum(weights / weights.sum()), rng.random(int(lengths.sum())))]
+        + 1
+    )
     return np.split(np.minimum(items, num_items), np.cumsum(lengths)[:-1])
 
 
@@ -149,16 +188,23 @@ def write_sasrec_file(path: Path, num_users: int, num_items: int, seed: int = 0)
     successors and user tastes); beyond: :func:`popularity_histories`."""
     start = time.perf_counter()
     if num_items <= 100_000:
-        histories = taste_histories(num_users, num_items, min_length=3, max_length=2000, num_tastes=50,
-                                    median_length=6, seed=seed)
+        histories = taste_histories(
+            num_users, num_items, min_length=3, max_length=2000, num_tastes=50, median_length=6, seed=seed
+        )
     else:
         histories = popularity_histories(num_users, num_items, seed)
     lengths = np.array([len(h) for h in histories])
     users = np.repeat(np.arange(1, num_users + 1), lengths)
     np.savetxt(path, np.c_[users, np.concatenate(histories)], fmt="%d")
-    return {"users": num_users, "items": len(np.unique(np.concatenate(histories))), "interactions": int(lengths.sum()),
-            "median": float(np.median(lengths)), "mean": float(lengths.mean()), "longest": int(lengths.max()),
-            "seconds": time.perf_counter() - start}
+    return {
+        "users": num_users,
+        "items": len(np.unique(np.concatenate(histories))),
+        "interactions": int(lengths.sum()),
+        "median": float(np.median(lengths)),
+        "mean": float(lengths.mean()),
+        "longest": int(lengths.max()),
+        "seconds": time.perf_counter() - start,
+    }
 
 
 class Clock:
@@ -207,8 +253,15 @@ def scale_model(fit: str, num_items: int) -> tuple[torch.nn.Module, object]:
 
 
 def trainer(accelerator: str, **kwargs) -> pl.Trainer:
-    return pl.Trainer(accelerator=accelerator, devices=1, logger=False, enable_progress_bar=False,
-                      enable_model_summary=False, enable_checkpointing=False, **kwargs)
+    return pl.Trainer(
+        accelerator=accelerator,
+        devices=1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        **kwargs,
+    )
 
 
 def timed_epoch(fit: str, data: UserItemSequences, accelerator: str) -> tuple[tuple, TaskModule]:
@@ -217,7 +270,8 @@ def timed_epoch(fit: str, data: UserItemSequences, accelerator: str) -> tuple[tu
     module.configure_optimizers = lambda: torch.optim.Adam(module.parameters(), lr=1e-3)
     timer = EpochTimer()
     trainer(accelerator, max_epochs=1, limit_val_batches=0, num_sanity_val_steps=0, callbacks=[timer]).fit(
-        module, datamodule=data)
+        module, datamodule=data
+    )
     return timer.seconds[0], module
 
 
@@ -241,9 +295,12 @@ def scale(args: argparse.Namespace) -> None:
         os.environ["FRAMEWORK_CACHE_DIR"] = str(Path(folder) / "cache")  # an empty cache: the first draw is cold
         path = Path(folder) / "generated.txt"
         made = write_sasrec_file(path, args.users, args.items)
-        print(f"generated {made['users']} users, {made['items']} items, {made['interactions']} interactions "
-              f"(history length median {made['median']:.0f}, mean {made['mean']:.1f}, longest {made['longest']}) "
-              f"in {made['seconds']:.1f} s", flush=True)
+        print(
+            f"generated {made['users']} users, {made['items']} items, {made['interactions']} interactions "
+            f"(history length median {made['median']:.0f}, mean {made['mean']:.1f}, longest {made['longest']}) "
+            f"in {made['seconds']:.1f} s",
+            flush=True,
+        )
         data, cheap, cold = timed_setup(path, args.eval_batch_size)
         _, _, warm = timed_setup(path, args.eval_batch_size)
         case = f"{made['users']} x {data.num_items}"
@@ -260,11 +317,15 @@ def scale(args: argparse.Namespace) -> None:
                     trained = module
             if trained is not None:
                 for protocol in ("full", "sampled"):
-                    row(case, f"evaluation {protocol} ({accelerator})",
-                        timed_evaluation(trained, data, protocol, accelerator))
+                    row(
+                        case,
+                        f"evaluation {protocol} ({accelerator})",
+                        timed_evaluation(trained, data, protocol, accelerator),
+                    )
         if args.large_items:
-            large = PopularitySequences(args.large_users, args.large_items, max_len=50,
-                                        eval_batch_size=max(1, args.eval_batch_size // 4))
+            large = PopularitySequences(
+                args.large_users, args.large_items, max_len=50, eval_batch_size=max(1, args.eval_batch_size // 4)
+            )
             clock = Clock()
             large.setup("fit")
             cheap, clock = clock.read(), Clock()
@@ -291,23 +352,44 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--seeds", type=int, default=3, help="runs per model, seeds 0 .. N-1")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each on a 2-core CPU)")
-    parser.add_argument("--name", default="bench_recommender_ml100k", help="the comparison's folder under runs/compare/")
+    parser.add_argument(
+        "--name", default="bench_recommender_ml100k", help="the comparison's folder under runs/compare/"
+    )
     parser.add_argument("--report", action="store_true", help="only the tables of the runs that finished")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (on a busy shared machine one thread is several times faster than two)")
-    parser.add_argument("--set", action="append", default=None, metavar="--KEY=VALUE",
-                        help="a setting passed on to every model's fit, e.g. --set=--task.loss=softmax (repeatable)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (on a busy shared machine one thread is several times faster than two)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=None,
+        metavar="--KEY=VALUE",
+        help="a setting passed on to every model's fit, e.g. --set=--task.loss=softmax (repeatable)",
+    )
     parser.add_argument("--scale", action="store_true", help="the costs at real catalogue sizes (see above)")
     parser.add_argument("--users", type=int, default=30_000, help="--scale: users")
     parser.add_argument("--items", type=int, default=25_000, help="--scale: items")
-    parser.add_argument("--fits", nargs="+", default=list(FITS),
-                        help=f"--scale: the epochs to time ({', '.join(FITS)})")
-    parser.add_argument("--eval-batch-size", type=int, default=256,
-                        help="--scale: users per evaluation batch (a quarter of it at 1,000,000 items)")
-    parser.add_argument("--large-items", type=int, default=1_000_000,
-                        help="--scale: items of the scoring path (0: skip)")
-    parser.add_argument("--large-users", type=int, default=3_000,
-                        help="--scale: users of the scoring path (its evaluation costs grow with users x items)")
+    parser.add_argument(
+        "--fits", nargs="+", default=list(FITS), help=f"--scale: the epochs to time ({', '.join(FITS)})"
+    )
+    parser.add_argument(
+        "--eval-batch-size",
+        type=int,
+        default=256,
+        help="--scale: users per evaluation batch (a quarter of it at 1,000,000 items)",
+    )
+    parser.add_argument(
+        "--large-items", type=int, default=1_000_000, help="--scale: items of the scoring path (0: skip)"
+    )
+    parser.add_argument(
+        "--large-users",
+        type=int,
+        default=3_000,
+        help="--scale: users of the scoring path (its evaluation costs grow with users x items)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.scale:
@@ -315,6 +397,7 @@ def main() -> None:
         return
 
     quality(args)
+
 
 if __name__ == "__main__":
     main()

@@ -25,40 +25,66 @@ from __future__ import annotations
 import argparse
 import math
 
-
 CONFIGS = {"scenes": "domains/vision/ccnet.yaml", "camvid": "domains/vision/ccnet_camvid.yaml"}
 HEADS = {"none": "FCN (no attention)", "criss_cross": "CCNet (RCCA, R=2)", "non_local": "non-local", "danet": "DANet"}
 #: The CCNet paper (Huang et al., ICCV 2019): RCCA (R = 2) on a ResNet-101, Cityscapes val.
-PAPER = "CCNet paper: 81.4 % mIoU on Cityscapes val (ResNet-101, ImageNet-pretrained, GPU), FCN-style baseline far below"
+PAPER = (
+    "CCNet paper: 81.4 % mIoU on Cityscapes val (ResNet-101, ImageNet-pretrained, GPU), FCN-style baseline far below"
+)
 
 
-def compare_args(data: str, epochs: int, heads: list[str], seeds: int, jobs: int, overrides: list[str],
-                 report: bool) -> list[str]:
-    return ["--config", CONFIGS[data], "--config", "configs/logger/csv.yaml", "--grid", f"model.attention=[{','.join(heads)}]",
-            f"--trainer.max_epochs={epochs}", f"--lr_scheduler.init_args.T_max={epochs}",
-            "--trainer.enable_model_summary=false", "--attention_maps.every_n_epochs=0", *overrides,
-            "--seeds", str(seeds), "--jobs", str(jobs), "--name", f"bench_vision_{data}",
-            "--baseline", "none" if "none" in heads else heads[0], "--metrics", "test/miou", "test/pixel_acc",
-            *(["--report"] if report else [])]
+def compare_args(
+    data: str, epochs: int, heads: list[str], seeds: int, jobs: int, overrides: list[str], report: bool
+) -> list[str]:
+    return [
+        "--config",
+        CONFIGS[data],
+        "--config",
+        "configs/logger/csv.yaml",
+        "--grid",
+        f"model.attention=[{','.join(heads)}]",
+        f"--trainer.max_epochs={epochs}",
+        f"--lr_scheduler.init_args.T_max={epochs}",
+        "--trainer.enable_model_summary=false",
+        "--attention_maps.every_n_epochs=0",
+        *overrides,
+        "--seeds",
+        str(seeds),
+        "--jobs",
+        str(jobs),
+        "--name",
+        f"bench_vision_{data}",
+        "--baseline",
+        "none" if "none" in heads else heads[0],
+        "--metrics",
+        "test/miou",
+        "test/pixel_acc",
+        *(["--report"] if report else []),
+    ]
 
 
-def models_table(data: str, epochs: int, heads: list[str], seeds: int, jobs: int, overrides: list[str],
-                 report: bool) -> None:
+def models_table(
+    data: str, epochs: int, heads: list[str], seeds: int, jobs: int, overrides: list[str], report: bool
+) -> None:
     """One comparison of the heads on one data set, then the table with the paper's figure."""
     from framework.commands.compare import main as compare
 
     summary = compare(compare_args(data, epochs, heads, seeds, jobs, overrides, report))
     if summary is None:
         return
-    print(f"\nSegmentation heads on {data} ({CONFIGS[data]}), {epochs} epochs, {seeds} seeds, best val/miou checkpoint "
-          f"tested, CPU; mean ± sd over seeds; p: paired t-test against {summary.baseline.label}")
+    print(
+        f"\nSegmentation heads on {data} ({CONFIGS[data]}), {epochs} epochs, {seeds} seeds, best val/miou checkpoint "
+        f"tested, CPU; mean ± sd over seeds; p: paired t-test against {summary.baseline.label}"
+    )
     print("| head | test mIoU | pixel acc | p | best val mIoU | s/epoch | peak MB |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for cell, row in zip(summary.cells, summary.rows):
         test = summary.paired.get(cell.name)
         p = "" if test is None or math.isnan(test.p) else f"{test.p:.2g}"
-        print(f"| {HEADS.get(cell.label, cell.label)} | {_pm(row, 'test/miou')} | {_pm(row, 'test/pixel_acc')} | {p} | "
-              f"{_pm(row, 'best_val/miou')} | {row['seconds_per_epoch_mean']:.1f} | {row['peak_memory_mb_mean']:.0f} |")
+        print(
+            f"| {HEADS.get(cell.label, cell.label)} | {_pm(row, 'test/miou')} | {_pm(row, 'test/pixel_acc')} | {p} | "
+            f"{_pm(row, 'best_val/miou')} | {row['seconds_per_epoch_mean']:.1f} | {row['peak_memory_mb_mean']:.0f} |"
+        )
     print(PAPER)
 
 
@@ -68,8 +94,9 @@ def _pm(row: dict, key: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench_vision",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench_vision", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("section", choices=["models", "blocks"])
     parser.add_argument("--data", choices=sorted(CONFIGS), default="scenes")
     parser.add_argument("--epochs", type=int, default=8, help="the configs': 8 (scenes), 60 (CamVid)")
@@ -77,11 +104,19 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (models; one thread each on a 2-core CPU)")
     parser.add_argument("--report", action="store_true", help="models: only the tables of the runs that finished")
     parser.add_argument("--heads", nargs="+", choices=sorted(HEADS), default=list(HEADS))
-    parser.add_argument("--sides", nargs="+", type=int, default=[32, 64, 97], help="feature sizes of the CPU block comparison")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                        help="where blocks runs (auto: CUDA when present)")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="a CLI override for every model, e.g. --override=--data.batch_size=8")
+    parser.add_argument(
+        "--sides", nargs="+", type=int, default=[32, 64, 97], help="feature sizes of the CPU block comparison"
+    )
+    parser.add_argument(
+        "--device", choices=["auto", "cpu", "cuda"], default="auto", help="where blocks runs (auto: CUDA when present)"
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a CLI override for every model, e.g. --override=--data.batch_size=8",
+    )
     args = parser.parse_args()
     if args.section == "models":
         models_table(args.data, args.epochs, args.heads, args.seeds, args.jobs, args.override, args.report)

@@ -91,17 +91,24 @@ def main() -> None:
         block, batch, channels, side = args.one
         print(json.dumps(measure(block, int(batch), int(channels), int(side), args.reps)))
         return
-    print(f"Forward + backward, B={args.batch}, C={args.channels}, one thread, CPU time (median of {args.reps}); "
-          "ratios against non_local at the same size")
+    print(
+        f"Forward + backward, B={args.batch}, C={args.channels}, one thread, CPU time (median of {args.reps}); "
+        "ratios against non_local at the same size"
+    )
     print("| H = W | block | ms | peak MB | time / non_local | memory / non_local |")
     print("|---|---|---|---|---|---|")
     for side in args.sides:
-        rows = {block: run(block, str(args.batch), str(args.channels), str(side), "--reps", str(args.reps))
-                for block in BLOCKS}
+        rows = {
+            block: run(block, str(args.batch), str(args.channels), str(side), "--reps", str(args.reps))
+            for block in BLOCKS
+        }
         base = rows["non_local"]
         for block, r in rows.items():
-            print(f"| {side} | {block} | {r['ms']:.1f} | {r['peak_mb']:.0f} | {r['ms'] / base['ms']:.2f}x | "
-                  f"{r['peak_mb'] / max(base['peak_mb'], 1.0):.2f}x |", flush=True)
+            print(
+                f"| {side} | {block} | {r['ms']:.1f} | {r['peak_mb']:.0f} | {r['ms'] / base['ms']:.2f}x | "
+                f"{r['peak_mb'] / max(base['peak_mb'], 1.0):.2f}x |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ def criss_cross_authors(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
     q_row = q.permute(0, 2, 1, 3).reshape(b * h, -1, w).transpose(1, 2)
     k_col, k_row = k.permute(0, 3, 1, 2).reshape(b * w, -1, h), k.permute(0, 2, 1, 3).reshape(b * h, -1, w)
     v_col, v_row = v.permute(0, 3, 1, 2).reshape(b * w, -1, h), v.permute(0, 2, 1, 3).reshape(b * h, -1, w)
-    diagonal = torch.diag(torch.full((h,), float("-inf"), device=q.device, dtype=q.dtype)).unsqueeze(0).repeat(b * w, 1, 1)
+    diagonal = (
+        torch.diag(torch.full((h,), float("-inf"), device=q.device, dtype=q.dtype)).unsqueeze(0).repeat(b * w, 1, 1)
+    )
     e_col = (torch.bmm(q_col, k_col) + diagonal).view(b, w, h, h).permute(0, 2, 1, 3)
     e_row = torch.bmm(q_row, k_row).view(b, h, w, w)
     a = torch.cat([e_col, e_row], 3).softmax(3)

@@ -32,13 +32,39 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Packages the GPU image lacks (it has torch, lightning, torchmetrics, timm, torch_geometric, scipy,
 #: matplotlib, tokenizers, requests, pyyaml, xxhash ...): the project's own and wandb's needs, and click and
 #: typing_extensions at versions new enough for wandb.
-MISSING = ("jsonargparse", "docstring_parser", "typeshed_client", "wandb", "pydantic", "pydantic_core",
-           "annotated_types", "typing_inspection", "platformdirs", "protobuf", "cwevals", "distro", "sniffio",
-           "googleapis-common-protos", "opentelemetry-api", "opentelemetry-sdk", "opentelemetry-proto",
-           "opentelemetry-semantic-conventions", "opentelemetry-exporter-otlp-proto-common",
-           "opentelemetry-exporter-otlp-proto-http", "opentelemetry-exporter-http-transport",
-           "opentelemetry-exporter-otlp-common", "soundfile", "cffi", "pycparser", "torchdata", "entmax", "captum",
-           "submitit", "click", "typing_extensions")
+MISSING = (
+    "jsonargparse",
+    "docstring_parser",
+    "typeshed_client",
+    "wandb",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_inspection",
+    "platformdirs",
+    "protobuf",
+    "cwevals",
+    "distro",
+    "sniffio",
+    "googleapis-common-protos",
+    "opentelemetry-api",
+    "opentelemetry-sdk",
+    "opentelemetry-proto",
+    "opentelemetry-semantic-conventions",
+    "opentelemetry-exporter-otlp-proto-common",
+    "opentelemetry-exporter-otlp-proto-http",
+    "opentelemetry-exporter-http-transport",
+    "opentelemetry-exporter-otlp-common",
+    "soundfile",
+    "cffi",
+    "pycparser",
+    "torchdata",
+    "entmax",
+    "captum",
+    "submitit",
+    "click",
+    "typing_extensions",
+)
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 #: Data sets copied whole; FSDD and CamVid are cut down (see the module's docstring).
 WHOLE = ("Planetoid", "MovieLens100K", "babi", "TREC", "multi30k", "MNIST")
@@ -46,16 +72,36 @@ CAMVID_IMAGES = {"train": 12, "val": 4, "test": 4}
 #: FSDD recordings kept per digit and speaker (0-4 are the official test split): enough for the
 #: digit strings' validation hold-out to have a voice with every digit.
 FSDD_RECORDINGS = 25
-INSTALL = ("python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl && "
-           "export PYTHONPATH=/tmp/site FRAMEWORK_DATA_DIR=$PWD/.gpu/data")
+INSTALL = (
+    "python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl && "
+    "export PYTHONPATH=/tmp/site FRAMEWORK_DATA_DIR=$PWD/.gpu/data"
+)
 
 
 def download(python: str, folder: Path) -> None:
     folder.mkdir(exist_ok=True)
     pins = [f"{name}=={version(name)}" for name in MISSING]
     platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version",
-                    python, "--implementation", "cp", *platforms, "-d", str(folder), *pins], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            python,
+            "--implementation",
+            "cp",
+            *platforms,
+            "-d",
+            str(folder),
+            *pins,
+        ],
+        check=True,
+    )
 
 
 def copy_data(source: Path, target: Path) -> None:
@@ -78,8 +124,9 @@ def size_mb(folder: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m tools.gpu_bundle", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.gpu_bundle", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--python-version", default="3.12", help="the GPU machine's Python (default 3.12)")
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="the real data sets")
     parser.add_argument("--install", action="store_true", help="print the command that installs the bundle there")
@@ -90,8 +137,10 @@ def main() -> None:
     wheels, data = ROOT / ".whl", ROOT / ".gpu" / "data"
     download(args.python_version, wheels)
     copy_data(Path(args.data), data)
-    print(f"{wheels}: {len(list(wheels.glob('*.whl')))} wheels, {size_mb(wheels):.1f} MiB; "
-          f"{data}: {size_mb(data):.1f} MiB\non the GPU machine: {INSTALL}")
+    print(
+        f"{wheels}: {len(list(wheels.glob('*.whl')))} wheels, {size_mb(wheels):.1f} MiB; "
+        f"{data}: {size_mb(data):.1f} MiB\non the GPU machine: {INSTALL}"
+    )
 
 
 if __name__ == "__main__":

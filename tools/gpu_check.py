@@ -61,7 +61,9 @@ def run(command: list[str], timeout: float, threads: int = 4) -> subprocess.Comp
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as late:
-        done = subprocess.CompletedProcess(command, 124, _text(late.stdout), _text(late.stderr) + f"\ntimed out after {timeout} s")
+        done = subprocess.CompletedProcess(
+            command, 124, _text(late.stdout), _text(late.stderr) + f"\ntimed out after {timeout} s"
+        )
     if LOG is not None:
         with open(LOG, "a") as log:
             log.write(f"\n$ {' '.join(command)}\n(exit status {done.returncode})\n{done.stdout}\n{done.stderr}\n")
@@ -77,11 +79,22 @@ def env_rows(device: str) -> list[Row]:
     if device != "cuda":
         return rows + [("env", "device", "ok", "cpu (dry run)")]
     properties = torch.cuda.get_device_properties(0)
-    rows += [("env", "device", "ok", f"{properties.name} x {torch.cuda.device_count()}, "
-                                      f"{properties.total_memory / 2**30:.0f} GiB, CUDA {torch.version.cuda}"),
-             ("env", "bf16", "ok" if torch.cuda.is_bf16_supported() else "FAILED", str(torch.cuda.is_bf16_supported())),
-             ("env", "tf32 (matmul, cudnn)", "ok",
-              f"{torch.backends.cuda.matmul.allow_tf32}, {torch.backends.cudnn.allow_tf32}")]
+    rows += [
+        (
+            "env",
+            "device",
+            "ok",
+            f"{properties.name} x {torch.cuda.device_count()}, "
+            f"{properties.total_memory / 2**30:.0f} GiB, CUDA {torch.version.cuda}",
+        ),
+        ("env", "bf16", "ok" if torch.cuda.is_bf16_supported() else "FAILED", str(torch.cuda.is_bf16_supported())),
+        (
+            "env",
+            "tf32 (matmul, cudnn)",
+            "ok",
+            f"{torch.backends.cuda.matmul.allow_tf32}, {torch.backends.cudnn.allow_tf32}",
+        ),
+    ]
     return rows
 
 
@@ -93,12 +106,32 @@ def parallel(workers: int) -> list[str]:
 def suite_rows(device: str, workers: int) -> list[Row]:
     lane = "cuda" if device == "cuda" else "cpu"
     start = time.perf_counter()
-    done = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", lane, f"--ignore={SWEEP}",
-                *parallel(workers)], timeout=540, threads=2)
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            lane,
+            f"--ignore={SWEEP}",
+            *parallel(workers),
+        ],
+        timeout=540,
+        threads=2,
+    )
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
     failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.M)
-    rows = [("suite", f"pytest -k {lane} --ignore={SWEEP}", "ok" if done.returncode == 0 else "FAILED",
-             f"{summary} ({time.perf_counter() - start:.0f} s)")]
+    rows = [
+        (
+            "suite",
+            f"pytest -k {lane} --ignore={SWEEP}",
+            "ok" if done.returncode == 0 else "FAILED",
+            f"{summary} ({time.perf_counter() - start:.0f} s)",
+        )
+    ]
     return rows + [("suite", name, "FAILED", "") for name in failed]
 
 
@@ -108,8 +141,23 @@ def config_rows(device: str, configs: Optional[list[str]], workers: int) -> list
     select = f"one_batch and {device}" + (f" and ({' or '.join(configs)})" if configs else "")
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "sweep.xml"
-        done = run([sys.executable, "-m", "pytest", SWEEP, "-q", "-p", "no:cacheprovider", "-k", select,
-                    f"--junitxml={report}", *parallel(workers)], timeout=900, threads=2)
+        done = run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                SWEEP,
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-k",
+                select,
+                f"--junitxml={report}",
+                *parallel(workers),
+            ],
+            timeout=900,
+            threads=2,
+        )
         cases = list(ElementTree.parse(report).iter("testcase")) if report.is_file() else []
     if not cases:
         return [("configs", f"pytest {SWEEP} -k '{select}'", "FAILED", (done.stdout + done.stderr).strip()[-160:])]
@@ -131,47 +179,128 @@ def benchmark_rows(device: str) -> list[Row]:
     rows = []
     overhead = run([sys.executable, "-m", "tools.bench_overhead", "--device", device], timeout=400)
     table = [line for line in overhead.stdout.splitlines() if line.startswith("| ") and not line.startswith("| model")]
-    rows += [("benchmarks", f"bench_overhead {line.split('|')[1].strip()}", "ok" if overhead.returncode == 0 else "FAILED",
-              " | ".join(cell.strip() for cell in line.strip("|").split("|")[2:])) for line in table]
+    rows += [
+        (
+            "benchmarks",
+            f"bench_overhead {line.split('|')[1].strip()}",
+            "ok" if overhead.returncode == 0 else "FAILED",
+            " | ".join(cell.strip() for cell in line.strip("|").split("|")[2:]),
+        )
+        for line in table
+    ]
     if overhead.returncode:
         rows.append(("benchmarks", "bench_overhead", "FAILED", overhead.stderr.strip().splitlines()[-1][:160]))
-    steps = run([sys.executable, "-m", "tools.bench_overhead", "--device", device, "--models", "ccnet", "--steps"],
-                timeout=400)
-    rows += [("benchmarks", "make fit step " + line.split(":")[0].strip(), "ok" if steps.returncode == 0 else "FAILED",
-              line.split(":", 1)[1].strip()) for line in steps.stdout.splitlines() if line.startswith("step ")]
+    steps = run(
+        [sys.executable, "-m", "tools.bench_overhead", "--device", device, "--models", "ccnet", "--steps"], timeout=400
+    )
+    rows += [
+        (
+            "benchmarks",
+            "make fit step " + line.split(":")[0].strip(),
+            "ok" if steps.returncode == 0 else "FAILED",
+            line.split(":", 1)[1].strip(),
+        )
+        for line in steps.stdout.splitlines()
+        if line.startswith("step ")
+    ]
     if device == "cuda":
         blocks = run([sys.executable, "-m", "tools.bench_vision", "blocks"], timeout=900)
         table = [line.strip() for line in blocks.stdout.splitlines() if line.startswith("|") and "---" not in line]
-        rows += [("benchmarks", "criss-cross block", "ok" if blocks.returncode == 0 else "FAILED", line)
-                 for line in table[1:]]  # the first row is the table's header
+        rows += [
+            ("benchmarks", "criss-cross block", "ok" if blocks.returncode == 0 else "FAILED", line)
+            for line in table[1:]
+        ]  # the first row is the table's header
     return rows
 
 
 def workflow_rows(device: str) -> list[Row]:
     """A fit, ``evaluate`` on its checkpoint and a 2-cell ``compare``, with the default logger."""
     accelerator = "gpu" if device == "cuda" else "cpu"
-    small = ["--data.train_size=512", "--data.val_size=128", "--data.test_size=128", "--trainer.max_epochs=2",
-             f"--trainer.accelerator={accelerator}", "--trainer.enable_progress_bar=false"]
+    small = [
+        "--data.train_size=512",
+        "--data.val_size=128",
+        "--data.test_size=128",
+        "--trainer.max_epochs=2",
+        f"--trainer.accelerator={accelerator}",
+        "--trainer.enable_progress_bar=false",
+    ]
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
-        fitted = run([sys.executable, "-m", "framework", "fit", "--config", "domains/demo/demo.yaml", *small,
-                      f"--run_dir={folder}/fit"], timeout=300)
+        fitted = run(
+            [
+                sys.executable,
+                "-m",
+                "framework",
+                "fit",
+                "--config",
+                "domains/demo/demo.yaml",
+                *small,
+                f"--run_dir={folder}/fit",
+            ],
+            timeout=300,
+        )
         best = Path(folder) / "fit" / "checkpoints" / "best.ckpt"
-        rows.append(("workflow", "fit demo (W&B offline)", "ok" if fitted.returncode == 0 and best.is_file() else "FAILED",
-                     f"{time.perf_counter() - start:.0f} s" if fitted.returncode == 0 else _last_line(fitted)))
+        rows.append(
+            (
+                "workflow",
+                "fit demo (W&B offline)",
+                "ok" if fitted.returncode == 0 and best.is_file() else "FAILED",
+                f"{time.perf_counter() - start:.0f} s" if fitted.returncode == 0 else _last_line(fitted),
+            )
+        )
         start = time.perf_counter()
-        evaluated = run([sys.executable, "-m", "framework", "evaluate", "--config", f"{folder}/fit/config.yaml",
-                         "--ckpt_path", str(best), f"--trainer.accelerator={accelerator}", "--examples=128"], timeout=300)
+        evaluated = run(
+            [
+                sys.executable,
+                "-m",
+                "framework",
+                "evaluate",
+                "--config",
+                f"{folder}/fit/config.yaml",
+                "--ckpt_path",
+                str(best),
+                f"--trainer.accelerator={accelerator}",
+                "--examples=128",
+            ],
+            timeout=300,
+        )
         table = next((line for line in evaluated.stdout.splitlines() if line.startswith("evaluation table:")), "")
-        rows.append(("workflow", "evaluate its checkpoint", "ok" if evaluated.returncode == 0 and table else "FAILED",
-                     f"{time.perf_counter() - start:.0f} s" if evaluated.returncode == 0 else _last_line(evaluated)))
+        rows.append(
+            (
+                "workflow",
+                "evaluate its checkpoint",
+                "ok" if evaluated.returncode == 0 and table else "FAILED",
+                f"{time.perf_counter() - start:.0f} s" if evaluated.returncode == 0 else _last_line(evaluated),
+            )
+        )
         start = time.perf_counter()
-        compared = run([sys.executable, "-m", "framework", "compare", "--config", "domains/demo/demo.yaml",
-                        "--grid", "model.attention=[mhsa,none]", "--seeds", "1", "--name", "gpu_check", *small],
-                       timeout=400)
-        rows.append(("workflow", "compare mhsa, none (1 seed)", "ok" if compared.returncode == 0 else "FAILED",
-                     f"{time.perf_counter() - start:.0f} s" if compared.returncode == 0 else _last_line(compared)))
+        compared = run(
+            [
+                sys.executable,
+                "-m",
+                "framework",
+                "compare",
+                "--config",
+                "domains/demo/demo.yaml",
+                "--grid",
+                "model.attention=[mhsa,none]",
+                "--seeds",
+                "1",
+                "--name",
+                "gpu_check",
+                *small,
+            ],
+            timeout=400,
+        )
+        rows.append(
+            (
+                "workflow",
+                "compare mhsa, none (1 seed)",
+                "ok" if compared.returncode == 0 else "FAILED",
+                f"{time.perf_counter() - start:.0f} s" if compared.returncode == 0 else _last_line(compared),
+            )
+        )
     return rows
 
 
@@ -185,28 +314,54 @@ def ddp_rows(device: str) -> list[Row]:
     accelerator = "gpu" if device == "cuda" else "cpu"
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
-        done = run([sys.executable, "-m", "framework", "fit", "--config", "domains/demo/demo.yaml", "--config",
-                    "configs/trainer/ddp.yaml", f"--trainer.accelerator={accelerator}", f"--trainer.devices={devices}",
-                    "--trainer.max_epochs=2", "--trainer.enable_progress_bar=false", f"--run_dir={folder}/run"],
-                   timeout=300, threads=1)
+        done = run(
+            [
+                sys.executable,
+                "-m",
+                "framework",
+                "fit",
+                "--config",
+                "domains/demo/demo.yaml",
+                "--config",
+                "configs/trainer/ddp.yaml",
+                f"--trainer.accelerator={accelerator}",
+                f"--trainer.devices={devices}",
+                "--trainer.max_epochs=2",
+                "--trainer.enable_progress_bar=false",
+                f"--run_dir={folder}/run",
+            ],
+            timeout=300,
+            threads=1,
+        )
         seconds = time.perf_counter() - start
         ok = done.returncode == 0 and (Path(folder) / "run" / "checkpoints" / "last.ckpt").is_file()
         accuracy = re.search(r"val/acc\s+([\d.]+)", done.stdout)
     figure = f"{devices} processes, {seconds:.0f} s" + (f", val/acc {accuracy.group(1)}" if accuracy else "")
-    return [("ddp", f"demo on {devices} {accelerator} processes", "ok" if ok else "FAILED",
-             figure if ok else done.stderr.strip().splitlines()[-1][:160])]
+    return [
+        (
+            "ddp",
+            f"demo on {devices} {accelerator} processes",
+            "ok" if ok else "FAILED",
+            figure if ok else done.stderr.strip().splitlines()[-1][:160],
+        )
+    ]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.gpu_check",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.gpu_check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--configs", nargs="+", default=None, help="configs of the configs section (default: all)")
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
     parser.add_argument("--out", default=None, help="also write the table here, rewritten after every section")
-    parser.add_argument("--workers", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
-                        help="test processes of the suite and the sweep (pytest-xdist; default: half the cores, 8 at most)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=max(1, min(8, (os.cpu_count() or 2) // 2)),
+        help="test processes of the suite and the sweep (pytest-xdist; default: half the cores, 8 at most)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.sections = [section for section in args.sections if section in QUICK]

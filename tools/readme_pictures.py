@@ -37,8 +37,13 @@ from framework.pictures import caption
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "pictures"
-QUIET = ["--trainer.logger=false", "--attention_maps.every_n_epochs=0", "--trainer.enable_model_summary=false",
-         "--trainer.enable_progress_bar=false", "--trainer.max_epochs=4"]
+QUIET = [
+    "--trainer.logger=false",
+    "--attention_maps.every_n_epochs=0",
+    "--trainer.enable_model_summary=false",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.max_epochs=4",
+]
 
 
 def fitted(config: str):
@@ -53,14 +58,16 @@ def demo_attention():
     name = "encoder.layers.1.attention"
     with torch.no_grad(), capture(model, name) as maps:
         task.step(model, batch, "val")
-    return dict(model.named_modules())[name].weights_picture(maps[name][0], f"{name}, first validation example, epoch 4")
+    return dict(model.named_modules())[name].weights_picture(
+        maps[name][0], f"{name}, first validation example, epoch 4"
+    )
 
 
 def memn2n_hops():
     model, task, batch = fitted("domains/memory/memn2n.yaml")
     first = int((batch["task"] == 2).nonzero()[0])  # a story of two supporting facts
     with torch.no_grad():
-        fig = task.images(model, {key: value[first:first + 1] for key, value in batch.items()})["memory_hops"][0]
+        fig = task.images(model, {key: value[first : first + 1] for key, value in batch.items()})["memory_hops"][0]
     caption(fig, f"MemN2N after 4 epochs: each hop's attention over validation story {first + 1} (bAbI task 2)")
     return fig
 
@@ -74,8 +81,25 @@ def probe_rows():
     materials = torch.nn.functional.normalize(torch.randn(4, channels, generator=generator), dim=1)
     rows, columns = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
     scene = torch.zeros(height, width, dtype=torch.long)  # material 0: the background
-    for material, (i, j, radius) in ((1, (64, 128, 18), ), (1, (30, 40, 12), ), (2, (95, 60, 20), ), (2, (40, 200, 15), )):
-        scene[(rows - i) ** 2 + (columns - j) ** 2 <= radius ** 2] = material
+    for material, (i, j, radius) in (
+        (
+            1,
+            (64, 128, 18),
+        ),
+        (
+            1,
+            (30, 40, 12),
+        ),
+        (
+            2,
+            (95, 60, 20),
+        ),
+        (
+            2,
+            (40, 200, 15),
+        ),
+    ):
+        scene[(rows - i) ** 2 + (columns - j) ** 2 <= radius**2] = material
     scene[90:120, 170:240] = 3
     scene[20:50, 100:150] = 3
     x = materials[scene].permute(2, 0, 1)[None] + 0.03 * torch.randn(1, channels, height, width, generator=generator)
@@ -89,9 +113,12 @@ def probe_rows():
         block(x)
     record = rows_captured["non_local"][0]  # a block captured alone goes by its registry name
     held = sum(t.numel() * t.element_size() for t in (record.weights, record.logits) if t is not None) / 2**20
-    return block.weights_picture(record, f"non-local block over 128 x 256 positions: the exact row of one of 64 probe "
-                                         f"pixels ({held:.0f} MB of rows, not a {(height * width) ** 2 * 4 / 2**30:.0f} "
-                                         "GB map); a scene of discs and boxes of four materials")
+    return block.weights_picture(
+        record,
+        f"non-local block over 128 x 256 positions: the exact row of one of 64 probe "
+        f"pixels ({held:.0f} MB of rows, not a {(height * width) ** 2 * 4 / 2**30:.0f} "
+        "GB map); a scene of discs and boxes of four materials",
+    )
 
 
 STATISTICS = ("entropy_ratio", "max_weight", "top5_mass")
@@ -103,14 +130,24 @@ def attention_stats():
 
     from framework.pictures import figure
 
-    cli = main(["fit", "--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml",
-                *[arg for arg in QUIET if not arg.startswith(("--trainer.logger", "--trainer.max_epochs"))],
-                "--trainer.max_epochs=8"])
+    cli = main(
+        [
+            "fit",
+            "--config",
+            "domains/demo/demo.yaml",
+            "--config",
+            "configs/logger/csv.yaml",
+            *[arg for arg in QUIET if not arg.startswith(("--trainer.logger", "--trainer.max_epochs"))],
+            "--trainer.max_epochs=8",
+        ]
+    )
     with open(Path(cli.trainer.logger.log_dir) / "metrics.csv") as f:
         lines = list(csv.DictReader(f))
     gold = next(key for key in lines[0] if key.startswith("attention/gold/"))  # the demo's: the queried pair
     lines = [line for line in lines if line[gold]]  # the validation rows
-    blocks = sorted({key.split("/")[1] for key in lines[0] if key.startswith("attention/encoder") and key.count("/") == 2})
+    blocks = sorted(
+        {key.split("/")[1] for key in lines[0] if key.startswith("attention/encoder") and key.count("/") == 2}
+    )
     fig = figure(11, 3.4)
     panels = fig.subplots(1, len(STATISTICS) + 1)
     epochs = [int(line["epoch"]) + 1 for line in lines]
@@ -123,13 +160,20 @@ def attention_stats():
     panels[-1].set_title(gold, fontsize=9)
     panels[-1].set_xlabel("epoch")
     panels[0].legend(fontsize=7)
-    caption(fig, "The demo's attention statistics per validation epoch (64 probe queries per block), from the run's "
-                 "metrics.csv: the curves W&B draws from the same metrics")
+    caption(
+        fig,
+        "The demo's attention statistics per validation epoch (64 probe queries per block), from the run's "
+        "metrics.csv: the curves W&B draws from the same metrics",
+    )
     return fig
 
 
-PICTURES = {"demo_attention": demo_attention, "memn2n_hops": memn2n_hops, "probe_rows": probe_rows,
-            "attention_stats": attention_stats}
+PICTURES = {
+    "demo_attention": demo_attention,
+    "memn2n_hops": memn2n_hops,
+    "probe_rows": probe_rows,
+    "attention_stats": attention_stats,
+}
 
 
 def save(fig, name: str, png: Path | None) -> None:
@@ -145,8 +189,9 @@ def save(fig, name: str, png: Path | None) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m tools.readme_pictures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--png", type=Path, help="also write PNG copies into this folder (not into the repository)")
-    parser.add_argument("names", nargs="*", metavar="name",
-                        help=f"the pictures to draw: {', '.join(PICTURES)} (default: all)")
+    parser.add_argument(
+        "names", nargs="*", metavar="name", help=f"the pictures to draw: {', '.join(PICTURES)} (default: all)"
+    )
     args = parser.parse_args()
     if unknown := [name for name in args.names if name not in PICTURES]:
         parser.error(f"no picture {', '.join(unknown)} (choose from {', '.join(PICTURES)})")

@@ -38,8 +38,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     registry = Path(catalogue.__file__).resolve()
     if not registry.is_relative_to(ROOT):
-        print(f"sync_readme: the registry imported is {registry}, not this checkout's ({ROOT}): "
-              f"run `python -m tools.sync_readme` from {ROOT}", file=sys.stderr)
+        print(
+            f"sync_readme: the registry imported is {registry}, not this checkout's ({ROOT}): "
+            f"run `python -m tools.sync_readme` from {ROOT}",
+            file=sys.stderr,
+        )
         return 2
     if "--check" in argv:
         if stale():

@@ -20,8 +20,17 @@ Layout: ``data/`` (data modules), ``models/`` (front end and networks), ``tasks/
 (``<experiment>.yaml``) name.
 """
 
-from .data import (CLASSES, FSDD, AudioDataModule, AudioEventDataset, AudioEvents, ClipFiles, DigitStrings, SpeechCommands,
-                   fit_length)
+from .data import (
+    CLASSES,
+    FSDD,
+    AudioDataModule,
+    AudioEventDataset,
+    AudioEvents,
+    ClipFiles,
+    DigitStrings,
+    SpeechCommands,
+    fit_length,
+)
 from .models import CRNN, Frontend, ListenAttendSpell, SpectrogramCNN, SpectrogramTransformer
 from .pictures import spectrogram_with_alignment, spectrogram_with_attention
 from .tasks import AudioClassification, SequenceRecognition

@@ -43,8 +43,9 @@ def spectrogram_with_attention(features: Tensor, weights: Optional[Tensor] = Non
 
 
 @picture
-def spectrogram_with_alignment(features: Tensor, alignment: Tensor, tokens: Optional[Sequence[str]] = None,
-                               title: str = "") -> Any:
+def spectrogram_with_alignment(
+    features: Tensor, alignment: Tensor, tokens: Optional[Sequence[str]] = None, title: str = ""
+) -> Any:
     """(F, N) features and, under them, the (M, N') alignment of M output steps over N' encoder
     frames, each encoder frame stretched over the N / N' spectrogram frames it covers, so
     that each token is seen under the sound it was read from; ``tokens`` name the steps."""
@@ -54,8 +55,14 @@ def spectrogram_with_alignment(features: Tensor, alignment: Tensor, tokens: Opti
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, max(1.0, 0.25 * steps)))
     _spectrogram(top, features)
     top.set_xlabel("")
-    weight_map(bottom, alignment, rows="output token", columns="frame", row_labels=tokens,
-               extent=(-0.5, alignment.shape[-1] * reduction - 0.5, steps - 0.5, -0.5))
+    weight_map(
+        bottom,
+        alignment,
+        rows="output token",
+        columns="frame",
+        row_labels=tokens,
+        extent=(-0.5, alignment.shape[-1] * reduction - 0.5, steps - 0.5, -0.5),
+    )
     if tokens is not None and steps <= 40:
         bottom.set_yticks(range(steps), tokens, fontsize=8)
     bottom.set_xlim(-0.5, frames - 0.5)

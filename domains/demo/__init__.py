@@ -7,5 +7,12 @@ from .data import AssociativeRecall, RecallDataset, UniqueCount, UniqueCountData
 from .models import SequenceClassifier, SetClassifier
 from .task import SequenceClassification
 
-__all__ = ["AssociativeRecall", "RecallDataset", "SequenceClassification", "SequenceClassifier", "SetClassifier",
-           "UniqueCount", "UniqueCountDataset"]
+__all__ = [
+    "AssociativeRecall",
+    "RecallDataset",
+    "SequenceClassification",
+    "SequenceClassifier",
+    "SetClassifier",
+    "UniqueCount",
+    "UniqueCountDataset",
+]

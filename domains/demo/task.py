@@ -24,8 +24,11 @@ def read_out(maps: Mapping[str, list], mask: Tensor) -> Optional[tuple[str, Tens
         w_n = a_{t n} [n real] / sum_{n'} a_{t n'} [n' real],  t the last real token,
 
     and the block's name; None without a block that relates tokens to tokens."""
-    found = [(name, records[-1]) for name, records in maps.items()
-             if records and records[-1].queries is not None and isinstance(records[-1].weights, Tensor)]
+    found = [
+        (name, records[-1])
+        for name, records in maps.items()
+        if records and records[-1].queries is not None and isinstance(records[-1].weights, Tensor)
+    ]
     if not found:
         return None
     name, record = found[-1]
@@ -76,8 +79,16 @@ class SequenceClassification(Classification):
         found = read_out((watched or self.watch(model, batch)).maps, batch["mask"])
         if found is None:
             return []
-        return [GoldView("items", found[1][:, None], gold[:, None].bool(), batch["mask"].bool()[:, None],
-                         gold.any(-1, keepdim=True), trained=True)]
+        return [
+            GoldView(
+                "items",
+                found[1][:, None],
+                gold[:, None].bool(),
+                batch["mask"].bool()[:, None],
+                gold.any(-1, keepdim=True),
+                trained=True,
+            )
+        ]
 
     def erase_items(self, batch: Any, erased: Tensor) -> Any:
         """The tokens ``erased`` cut out of each sequence (:func:`erase_tokens`), and out of the gold."""

@@ -20,5 +20,14 @@ from .data import KarateClubData, MovieLensUsers, NodeClassificationData, Planet
 from .models import HANClassifier, NodeClassifier
 from .tasks import HeteroNodeClassification, NodeClassification
 
-__all__ = ["HANClassifier", "HeteroNodeClassification", "KarateClubData", "MovieLensUsers", "NodeClassification",
-           "NodeClassificationData", "NodeClassifier", "PlanetoidData", "PlantedAuthors"]
+__all__ = [
+    "HANClassifier",
+    "HeteroNodeClassification",
+    "KarateClubData",
+    "MovieLensUsers",
+    "NodeClassification",
+    "NodeClassificationData",
+    "NodeClassifier",
+    "PlanetoidData",
+    "PlantedAuthors",
+]

@@ -25,8 +25,9 @@ def node_coefficients(edge_index: Tensor, alpha: Tensor, node: int) -> tuple[Ten
     return edge_index[0, incoming], coefficients.mean(-1) if coefficients.dim() == 2 else coefficients
 
 
-def neighbourhood(ax: Any, node: int, sources: Tensor, coefficients: Tensor, title: str = "",
-                  max_neighbours: int = 24) -> Any:
+def neighbourhood(
+    ax: Any, node: int, sources: Tensor, coefficients: Tensor, title: str = "", max_neighbours: int = 24
+) -> Any:
     """Draw ``node`` attending to ``sources`` with ``coefficients`` on ``ax``; the colour scale
     (0 -> the largest coefficient) is returned for a colour bar.
 
@@ -50,8 +51,9 @@ def neighbourhood(ax: Any, node: int, sources: Tensor, coefficients: Tensor, tit
         ax.scatter([x], [y], s=260, color="0.85", edgecolors="black", zorder=2)
         ax.text(1.22 * x, 1.22 * y, f"{neighbour}\n{weight:.2f}", ha="center", va="center", fontsize=8)
     ax.scatter([0], [0], s=700, color=colours.to_rgba(own), edgecolors="black", linewidths=2, zorder=3)
-    ax.text(0, 0, str(node), ha="center", va="center", fontsize=9, color="white" if own < largest / 2 else "black",
-            zorder=4)
+    ax.text(
+        0, 0, str(node), ha="center", va="center", fontsize=9, color="white" if own < largest / 2 else "black", zorder=4
+    )
     hidden = int(others.sum()) - len(shown)
     ax.set_title(f"{title}\nself {own:.2f}" + (f", {hidden} more not shown" if hidden else ""), fontsize=9)
     ax.set_xlim(-1.45, 1.45)
@@ -62,20 +64,29 @@ def neighbourhood(ax: Any, node: int, sources: Tensor, coefficients: Tensor, tit
 
 
 @picture
-def draw_neighbourhood(node: int, sources: Tensor, coefficients: Tensor, title: str = "",
-                       max_neighbours: int = 24) -> Any:
+def draw_neighbourhood(
+    node: int, sources: Tensor, coefficients: Tensor, title: str = "", max_neighbours: int = 24
+) -> Any:
     """A figure of :func:`neighbourhood` with its colour bar; ``title`` is the caption."""
     fig = figure(5.6, 5.0)
     ax = fig.add_subplot()
-    colour_bar(ax, neighbourhood(ax, node, sources, coefficients, "neighbours: id and coefficient", max_neighbours),
-               "attention coefficient (heads averaged)")
+    colour_bar(
+        ax,
+        neighbourhood(ax, node, sources, coefficients, "neighbours: id and coefficient", max_neighbours),
+        "attention coefficient (heads averaged)",
+    )
     caption(fig, title)
     return fig
 
 
 @picture
-def metapath_attention(node: int, semantic: Optional[Tensor], views: Sequence[tuple[str, Tensor, Tensor]],
-                       title: str = "", max_neighbours: int = 24) -> Any:
+def metapath_attention(
+    node: int,
+    semantic: Optional[Tensor],
+    views: Sequence[tuple[str, Tensor, Tensor]],
+    title: str = "",
+    max_neighbours: int = 24,
+) -> Any:
     """HAN's two levels for one node: the meta-paths' semantic weights ((P,) over the
     ``views``' relation names) as bars, and for each meta-path ``(relation, sources,
     coefficients)`` the node's neighbourhood, each with its colour bar."""

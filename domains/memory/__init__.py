@@ -21,6 +21,20 @@ from .metrics import AnswerMetric
 from .models import DMN, NTM, HopfieldReader, KVMemNN, MatchingReader, MemN2N
 from .task import BitSequences, QuestionAnswering
 
-__all__ = ["DMN", "NTM", "AnswerMetric", "AssociativeRecallBits", "BabiStories", "BitSequences", "GeneratedStories",
-           "HopfieldReader", "KVMemNN", "LinearStart", "MatchingReader", "MemN2N", "QuestionAnswering",
-           "generate_stories", "parse_babi"]
+__all__ = [
+    "DMN",
+    "NTM",
+    "AnswerMetric",
+    "AssociativeRecallBits",
+    "BabiStories",
+    "BitSequences",
+    "GeneratedStories",
+    "HopfieldReader",
+    "KVMemNN",
+    "LinearStart",
+    "MatchingReader",
+    "MemN2N",
+    "QuestionAnswering",
+    "generate_stories",
+    "parse_babi",
+]

@@ -38,23 +38,37 @@ class LinearStart(Callback):
         lr_factor: multiplies every learning rate of the optimizers at the switch.
     """
 
-    def __init__(self, monitor: str = "val/loss", patience: Optional[int] = 0, min_delta: float = 0.0,
-                 max_epochs: Optional[int] = None, lr_factor: float = 1.0) -> None:
+    def __init__(
+        self,
+        monitor: str = "val/loss",
+        patience: Optional[int] = 0,
+        min_delta: float = 0.0,
+        max_epochs: Optional[int] = None,
+        lr_factor: float = 1.0,
+    ) -> None:
         if patience is None and max_epochs is None:
             raise ValueError("LinearStart: set patience or max_epochs (or both); with neither it never ends")
-        if (patience is not None and patience < 0) or min_delta < 0 or (max_epochs is not None and max_epochs < 1) \
-                or lr_factor <= 0:
-            raise ValueError(f"LinearStart: need patience >= 0, min_delta >= 0, max_epochs >= 1 and lr_factor > 0; "
-                             f"got patience={patience}, min_delta={min_delta}, max_epochs={max_epochs}, "
-                             f"lr_factor={lr_factor}")
+        if (
+            (patience is not None and patience < 0)
+            or min_delta < 0
+            or (max_epochs is not None and max_epochs < 1)
+            or lr_factor <= 0
+        ):
+            raise ValueError(
+                f"LinearStart: need patience >= 0, min_delta >= 0, max_epochs >= 1 and lr_factor > 0; "
+                f"got patience={patience}, min_delta={min_delta}, max_epochs={max_epochs}, "
+                f"lr_factor={lr_factor}"
+            )
         self.monitor, self.patience, self.min_delta = monitor, patience, min_delta
         self.max_epochs, self.lr_factor = max_epochs, lr_factor
         self.best, self.waited, self.epochs, self.ended_at = math.inf, 0, 0, -1
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not hasattr(pl_module.model, "linear_start"):
-            raise ValueError(f"LinearStart callback: the model {type(pl_module.model).__name__} has no linear_start "
-                             "switch; use it with a memory network (MemN2N, KVMemNN) or remove the callback")
+            raise ValueError(
+                f"LinearStart callback: the model {type(pl_module.model).__name__} has no linear_start "
+                "switch; use it with a memory network (MemN2N, KVMemNN) or remove the callback"
+            )
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         model = pl_module.model
@@ -75,8 +89,10 @@ class LinearStart(Callback):
             for optimizer in trainer.optimizers:
                 for group in optimizer.param_groups:
                     group["lr"] *= self.lr_factor
-            rank_zero_info(f"Linear start ended after epoch {trainer.current_epoch} ({self.monitor} = {value:.4f}): "
-                           f"softmax reinserted in the memory hops, learning rate x {self.lr_factor}")
+            rank_zero_info(
+                f"Linear start ended after epoch {trainer.current_epoch} ({self.monitor} = {value:.4f}): "
+                f"softmax reinserted in the memory hops, learning rate x {self.lr_factor}"
+            )
 
     def state_dict(self) -> dict[str, Any]:
         return {"best": self.best, "waited": self.waited, "epochs": self.epochs, "ended_at": self.ended_at}

@@ -37,7 +37,9 @@ class AnswerMetric(Metric):
     def __init__(self, tasks: Sequence[int], figure: Union[str, int]) -> None:
         super().__init__()
         if figure not in OVERALL and figure not in tasks:
-            raise ValueError(f"answer metric: figure must be one of {OVERALL} or a task of {list(tasks)}, got {figure!r}")
+            raise ValueError(
+                f"answer metric: figure must be one of {OVERALL} or a task of {list(tasks)}, got {figure!r}"
+            )
         self.tasks, self.figure = list(tasks), figure
         index = torch.full((max(tasks) + 1,), -1, dtype=torch.long)
         index[self.tasks] = torch.arange(len(self.tasks))
@@ -50,8 +52,10 @@ class AnswerMetric(Metric):
         unknown = (tasks < 0) | (tasks >= len(self.index))
         slots = self.index[tasks.clamp(0, len(self.index) - 1)].masked_fill(unknown, -1)
         if (slots < 0).any():
-            raise ConfigError(f"the data holds questions of task {int(tasks[slots < 0][0])}, but task.tasks = "
-                             f"{self.tasks}; list the data's tasks there")
+            raise ConfigError(
+                f"the data holds questions of task {int(tasks[slots < 0][0])}, but task.tasks = "
+                f"{self.tasks}; list the data's tasks there"
+            )
         right = (logits.argmax(-1) == answers).float()
         self.right += torch.zeros_like(self.right).index_add_(0, slots, right)
         self.asked += torch.zeros_like(self.asked).index_add_(0, slots, torch.ones_like(right))

@@ -13,8 +13,8 @@ from torchmetrics import MetricCollection
 
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, replaying
-from framework.tasks.attention_training import AttentionTraining
 from framework.tasks import Task
+from framework.tasks.attention_training import AttentionTraining
 
 from .metrics import OVERALL, AnswerMetric, BitErrors
 from .pictures import hop_image, weights_image
@@ -61,12 +61,21 @@ class QuestionAnswering(AttentionTraining, Task):
     gold_data = "stories with supporting facts (domains.memory.GeneratedStories, BabiStories)"
     gold_model = "a model with a memory read"
 
-    def __init__(self, tasks: Sequence[int] = (1, 2), attention_supervision: float = 0.0, decouple_attention: float = 0.0,
-                 random_attention: bool = False) -> None:
+    def __init__(
+        self,
+        tasks: Sequence[int] = (1, 2),
+        attention_supervision: float = 0.0,
+        decouple_attention: float = 0.0,
+        random_attention: bool = False,
+    ) -> None:
         super().__init__()
         self.attention_options(attention_supervision, decouple_attention, random_attention)
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
-        if not self.tasks or any(not isinstance(t, int) or t < 1 for t in self.tasks) or len(set(self.tasks)) < len(self.tasks):
+        if (
+            not self.tasks
+            or any(not isinstance(t, int) or t < 1 for t in self.tasks)
+            or len(set(self.tasks)) < len(self.tasks)
+        ):
             raise ConfigError(f"task.tasks must be distinct task numbers (1, 2, ...), got {tasks!r}")
 
     def metrics(self) -> MetricCollection:
@@ -79,8 +88,9 @@ class QuestionAnswering(AttentionTraining, Task):
         vocabulary must hold the data's; the attention-training options)."""
         data_tasks = getattr(data, "tasks", None)
         if data_tasks is not None and not set(data_tasks) <= set(self.tasks):
-            raise ConfigError(f"task.tasks={self.tasks} but the data holds tasks {list(data_tasks)}: set task.tasks to "
-                             "data.tasks")
+            raise ConfigError(
+                f"task.tasks={self.tasks} but the data holds tasks {list(data_tasks)}: set task.tasks to data.tasks"
+            )
         super().check(model, data)
 
     def run_model(self, model: nn.Module, inputs: dict[str, Tensor]) -> Tensor:
@@ -142,8 +152,11 @@ class QuestionAnswering(AttentionTraining, Task):
             replaced = vectors.reshape(len(vectors), *story.shape[1:])
             return layer.register_forward_hook(lambda m, args, out: replaced if out.dim() == 4 else None)
 
-        return ItemForward(story.flatten(2).detach(), replaying(batch, len(story), swap, lambda b: self.decision(model, b)),
-                           replaying(batch, len(story), swap, lambda b: self.item_attention(model, b).weights))
+        return ItemForward(
+            story.flatten(2).detach(),
+            replaying(batch, len(story), swap, lambda b: self.decision(model, b)),
+            replaying(batch, len(story), swap, lambda b: self.item_attention(model, b).weights),
+        )
 
     def gold_attention(self, batch: dict[str, Tensor]) -> Optional[Tensor]:
         return batch.get("support")
@@ -154,7 +167,9 @@ class QuestionAnswering(AttentionTraining, Task):
         nothing to detach)."""
         return Watched(model(batch["story"], batch["question"], need_weights=True), {})
 
-    def gold_views(self, model: nn.Module, batch: dict[str, Tensor], watched: Optional[Watched] = None) -> list[GoldView]:
+    def gold_views(
+        self, model: nn.Module, batch: dict[str, Tensor], watched: Optional[Watched] = None
+    ) -> list[GoldView]:
         """Each hop's weights (B, 1, N) against the supporting facts, per bAbI task; trained
         unless linear start has the softmax off."""
         if "support" not in batch:
@@ -164,17 +179,34 @@ class QuestionAnswering(AttentionTraining, Task):
             return []
         support, valid = batch["support"].bool(), batch["story"].ne(0).any(-1)
         trained = not getattr(model, "linear_start", False)
-        return [GoldView(f"hop{k + 1}", weights[:, k:k + 1].float(), support.unsqueeze(1), valid.unsqueeze(1),
-                         support.any(-1, keepdim=True), group=batch["task"], group_name="task", trained=trained)
-                for k in range(weights.shape[1])]
+        return [
+            GoldView(
+                f"hop{k + 1}",
+                weights[:, k : k + 1].float(),
+                support.unsqueeze(1),
+                valid.unsqueeze(1),
+                support.any(-1, keepdim=True),
+                group=batch["task"],
+                group_name="task",
+                trained=trained,
+            )
+            for k in range(weights.shape[1])
+        ]
 
     def images(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, list[Tensor]]:
         _, weights = model(batch["story"][:1], batch["question"][:1], need_weights=True)
         if weights is None:  # the no-attention baseline
             return {}
         sentences = int(batch["story"][0].ne(0).any(-1).sum())
-        return {"memory_hops": [hop_image(weights[0, :, :sentences], batch["support"][0, :sentences],
-                                          "first validation story: attention of each hop over its sentences")]}
+        return {
+            "memory_hops": [
+                hop_image(
+                    weights[0, :, :sentences],
+                    batch["support"][0, :sentences],
+                    "first validation story: attention of each hop over its sentences",
+                )
+            ]
+        }
 
 
 class BitSequences(Task):
@@ -197,8 +229,10 @@ class BitSequences(Task):
 
     def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         if output.shape != target.shape:
-            raise ValueError(f"bit sequences: the model answers {tuple(output.shape[1:])} (steps, bits) but the data "
-                             f"asks {tuple(target.shape[1:])}: set model.answer_length and model.output_size to them")
+            raise ValueError(
+                f"bit sequences: the model answers {tuple(output.shape[1:])} (steps, bits) but the data "
+                f"asks {tuple(target.shape[1:])}: set model.answer_length and model.output_size to them"
+            )
         return F.binary_cross_entropy_with_logits(output, target), {}
 
     def metrics(self) -> MetricCollection:
@@ -208,5 +242,9 @@ class BitSequences(Task):
         _, weights = model(batch["inputs"][:1], batch["mask"][:1], need_weights=True)
         if weights is None:  # no memory
             return {}
-        return {"memory_weights": [weights_image(head, f"first validation sequence, read head {k + 1} of {len(weights[0])}")
-                                   for k, head in enumerate(weights[0])]}
+        return {
+            "memory_weights": [
+                weights_image(head, f"first validation sequence, read head {k + 1} of {len(weights[0])}")
+                for k, head in enumerate(weights[0])
+            ]
+        }

@@ -20,7 +20,8 @@ def greedy_decode(model: Decodable, tokens: Tensor, mask: Tensor, max_length: in
     return decoding.greedy_decode(model, tokens, mask, max_length, specials=SPECIALS)
 
 
-def beam_search(model: Decodable, tokens: Tensor, mask: Tensor, beam_size: int, max_length: int,
-                length_penalty: float = 0.0) -> tuple[Tensor, Tensor]:
+def beam_search(
+    model: Decodable, tokens: Tensor, mask: Tensor, beam_size: int, max_length: int, length_penalty: float = 0.0
+) -> tuple[Tensor, Tensor]:
     """:func:`framework.decoding.beam_search` of token sources (B, N) with NLP's special ids."""
     return decoding.beam_search(model, tokens, mask, beam_size, max_length, length_penalty, specials=SPECIALS)

@@ -28,10 +28,18 @@ def alignment_image(weights: Tensor, source: Sequence[str], target: Sequence[str
         source: the N source tokens; target: the M target tokens.
     """
     if weights.shape != (len(target), len(source)):
-        raise ValueError(f"alignment_image: weights must have shape ({len(target)}, {len(source)}) "
-                         f"(target, source tokens), got {tuple(weights.shape)}")
-    return heatmap(weights, rows="output token", columns="source token", row_labels=[shown(t) for t in target],
-                   column_labels=[shown(t) for t in source], caption_text=title)
+        raise ValueError(
+            f"alignment_image: weights must have shape ({len(target)}, {len(source)}) "
+            f"(target, source tokens), got {tuple(weights.shape)}"
+        )
+    return heatmap(
+        weights,
+        rows="output token",
+        columns="source token",
+        row_labels=[shown(t) for t in target],
+        column_labels=[shown(t) for t in source],
+        caption_text=title,
+    )
 
 
 @picture
@@ -46,22 +54,29 @@ def highlight_image(lines: Sequence[Sequence[tuple[str, float]]], title: str = "
     rows, names = [], []
     for number, line in enumerate(lines):
         for start in range(0, max(len(line), 1), WORDS_PER_ROW):
-            rows.append(line[start:start + WORDS_PER_ROW])
+            rows.append(line[start : start + WORDS_PER_ROW])
             names.append(f"{number + 1}" + (f" ({start + 1}-)" if start else ""))
     values = np.full((len(rows), WORDS_PER_ROW), np.nan)
     for r, row in enumerate(rows):
-        values[r, :len(row)] = [weight for _, weight in row]
+        values[r, : len(row)] = [weight for _, weight in row]
     import matplotlib
 
     fig = figure(10.0, 1.6 + 0.45 * len(rows))
     ax = fig.add_subplot()
-    cells = ax.imshow(np.ma.masked_invalid(values), cmap=matplotlib.colormaps[WEIGHTS].with_extremes(bad="white"),
-                      vmin=0.0, vmax=max(float(np.nanmax(values)) if np.isfinite(values).any() else 1.0, 1e-12),
-                      aspect="auto", interpolation="nearest")
+    cells = ax.imshow(
+        np.ma.masked_invalid(values),
+        cmap=matplotlib.colormaps[WEIGHTS].with_extremes(bad="white"),
+        vmin=0.0,
+        vmax=max(float(np.nanmax(values)) if np.isfinite(values).any() else 1.0, 1e-12),
+        aspect="auto",
+        interpolation="nearest",
+    )
     middle = cells.norm.vmax / 2
     for r, row in enumerate(rows):
         for c, (token, weight) in enumerate(row):
-            ax.text(c, r, shown(token), ha="center", va="center", fontsize=8, color="white" if weight < middle else "black")
+            ax.text(
+                c, r, shown(token), ha="center", va="center", fontsize=8, color="white" if weight < middle else "black"
+            )
     ax.set_xticks(range(WORDS_PER_ROW), [str(k + 1) for k in range(WORDS_PER_ROW)])
     ax.set_yticks(range(len(rows)), names)
     ax.set_xlabel("word of the line (reading order)")

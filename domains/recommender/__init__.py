@@ -18,7 +18,7 @@ and ``<model>_ml100k.yaml`` (``datasets/ml100k.yaml``; DIN ``datasets/ml100k_bat
 
 from .data import GeneratedSequences, MovieLens100K, SequenceData, UserItemSequences
 from .metrics import MRR, NDCG, HitRate
-from .models import BERT4Rec, DIN, GRU4Rec, MostPopular, SASRec
+from .models import DIN, BERT4Rec, GRU4Rec, MostPopular, SASRec
 from .task import MaskedItemRanking, NextItemRanking, SequentialRanking
 
 __all__ = [

@@ -53,8 +53,9 @@ def sample_training_negatives(rows: Tensor, owner: Tensor, count: int, num_items
     shape = (len(owner), count)
     negatives = torch.randint(1, num_items + 1, shape, device=rows.device)
     for _ in range(REDRAWS):
-        negatives = torch.where(in_rows(own, negatives), torch.randint(1, num_items + 1, shape, device=rows.device),
-                                negatives)
+        negatives = torch.where(
+            in_rows(own, negatives), torch.randint(1, num_items + 1, shape, device=rows.device), negatives
+        )
     return negatives, in_rows(own, negatives)
 
 

@@ -25,8 +25,10 @@ from framework.errors import ConfigError
 def target_rank(scores: Tensor, column: Tensor) -> Tensor:
     """Ranks r (B,) of the targets at ``column`` (B,) among ``scores`` (B, C), as defined above."""
     if scores.dim() != 2 or column.shape != scores.shape[:1]:
-        raise ValueError(f"ranking metrics: scores must be (B, C) and target (B,), got {tuple(scores.shape)} "
-                         f"and {tuple(column.shape)}")
+        raise ValueError(
+            f"ranking metrics: scores must be (B, C) and target (B,), got {tuple(scores.shape)} "
+            f"and {tuple(column.shape)}"
+        )
     target = scores.gather(1, column.unsqueeze(1))
     return (scores >= target).sum(1) - 1
 

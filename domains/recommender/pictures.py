@@ -16,5 +16,11 @@ def history_attention(weights: Tensor, real: Tensor, items: Tensor, title: str =
     averaged), cut to the positions of its items (``real``: (N,) bool, False at padding),
     each row and column named by its item id (``items``: (N,))."""
     ids = [str(i) for i in items[real].tolist()]
-    return heatmap(weights[real][:, real], rows="query: item in the history (id)", columns="key: item in the history (id)",
-                   row_labels=ids, column_labels=ids, caption_text=title)
+    return heatmap(
+        weights[real][:, real],
+        rows="query: item in the history (id)",
+        columns="key: item in the history (id)",
+        row_labels=ids,
+        column_labels=ids,
+        caption_text=title,
+    )

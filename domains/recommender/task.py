@@ -140,8 +140,9 @@ class SequentialRanking(Task):
         training interactions: the one hook that sees model and data together."""
         items = getattr(data, "num_items", None)
         if items is not None and _number_of_items(model) != items:
-            raise ConfigError(f"model.num_items is {model.num_items} but the data has {items} items: "
-                             f"set model.num_items={items}")
+            raise ConfigError(
+                f"model.num_items is {model.num_items} but the data has {items} items: set model.num_items={items}"
+            )
         super().check(model, data)
         if getattr(model, "counted", False):
             model.count(training_items(data))
@@ -162,8 +163,10 @@ class SequentialRanking(Task):
         the optimizer leaves it as it is) and, for the training metrics, the scores of the
         candidates the training loss would score (:meth:`train_step`, without gradient)."""
         if not bool(model.counts.any()):
-            raise RuntimeError(f"{type(model).__name__} has no counts: the task counts data.train_items when "
-                               "the run starts (check(model, data) with a set-up recommender data module)")
+            raise RuntimeError(
+                f"{type(model).__name__} has no counts: the task counts data.train_items when "
+                "the run starts (check(model, data) with a set-up recommender data module)"
+            )
         with torch.no_grad():
             scored = self.train_step(model, batch)
         return Step(torch.zeros((), device=scored.preds.device, requires_grad=True), scored.preds, scored.target)
@@ -179,8 +182,10 @@ class SequentialRanking(Task):
         """The sampled protocol's candidates (B, 1 + num_negatives): the target, then its negatives."""
         negatives = batch["negatives"]
         if negatives.shape[1] < self.num_negatives:
-            raise ConfigError(f"task.num_negatives={self.num_negatives} but the data gives {negatives.shape[1]} "
-                             "negatives per user; raise data.num_negatives")
+            raise ConfigError(
+                f"task.num_negatives={self.num_negatives} but the data gives {negatives.shape[1]} "
+                "negatives per user; raise data.num_negatives"
+            )
         return torch.cat([batch["target"].unsqueeze(1), negatives[:, : self.num_negatives]], 1)
 
     @staticmethod
@@ -213,8 +218,10 @@ class SequentialRanking(Task):
         (BERT4Rec drops the oldest one) is emptied: the model never reads it, and erasing items
         would otherwise shift it into view."""
         history = batch["history"]
-        return {**batch, "history": history.masked_fill(
-            torch.arange(history.shape[1], device=history.device) < appended(model), 0)}
+        return {
+            **batch,
+            "history": history.masked_fill(torch.arange(history.shape[1], device=history.device) < appended(model), 0),
+        }
 
     def decision(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         """The candidate scores (B, C) that the metrics rank under the task's protocol: every
@@ -249,8 +256,12 @@ class SequentialRanking(Task):
         with capture(model, name) as maps:
             model(history, candidate, last=True)
         weights = maps[name][-1].weights
-        encoded = history.shape[1] - leading_padding(  # the columns of its input that the model encodes
-            torch.cat([history[:, extra:], history.new_ones(len(history), extra)], 1))
+        encoded = (
+            history.shape[1]
+            - leading_padding(  # the columns of its input that the model encodes
+                torch.cat([history[:, extra:], history.new_ones(len(history), extra)], 1)
+            )
+        )
         if not isinstance(weights, Tensor) or weights.dim() != 4 or weights.shape[-1] != encoded:
             return None
         row = on_history(weights.float().mean(1)[:, -1], history, extra)  # weights (B, h, queries, M): the last query's
@@ -291,7 +302,7 @@ class SequentialRanking(Task):
 
         def forward(vectors: Tensor) -> Tensor:
             times = len(vectors) // len(history)
-            tail = encoded[:, encoded.shape[1] - extra:].repeat(times, 1, 1)
+            tail = encoded[:, encoded.shape[1] - extra :].repeat(times, 1, 1)
             replaced = torch.cat([vectors[:, start:], tail], 1)
             calls: list[int] = []
 
@@ -314,7 +325,7 @@ class SequentialRanking(Task):
         picture: the item at n attending the items up to n."""
         history = batch["history"]
         row = int((history > 0).sum(1).argmax())
-        one = history[row:row + 1, leading_padding(history[row:row + 1]):]  # the models cut that padding too
+        one = history[row : row + 1, leading_padding(history[row : row + 1]) :]  # the models cut that padding too
         real = one[0] > 0
         with capture(model) as maps:
             model(one, one.unsqueeze(-1))
@@ -323,8 +334,14 @@ class SequentialRanking(Task):
         for name, records in maps.items():
             weights = blocks[name].weights_image(records[0])
             if weights is not None and weights.shape == (len(real), len(real)):
-                pictures[f"history_attention/{name}"] = [history_attention(
-                    weights, real, one[0], f"the longest history of the batch attending itself: {name}, heads averaged")]
+                pictures[f"history_attention/{name}"] = [
+                    history_attention(
+                        weights,
+                        real,
+                        one[0],
+                        f"the longest history of the batch attending itself: {name}, heads averaged",
+                    )
+                ]
         return pictures
 
 
@@ -332,8 +349,10 @@ def check_loss(loss: str, negatives: int) -> None:
     if loss not in LOSSES:
         raise ConfigError(f"task.loss must be one of {', '.join(LOSSES)}, got {loss!r}")
     if loss != "softmax" and negatives < 1:
-        raise ConfigError(f"task.negatives must be at least 1 for task.loss={loss} (task.loss=softmax scores every "
-                         f"item instead), got {negatives}")
+        raise ConfigError(
+            f"task.negatives must be at least 1 for task.loss={loss} (task.loss=softmax scores every "
+            f"item instead), got {negatives}"
+        )
 
 
 class TrainingLoss:
@@ -356,8 +375,7 @@ class TrainingLoss:
             metrics.update({f"hr@{self.k}{label}": HitRate(self.k), f"ndcg@{self.k}{label}": NDCG(self.k)})
         return MetricCollection(metrics, compute_groups=False)
 
-    def position_loss(self, model: nn.Module, history: Tensor, where: Tensor, target: Tensor,
-                      rows: Tensor) -> Step:
+    def position_loss(self, model: nn.Module, history: Tensor, where: Tensor, target: Tensor, rows: Tensor) -> Step:
         """The loss at the positions ``where`` (B, N) of ``history``, whose items are ``target``
         (M,); negatives avoid the items of the position's ``rows`` (B, L)."""
         if self.loss == "softmax":
@@ -428,8 +446,10 @@ class MaskedItemRanking(TrainingLoss, SequentialRanking):
     def train_step(self, model: nn.Module, batch: dict[str, Tensor]) -> Step:
         mask_token = getattr(model, "mask_token", None)
         if mask_token is None:
-            raise TypeError(f"MaskedItemRanking needs a model with a [mask] token (BERT4Rec); "
-                            f"{type(model).__name__} has no mask_token")
+            raise TypeError(
+                f"MaskedItemRanking needs a model with a [mask] token (BERT4Rec); "
+                f"{type(model).__name__} has no mask_token"
+            )
         sequence = batch["sequence"][:, 1:]
         real = sequence > 0
         masked = (torch.rand(sequence.shape, device=sequence.device) < self.mask_prob) & real

@@ -13,7 +13,7 @@
   Pascal VOC or Cityscapes layout (:class:`SegmentationFolders`).
 """
 
-from .data import DigitScenes, Digits, ImageFolderClassification, SegmentationFolders, TorchvisionClassification
+from .data import Digits, DigitScenes, ImageFolderClassification, SegmentationFolders, TorchvisionClassification
 from .models import AttentionHead, AttentionResNet, SegmentationNet, SegmentationOutput, ViTClassifier
 from .task import ImageClassification, Segmentation
 

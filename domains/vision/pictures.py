@@ -10,13 +10,21 @@ from typing import Any, Optional
 from torch import Tensor, nn
 
 from framework.attention import Record
-from framework.pictures import (array, caption, colour_bar, figure, image_panel, overlay, padding_legend, picture,
-                                weight_map)
+from framework.pictures import (
+    array,
+    caption,
+    colour_bar,
+    figure,
+    image_panel,
+    overlay,
+    padding_legend,
+    picture,
+    weight_map,
+)
 
 
 @picture
-def masks(image: Tensor, truth: Tensor, prediction: Tensor, colours: Tensor, ignore_index: int,
-          title: str = "") -> Any:
+def masks(image: Tensor, truth: Tensor, prediction: Tensor, colours: Tensor, ignore_index: int, title: str = "") -> Any:
     """The image, the true and the predicted (H, W) label maps side by side, in the classes'
     ``colours`` ((K, 3) uint8) with a colour bar naming the classes; pixels of
     ``ignore_index`` hatched."""
@@ -29,8 +37,19 @@ def masks(image: Tensor, truth: Tensor, prediction: Tensor, colours: Tensor, ign
     axes = fig.subplots(1, 3)
     image_panel(axes[0], image, "image")
     for ax, labels, name in ((axes[1], truth, "true classes"), (axes[2], prediction, "predicted classes")):
-        shown = weight_map(ax, labels, rows="row (pixels)", columns="column (pixels)", valid=labels.cpu() != ignore_index,
-                           low=-0.5, high=classes - 0.5, bar=None, cmap=palette, aspect="equal", title=name)
+        shown = weight_map(
+            ax,
+            labels,
+            rows="row (pixels)",
+            columns="column (pixels)",
+            valid=labels.cpu() != ignore_index,
+            low=-0.5,
+            high=classes - 0.5,
+            bar=None,
+            cmap=palette,
+            aspect="equal",
+            title=name,
+        )
     bar = colour_bar(axes[2], shown, "class")
     bar.set_ticks(range(classes))
     if (truth == ignore_index).any() or (prediction == ignore_index).any():
@@ -39,8 +58,9 @@ def masks(image: Tensor, truth: Tensor, prediction: Tensor, colours: Tensor, ign
     return fig
 
 
-def pixel_attention(block: nn.Module, record: Record, images: Tensor, pixel: tuple[float, float],
-                    title: str = "") -> Optional[list[Any]]:
+def pixel_attention(
+    block: nn.Module, record: Record, images: Tensor, pixel: tuple[float, float], title: str = ""
+) -> Optional[list[Any]]:
     """Where the feature pixel at relative position ``pixel`` (row, column in [0, 1]) looks, drawn
     beside each image with the pixel marked; None when the record relates no pixels.
 
@@ -57,11 +77,14 @@ def pixel_attention(block: nn.Module, record: Record, images: Tensor, pixel: tup
     height, width = images.shape[-2:]
     point = (min(int(pixel[0] * height), height - 1), min(int(pixel[1] * width), width - 1))
     where = f"{title}({block.block_name}), query: feature pixel ({i}, {j}) of {record.queries[0]} x {record.queries[1]}"
-    return [overlay(x, w, point, caption_text=f"{where}, example {k + 1}") for k, (x, w) in enumerate(zip(images, weights))]
+    return [
+        overlay(x, w, point, caption_text=f"{where}, example {k + 1}") for k, (x, w) in enumerate(zip(images, weights))
+    ]
 
 
-def looked_at(model: nn.Module, maps: Mapping[str, list[Record]], images: Tensor,
-              pixel: tuple[float, float]) -> dict[str, list[Any]]:
+def looked_at(
+    model: nn.Module, maps: Mapping[str, list[Record]], images: Tensor, pixel: tuple[float, float]
+) -> dict[str, list[Any]]:
     """``pixel_attention/<block>``: :func:`pixel_attention` for the last record of every captured
     block of ``model`` whose weights relate pixels (``maps``: a capture of ``model`` on ``images``)."""
     modules, pictures = dict(model.named_modules()), {}
@@ -75,5 +98,7 @@ def looked_at(model: nn.Module, maps: Mapping[str, list[Record]], images: Tensor
 def token_attention(images: Tensor, weights: Tensor) -> list[Any]:
     """Each image beside its (h, w) ``weights`` over the image's patches, stretched to its size:
     where a token that is no pixel (a ViT's [CLS], by attention rollout) looks."""
-    return [overlay(x, w, keys="patches", caption_text=f"attention rollout: where [CLS] looks, example {k + 1}")
-            for k, (x, w) in enumerate(zip(images, weights))]
+    return [
+        overlay(x, w, keys="patches", caption_text=f"attention rollout: where [CLS] looks, example {k + 1}")
+        for k, (x, w) in enumerate(zip(images, weights))
+    ]

@@ -20,8 +20,8 @@ from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, 
 from framework.tasks import Classification, Task, call_model, split_batch
 from framework.tasks.attention_training import AttentionTraining
 
-from .models import SegmentationOutput
 from .data.palettes import as_palette, voc_palette
+from .models import SegmentationOutput
 from .pictures import looked_at, masks, token_attention
 
 
@@ -128,10 +128,18 @@ class Segmentation(AttentionTraining, Task):
     gold_data = "batches with gold attention (domains.vision.DigitScenes with data.gold=true)"
     gold_model = "a model with a block that relates pixels"
 
-    def __init__(self, num_classes: Optional[int] = None, ignore_index: int = 255, aux_weight: float = 0.4, num_images: int = 4,
-                 pixel: Sequence[float] = (0.5, 0.5), palette: Optional[Sequence[Sequence[int]]] = None,
-                 attention_supervision: float = 0.0, decouple_attention: float = 0.0,
-                 random_attention: bool = False) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        ignore_index: int = 255,
+        aux_weight: float = 0.4,
+        num_images: int = 4,
+        pixel: Sequence[float] = (0.5, 0.5),
+        palette: Optional[Sequence[Sequence[int]]] = None,
+        attention_supervision: float = 0.0,
+        decouple_attention: float = 0.0,
+        random_attention: bool = False,
+    ) -> None:
         require_sizes("task", num_classes=num_classes)
         super().__init__()
         self.attention_options(attention_supervision, decouple_attention, random_attention)
@@ -158,9 +166,13 @@ class Segmentation(AttentionTraining, Task):
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits, aux = _logits(output)
         if logits.shape[1] != self.num_classes:
-            raise ConfigError(f"segmentation: the model gives {logits.shape[1]} classes but task.num_classes={self.num_classes}")
+            raise ConfigError(
+                f"segmentation: the model gives {logits.shape[1]} classes but task.num_classes={self.num_classes}"
+            )
         if logits.shape[-2:] != target.shape[-2:]:
-            raise ValueError(f"segmentation: logits are {tuple(logits.shape[-2:])} but the target mask is {tuple(target.shape[-2:])}")
+            raise ValueError(
+                f"segmentation: logits are {tuple(logits.shape[-2:])} but the target mask is {tuple(target.shape[-2:])}"
+            )
         loss = F.cross_entropy(logits, target, ignore_index=self.ignore_index)
         if aux is None or not self.aux_weight:
             return loss, {}
@@ -176,8 +188,12 @@ class Segmentation(AttentionTraining, Task):
         # No per-update checks of the values (two thirds of an update's time at 32 x 64 x 64 pixels):
         # the predictions are arg-maxes, and the loss already refuses a target outside the classes.
         options = dict(num_classes=self.num_classes, ignore_index=self.ignore_index, validate_args=False)
-        return MetricCollection({"miou": MulticlassJaccardIndex(average="macro", **options),
-                                 "pixel_acc": MulticlassAccuracy(average="micro", **options)})
+        return MetricCollection(
+            {
+                "miou": MulticlassJaccardIndex(average="macro", **options),
+                "pixel_acc": MulticlassAccuracy(average="micro", **options),
+            }
+        )
 
     def predict(self, model: nn.Module, batch: Any) -> Tensor:
         """Label maps (B, H, W)."""
@@ -194,8 +210,12 @@ class Segmentation(AttentionTraining, Task):
         inputs, target = inputs[: self.num_images], target[: self.num_images]
         with capture(model) as maps:
             prediction = _logits(call_model(model, inputs))[0].argmax(1)
-        pictures = {"masks": [masks(x, t, p, self.colours, self.ignore_index, f"validation example {k + 1}")
-                              for k, (x, t, p) in enumerate(zip(inputs, target, prediction))]}
+        pictures = {
+            "masks": [
+                masks(x, t, p, self.colours, self.ignore_index, f"validation example {k + 1}")
+                for k, (x, t, p) in enumerate(zip(inputs, target, prediction))
+            ]
+        }
         return {**pictures, **looked_at(model, maps, inputs, self.pixel)}
 
     # ------------------------------------------------------------------ evaluation hooks
@@ -205,7 +225,9 @@ class Segmentation(AttentionTraining, Task):
         (in reading order) of the example's tile pixels, else the task's ``pixel``."""
         images = self.split(batch)[0]
         height, width = images.shape[-2:]
-        default = torch.tensor([min(int(self.pixel[0] * height), height - 1), min(int(self.pixel[1] * width), width - 1)])
+        default = torch.tensor(
+            [min(int(self.pixel[0] * height), height - 1), min(int(self.pixel[1] * width), width - 1)]
+        )
         pixels = default.expand(len(images), 2).clone()
         if has_gold(batch):
             for row, tiles in enumerate(batch[2][:, 1].cpu()):
@@ -269,9 +291,11 @@ class Segmentation(AttentionTraining, Task):
             replaced = vectors.transpose(1, 2).reshape(len(vectors), *features.shape[1:]).to(features.dtype)
             return block.register_forward_pre_hook(lambda module, args: (replaced, *args[1:]))
 
-        return ItemForward(features.flatten(2).transpose(1, 2).detach(),
-                           replaying(batch, len(features), swap, lambda b: self.decision(model, b)),
-                           replaying(batch, len(features), swap, lambda b: self.item_attention(model, b).weights))
+        return ItemForward(
+            features.flatten(2).transpose(1, 2).detach(),
+            replaying(batch, len(features), swap, lambda b: self.decision(model, b)),
+            replaying(batch, len(features), swap, lambda b: self.item_attention(model, b).weights),
+        )
 
     def gold_views(self, model: nn.Module, batch: Any, watched: Optional[Watched] = None) -> list[GoldView]:
         """With gold (digit scenes): each pass of the first pixel block, and the passes composed,
@@ -287,12 +311,29 @@ class Segmentation(AttentionTraining, Task):
         keys = F.adaptive_avg_pool2d(drawn[:, None], record.keys)[:, 0].flatten(1) > 0  # (B, K)
         queries = F.adaptive_avg_pool2d(tiles[:, None], record.queries)[:, 0].flatten(1) >= 0.5  # (B, Q)
         # the keys a pass can reach (criss-cross: the query's row and column), where its softmax is not 0
-        views = [GoldView(f"{name} pass {r + 1}" if len(dense) > 1 else name, weights, keys.unsqueeze(1), weights > 0,
-                          queries, trained=True) for r, weights in enumerate(dense)]
+        views = [
+            GoldView(
+                f"{name} pass {r + 1}" if len(dense) > 1 else name,
+                weights,
+                keys.unsqueeze(1),
+                weights > 0,
+                queries,
+                trained=True,
+            )
+            for r, weights in enumerate(dense)
+        ]
         if len(dense) > 1:
             composed = self._composed(dense)
-            views.append(GoldView(f"{name} passes composed", composed, keys.unsqueeze(1), torch.ones_like(composed).bool(),
-                                  queries, trained=True))
+            views.append(
+                GoldView(
+                    f"{name} passes composed",
+                    composed,
+                    keys.unsqueeze(1),
+                    torch.ones_like(composed).bool(),
+                    queries,
+                    trained=True,
+                )
+            )
         return views
 
 
@@ -312,8 +353,13 @@ class ImageClassification(Classification):
         pixel: the query pixel of the pixel pictures, as fractions of height and width.
     """
 
-    def __init__(self, num_classes: Optional[int] = None, label_smoothing: float = 0.0, num_images: int = 4,
-                 pixel: Sequence[float] = (0.5, 0.5)) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        label_smoothing: float = 0.0,
+        num_images: int = 4,
+        pixel: Sequence[float] = (0.5, 0.5),
+    ) -> None:
         super().__init__(num_classes, label_smoothing)
         if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):
             raise ConfigError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from . import cross, feature_map, graph, memory, pooling, sequence
 from .ablation import ABLATIONS, ablation
 from .base import AttentionBlock, AttentionOutput, ShapeError, expect_shape
-from .masks import sequence_mask
-from .record import Record
 from .capture import capture
-from .probes import ProbeRows, probe_index
 from .cross import Attention
+from .masks import sequence_mask
+from .probes import ProbeRows, probe_index
+from .record import Record
 from .registry import KINDS, BlockInfo, UnknownBlockError, aliases, available, create, info
 
 if TYPE_CHECKING:
@@ -47,8 +47,18 @@ if TYPE_CHECKING:
 
 #: What a model's config names a block with (``spec``, typed for jsonargparse): imported on first
 #: use, so the library alone does not load jsonargparse.
-_SPEC = ("BlockSpec", "CrossBlock", "FeatureMapBlock", "GraphBlock", "MeanPooling", "MemoryBlock", "NoAttention",
-         "PoolingBlock", "SequenceBlock", "build")
+_SPEC = (
+    "BlockSpec",
+    "CrossBlock",
+    "FeatureMapBlock",
+    "GraphBlock",
+    "MeanPooling",
+    "MemoryBlock",
+    "NoAttention",
+    "PoolingBlock",
+    "SequenceBlock",
+    "build",
+)
 
 for _kind in (cross, feature_map, graph, memory, pooling, sequence):  # every public module of a kind's folder registers
     for _module in pkgutil.iter_modules(_kind.__path__, f"{_kind.__name__}."):  # its blocks (_private ones are helpers)

@@ -26,8 +26,9 @@ from torch import Tensor, nn
 ABLATIONS = ("uniform", "random", "permute")
 
 
-def ablated(weights: Tensor, mode: str, valid: Optional[Tensor] = None, dim: int = -1,
-            normalised: bool = True) -> Tensor:
+def ablated(
+    weights: Tensor, mode: str, valid: Optional[Tensor] = None, dim: int = -1, normalised: bool = True
+) -> Tensor:
     """Weights replaced as an ablation study replaces them (Jain & Wallace, 2019; the surveys' A.2).
 
     For a distribution over keys (``normalised``: the weights along ``dim`` sum to 1 over the
@@ -45,7 +46,9 @@ def ablated(weights: Tensor, mode: str, valid: Optional[Tensor] = None, dim: int
     if mode not in ABLATIONS:
         raise ValueError(f"ablation must be one of {', '.join(ABLATIONS)}, got {mode!r}")
     moved = weights.movedim(dim, -1)
-    keep = torch.ones_like(moved, dtype=torch.bool) if valid is None else valid.bool().expand_as(weights).movedim(dim, -1)
+    keep = (
+        torch.ones_like(moved, dtype=torch.bool) if valid is None else valid.bool().expand_as(weights).movedim(dim, -1)
+    )
     if mode == "permute":
         noise = torch.rand(moved.shape, device=moved.device).masked_fill(~keep, 2.0)  # invalid keys sort last
         order = noise.argsort(-1)  # a random order of each row's valid keys
@@ -65,7 +68,6 @@ def ablated(weights: Tensor, mode: str, valid: Optional[Tensor] = None, dim: int
     return result.to(weights.dtype).movedim(-1, dim)
 
 
-
 @contextmanager
 def ablation(model: nn.Module, mode: Optional[str], *patterns: str) -> Iterator[list[str]]:
     """Within the context, the chosen attention blocks of ``model`` (glob patterns over module
@@ -75,8 +77,11 @@ def ablation(model: nn.Module, mode: Optional[str], *patterns: str) -> Iterator[
     if mode is not None and mode not in ABLATIONS:
         raise ValueError(f"ablation must be one of {', '.join(ABLATIONS)}, got {mode!r}")
     blocks = {name: m for name, m in model.named_modules() if hasattr(m, "block_name")}
-    chosen = [name for name, m in blocks.items()
-              if not patterns or any(fnmatch(name, p) or p == m.block_name for p in patterns)]
+    chosen = [
+        name
+        for name, m in blocks.items()
+        if not patterns or any(fnmatch(name, p) or p == m.block_name for p in patterns)
+    ]
     if patterns and not chosen:
         found = ", ".join(f"{n or '<root>'} ({m.block_name})" for n, m in blocks.items()) or "none"
         raise ValueError(f"ablation: no attention block matches {list(patterns)}; blocks in the model: {found}")

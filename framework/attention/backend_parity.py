@@ -24,8 +24,9 @@ import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -56,9 +57,11 @@ def block_inputs(model: nn.Module, run: Callable[[], Any]) -> dict[str, tuple[tu
     seen: dict[str, tuple[tuple, dict]] = {}
     handles = []
     for name, block in multi_path_blocks(model).items():
+
         def keep(module: nn.Module, args: tuple, kwargs: dict, name: str = name) -> None:
             if name not in seen:
                 seen[name] = tree_map(lambda t: t.detach().clone() if isinstance(t, Tensor) else t, (args, kwargs))
+
         handles.append(block.register_forward_pre_hook(keep, with_kwargs=True))
     try:
         with torch.no_grad():
@@ -71,11 +74,13 @@ def block_inputs(model: nn.Module, run: Callable[[], Any]) -> dict[str, tuple[tu
 
 def _moved(inputs: Any, device: torch.device, dtype: Optional[torch.dtype]) -> Any:
     """Tensors on ``device``, floating ones in ``dtype`` (None: theirs) and needing gradients."""
+
     def move(t: Any) -> Any:
         if not isinstance(t, Tensor):
             return t
         t = t.detach().to(device)  # a leaf of its own, whatever the stored input went through
         return (t.to(dtype) if dtype else t).requires_grad_() if t.is_floating_point() else t
+
     return tree_map(move, inputs)
 
 
@@ -97,25 +102,31 @@ def _outputs(block: AttentionBlock, inputs: tuple[tuple, dict]) -> list[Tensor]:
     return [t for t in tree_flatten(block(*args, **kwargs))[0] if isinstance(t, Tensor) and t.is_floating_point()]
 
 
-def _pass(block: AttentionBlock, inputs: tuple[tuple, dict], cotangents: Optional[list[Tensor]] = None
-          ) -> tuple[list[Tensor], list[Optional[Tensor]], list[Tensor]]:
+def _pass(
+    block: AttentionBlock, inputs: tuple[tuple, dict], cotangents: Optional[list[Tensor]] = None
+) -> tuple[list[Tensor], list[Optional[Tensor]], list[Tensor]]:
     """One forward pass and, with cotangents, the backward of <output, cotangents>: (outputs,
     gradients of the floating inputs and parameters, the cotangents used)."""
     outputs = _outputs(block, inputs)
     if cotangents is None:
         generator = torch.Generator().manual_seed(0)
         cotangents = [torch.randn(t.shape, generator=generator, dtype=torch.float64).to(t) for t in outputs]
-    leaves = [t for t in tree_flatten(inputs)[0] if isinstance(t, Tensor) and t.requires_grad] + list(block.parameters())
+    leaves = [t for t in tree_flatten(inputs)[0] if isinstance(t, Tensor) and t.requires_grad] + list(
+        block.parameters()
+    )
     for leaf in leaves:
         leaf.grad = None
-    sum((o * c.to(o)).sum() for o, c in zip(outputs, cotangents)).backward()  # (not autograd.grad: FlopCounterMode's hooks)
+    sum(
+        (o * c.to(o)).sum() for o, c in zip(outputs, cotangents)
+    ).backward()  # (not autograd.grad: FlopCounterMode's hooks)
     grads = [leaf.grad for leaf in leaves]
     return [o.detach() for o in outputs], grads, cotangents
 
 
 def _max_diff(a: list[Optional[Tensor]], b: list[Optional[Tensor]]) -> float:
-    return max([float((x - y).abs().max()) for x, y in zip(a, b) if x is not None and y is not None and x.numel()],
-               default=0.0)
+    return max(
+        [float((x - y).abs().max()) for x, y in zip(a, b) if x is not None and y is not None and x.numel()], default=0.0
+    )
 
 
 @contextlib.contextmanager
@@ -149,8 +160,9 @@ def _peak_cpu_mb(step: Callable[[], Any]) -> float:
     return peak / 2**20
 
 
-def _measure(block: AttentionBlock, inputs: tuple[tuple, dict], device: torch.device, repeats: int
-             ) -> tuple[float, float]:
+def _measure(
+    block: AttentionBlock, inputs: tuple[tuple, dict], device: torch.device, repeats: int
+) -> tuple[float, float]:
     """(median ms of a forward and backward pass, peak MB of one)."""
     outputs, _, cotangents = _pass(block, inputs)  # warm-up: compilation, autotuning, cached masks
     cotangents = [c.to(o) for c, o in zip(cotangents, outputs)]
@@ -189,8 +201,14 @@ def _first_line(err: BaseException) -> str:
     return (str(err).splitlines() or [type(err).__name__])[0][:120]
 
 
-def compare_block(name: str, block: AttentionBlock, inputs: tuple[tuple, dict], backends: Optional[list[str]] = None,
-                  device: torch.device = torch.device("cpu"), repeats: int = 5) -> list[Row]:
+def compare_block(
+    name: str,
+    block: AttentionBlock,
+    inputs: tuple[tuple, dict],
+    backends: Optional[list[str]] = None,
+    device: torch.device = torch.device("cpu"),
+    repeats: int = 5,
+) -> list[Row]:
     """The rows of ``block``'s paths (those of ``backends`` it has; default all), eager first."""
     cpu, kind = torch.device("cpu"), type(block).__name__
     chosen = [p for p in paths(block) if backends is None or p in backends or p == "eager"]
@@ -225,24 +243,50 @@ def compare_block(name: str, block: AttentionBlock, inputs: tuple[tuple, dict], 
     return rows
 
 
-def parity(model: nn.Module, run: Callable[[], Any], backends: Optional[list[str]] = None,
-           device: torch.device = torch.device("cpu"), repeats: int = 5) -> list[Row]:
+def parity(
+    model: nn.Module,
+    run: Callable[[], Any],
+    backends: Optional[list[str]] = None,
+    device: torch.device = torch.device("cpu"),
+    repeats: int = 5,
+) -> list[Row]:
     """Every block with several paths, on what ``run()`` (one batch through ``model``) gave it."""
     inputs = block_inputs(model, run)
     blocks = multi_path_blocks(model)
-    return [row for name, given in inputs.items() for row in compare_block(name, blocks[name], given, backends, device,
-                                                                             repeats)]
+    return [
+        row
+        for name, given in inputs.items()
+        for row in compare_block(name, blocks[name], given, backends, device, repeats)
+    ]
 
 
 def format_table(rows: list[Row], device: str) -> str:
     """The rows as a text table, a line per block and path."""
+
     def number(value: Optional[float], spec: str) -> str:
         return "-" if value is None else format(value, spec)
 
     head = ("block", "class", "backend", "max|d out|", "max|d grad|", "ms", "TFLOP/s", "peak MB", "note")
-    lines = [(r.block, r.kind, r.backend, number(r.output_diff, ".1e"), number(r.grad_diff, ".1e"), number(r.ms, ".2f"),
-              number(r.tflops, ".4f"), number(r.peak_mb, ".1f"), r.note) for r in rows]
+    lines = [
+        (
+            r.block,
+            r.kind,
+            r.backend,
+            number(r.output_diff, ".1e"),
+            number(r.grad_diff, ".1e"),
+            number(r.ms, ".2f"),
+            number(r.tflops, ".4f"),
+            number(r.peak_mb, ".1f"),
+            r.note,
+        )
+        for r in rows
+    ]
     widths = [max(len(str(line[i])) for line in [head, *lines]) for i in range(len(head))]
     text = ["  ".join(str(cell).ljust(width) for cell, width in zip(line, widths)).rstrip() for line in [head, *lines]]
-    return "\n".join([f"differences: float64 on the CPU against eager; ms, TFLOP/s (eager's FLOPs) and peak MB: "
-                      f"forward + backward on {device}", *text])
+    return "\n".join(
+        [
+            f"differences: float64 on the CPU against eager; ms, TFLOP/s (eager's FLOPs) and peak MB: "
+            f"forward + backward on {device}",
+            *text,
+        ]
+    )

@@ -20,8 +20,9 @@ A choice that no block has, a block without the chosen path, or a path its devic
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import Mapping, Optional, Union
+from typing import Optional, Union
 
 import torch
 from torch import nn
@@ -51,8 +52,10 @@ def choose(block: AttentionBlock, backend: str, name: str = "") -> None:
     """Run ``block`` (called ``name`` in its model) on ``backend``, one of :func:`paths`."""
     _known(backend)
     if backend not in paths(block):
-        raise ValueError(f"attention backend {backend!r}: block {name or '(the model)'} ({block.block_name}) has "
-                         f"{', '.join(paths(block))}")
+        raise ValueError(
+            f"attention backend {backend!r}: block {name or '(the model)'} ({block.block_name}) has "
+            f"{', '.join(paths(block))}"
+        )
     if backend == "compiled":
         block.compile()  # its default path, traced by torch.compile on the first call
     block.chosen_backend = backend
@@ -72,15 +75,19 @@ def use(model: nn.Module, choice: Optional[Choice]) -> dict[str, str]:
         chosen = {name: choice for name, block in blocks.items() if choice in paths(block)}
         if not chosen:
             offered = sorted({path for block in blocks.values() for path in paths(block)}, key=BACKENDS.index)
-            raise ValueError(f"attention backend {choice!r}: no block of the model has it (its blocks' paths: "
-                             f"{', '.join(offered) or 'none, each block has one path'})")
+            raise ValueError(
+                f"attention backend {choice!r}: no block of the model has it (its blocks' paths: "
+                f"{', '.join(offered) or 'none, each block has one path'})"
+            )
     else:
         for pattern, backend in choice.items():
             _known(backend)
             matched = [name for name, block in blocks.items() if _matches(pattern, name, block)]
             if not matched:
-                raise ValueError(f"attention backend for {pattern!r}: no block with several paths matches it "
-                                 f"(those of the model: {', '.join(blocks) or 'none'})")
+                raise ValueError(
+                    f"attention backend for {pattern!r}: no block with several paths matches it "
+                    f"(those of the model: {', '.join(blocks) or 'none'})"
+                )
             chosen.update({name: backend for name in matched})
     for name, backend in chosen.items():
         choose(blocks[name], backend, name)
@@ -94,8 +101,9 @@ def check(model: nn.Module, device: torch.device, training: bool = False) -> Non
         backend = block.chosen_backend
         missing = backend and backend != "compiled" and block.backend_missing(backend, device, training)
         if missing:
-            raise ValueError(f"attention backend {backend!r} of block {name or '(the model)'} ({block.block_name}): "
-                             f"{missing}")
+            raise ValueError(
+                f"attention backend {backend!r} of block {name or '(the model)'} ({block.block_name}): {missing}"
+            )
 
 
 def _known(backend: str) -> None:

@@ -28,7 +28,6 @@ from .capture import record_rows as _record_rows
 from .record import Record, flat_position, middle_query, probe_row
 
 
-
 class ShapeError(ValueError):
     """A tensor reached a block with the wrong shape; the message names block, tensor and shapes."""
 
@@ -102,9 +101,17 @@ class AttentionBlock(nn.Module):
         """``weights`` unchanged, or replaced under the block's ablation (see :func:`ablated`)."""
         return weights if self.ablation is None else ablated(weights, self.ablation, valid, dim, normalised)
 
-    def finish(self, output: Any, weights: Any, need_weights: bool = False, *,
-               queries: Optional[tuple[int, ...]] = None, keys: Optional[tuple[int, ...]] = None,
-               recorded: bool = False, log_prob: Optional[Tensor] = None) -> Any:
+    def finish(
+        self,
+        output: Any,
+        weights: Any,
+        need_weights: bool = False,
+        *,
+        queries: Optional[tuple[int, ...]] = None,
+        keys: Optional[tuple[int, ...]] = None,
+        recorded: bool = False,
+        log_prob: Optional[Tensor] = None,
+    ) -> Any:
         """The end of a forward pass: hand ``weights`` to the captures watching this block (as a
         :class:`Record` with the query and key grids) and return ``output``, or
         ``AttentionOutput(output, weights, log_prob)`` when the caller asked for the weights.
@@ -119,14 +126,22 @@ class AttentionBlock(nn.Module):
             self.record(weights, queries=queries, keys=keys)
         return AttentionOutput(output, weights, log_prob) if need_weights else output
 
-    def record(self, weights: Any, *, queries: Optional[tuple[int, ...]] = None,
-               keys: Optional[tuple[int, ...]] = None) -> None:
+    def record(
+        self, weights: Any, *, queries: Optional[tuple[int, ...]] = None, keys: Optional[tuple[int, ...]] = None
+    ) -> None:
         """Hand ``weights`` to the captures watching this block (nothing when none does)."""
         if watched(self):
             _record(self, Record(weights, queries, keys))
 
-    def record_rows(self, rows: Any, *, queries: tuple[int, ...], keys: tuple[int, ...], device: torch.device,
-                    lse: Optional[Tensor] = None) -> None:
+    def record_rows(
+        self,
+        rows: Any,
+        *,
+        queries: tuple[int, ...],
+        keys: tuple[int, ...],
+        device: torch.device,
+        lse: Optional[Tensor] = None,
+    ) -> None:
         """Hand the captures with probes the rows of their probe queries: ``rows(index)`` gives a
         :class:`~framework.attention.probes.ProbeRows` for the (P,) flat indices ``index`` (on
         ``device``) of the probes in the grid ``queries``, over the keys of the grid ``keys``;
@@ -168,8 +183,13 @@ class AttentionBlock(nn.Module):
         learned queries, a graph's edges). The default reads weights laid out so already;
         blocks whose weights are laid out otherwise (criss-cross, DANet) override it."""
         weights, queries, keys = record.weights, record.queries, record.keys
-        if (isinstance(weights, Tensor) and queries and keys and weights.dim() >= 3
-                and weights.shape[-2:] == (math.prod(queries), math.prod(keys))):
+        if (
+            isinstance(weights, Tensor)
+            and queries
+            and keys
+            and weights.dim() >= 3
+            and weights.shape[-2:] == (math.prod(queries), math.prod(keys))
+        ):
             return weights
         return None
 
@@ -217,28 +237,57 @@ class AttentionBlock(nn.Module):
         weights, queries, keys, probes = record.weights, record.queries, record.keys, record.probes
         rows = len(probes) if probes is not None else math.prod(queries) if queries else None
         layout = (rows, math.prod(keys)) if queries and keys else None
-        heads = weights.shape[1] if isinstance(weights, Tensor) and weights.dim() == 4 and weights.shape[2:] == layout else 1
+        heads = (
+            weights.shape[1]
+            if isinstance(weights, Tensor) and weights.dim() == 4 and weights.shape[2:] == layout
+            else 1
+        )
         said = f"{caption}\n{self.block_name}" + (f", mean of {heads} heads" if heads > 1 else "")  # (B, h, Q, K)
         if keys is not None and len(keys) == 2 and tuple(image.shape) == tuple(keys):
             middle = middle_query(record)
             query = f"query pixel {middle} of {queries[0]} x {queries[1]}" if queries else "its query"
             marked = middle if queries and tuple(queries) == tuple(keys) and probes is not None else None
-            return heatmap(image, rows="key row", columns="key column", aspect="equal", marked=marked,
-                           caption_text=f"{said}: where {query} looks")
+            return heatmap(
+                image,
+                rows="key row",
+                columns="key column",
+                aspect="equal",
+                marked=marked,
+                caption_text=f"{said}: where {query} looks",
+            )
         if keys is None or len(keys) != 1 or image.shape[-1] != keys[0]:  # no grid: say what the axes are
-            drawn = [w for w in weights if isinstance(w, Tensor) and w.dim() >= 2][-1] if isinstance(
-                weights, (tuple, list)) else weights  # the tensor weights_image draws
+            drawn = (
+                [w for w in weights if isinstance(w, Tensor) and w.dim() >= 2][-1]
+                if isinstance(weights, (tuple, list))
+                else weights
+            )  # the tensor weights_image draws
             shape = tuple(drawn.shape[1:])
-            return heatmap(image, rows="row", columns="column",
-                           caption_text=f"{said}: captured weights {shape} per example, leading axes averaged")
+            return heatmap(
+                image,
+                rows="row",
+                columns="column",
+                caption_text=f"{said}: captured weights {shape} per example, leading axes averaged",
+            )
         attended = image.ne(0).any(0)
         if probes is not None and record.valid is not None:
             attended = record.valid[0].reshape(-1, record.valid.shape[-1]).any(0).expand_as(attended)
         same = queries is not None and tuple(queries) == tuple(keys)
         if probes is not None and len(probes) < math.prod(queries):  # some queries' rows: label them
-            return heatmap(image, rows=f"probe query position (of {queries[0]})", columns="key position",
-                           row_labels=[str(int(p)) for p in probes], valid_columns=attended,
-                           valid_rows=attended[probes] if same else None, caption_text=said)
+            return heatmap(
+                image,
+                rows=f"probe query position (of {queries[0]})",
+                columns="key position",
+                row_labels=[str(int(p)) for p in probes],
+                valid_columns=attended,
+                valid_rows=attended[probes] if same else None,
+                caption_text=said,
+            )
         same = same and image.shape[0] == keys[0]
-        return heatmap(image, rows="query position" if queries else "query", columns="key position",
-                       valid_columns=attended, valid_rows=attended if same else None, caption_text=said)
+        return heatmap(
+            image,
+            rows="query position" if queries else "query",
+            columns="key position",
+            valid_columns=attended,
+            valid_rows=attended if same else None,
+            caption_text=said,
+        )

@@ -13,15 +13,15 @@ capture the check is one test of an empty list, so training pays nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from fnmatch import fnmatch
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
 
-from .probes import Probes, ProbeRows, check_probes, probe_index, rows_of
+from .probes import ProbeRows, Probes, check_probes, probe_index, rows_of
 from .record import Record
 
 _ACTIVE: list[capture] = []
@@ -105,7 +105,9 @@ def _gives_rows(block: nn.Module) -> bool:
 def is_capturing(block: nn.Module) -> bool:
     """Whether an active capture wants this block's full weights: one without probes watches
     it, or one with probes and the block gives no probe rows of its own."""
-    return bool(_ACTIVE) and any(id(block) in c._names and (c.probes is None or not _gives_rows(block)) for c in _ACTIVE)
+    return bool(_ACTIVE) and any(
+        id(block) in c._names and (c.probes is None or not _gives_rows(block)) for c in _ACTIVE
+    )
 
 
 def is_probing(block: nn.Module) -> bool:
@@ -138,8 +140,14 @@ def record(block: nn.Module, record: Any) -> None:
                 c._add(name, replace(record, weights=rows, probes=index, valid=valid))
 
 
-def record_rows(block: nn.Module, rows: Callable[[Tensor], ProbeRows], queries: tuple[int, ...],
-                keys: tuple[int, ...], device: torch.device, lse: Optional[Tensor] = None) -> None:
+def record_rows(
+    block: nn.Module,
+    rows: Callable[[Tensor], ProbeRows],
+    queries: tuple[int, ...],
+    keys: tuple[int, ...],
+    device: torch.device,
+    lse: Optional[Tensor] = None,
+) -> None:
     """Hand the rows that a block computes for the probe queries (``rows(index)`` for the (P,)
     flat indices, on ``device``, of each capture's probes on the grid ``queries``) to every
     active capture with probes that watches it, as records with ``probes`` set."""
@@ -149,8 +157,10 @@ def record_rows(block: nn.Module, rows: Callable[[Tensor], ProbeRows], queries: 
             continue
         index = c.probe_index(queries, device)
         got = rows(index)
-        c._add(name, Record(got.weights, tuple(queries), tuple(keys), probes=index, valid=got.valid, logits=got.logits,
-                            lse=lse))
+        c._add(
+            name,
+            Record(got.weights, tuple(queries), tuple(keys), probes=index, valid=got.valid, logits=got.logits, lse=lse),
+        )
 
 
 def _detached(record: Any) -> Any:

@@ -14,8 +14,9 @@ a zero context.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from functools import lru_cache, reduce
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -33,8 +34,14 @@ def causal_mask(m: int, n: int, device: torch.device) -> Tensor:
         return torch.ones(m, n, dtype=torch.bool, device=device).tril()
 
 
-def combine(block: str, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], m: int, n: int,
-            *structure: Optional[Tensor]) -> Optional[Tensor]:
+def combine(
+    block: str,
+    key_padding_mask: Optional[Tensor],
+    attn_mask: Optional[Tensor],
+    m: int,
+    n: int,
+    *structure: Optional[Tensor],
+) -> Optional[Tensor]:
     """The padding of the keys, an explicit mask and structural masks and-ed into one boolean
     mask, (B|1, h|1, M|1, N); None when every part is None.
 
@@ -55,9 +62,15 @@ def combine(block: str, key_padding_mask: Optional[Tensor], attn_mask: Optional[
     return reduce(operator.and_, parts) if parts else None
 
 
-def sequence_mask(block: AttentionBlock, x: Tensor, mask: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
-                  *, structure: Optional[Callable[[int, torch.device], Tensor]] = None,
-                  causal: bool = False) -> Optional[Tensor]:
+def sequence_mask(
+    block: AttentionBlock,
+    x: Tensor,
+    mask: Optional[Tensor] = None,
+    attn_mask: Optional[Tensor] = None,
+    *,
+    structure: Optional[Callable[[int, torch.device], Tensor]] = None,
+    causal: bool = False,
+) -> Optional[Tensor]:
     """Check a sequence block's inputs and combine its masks into the one it attends with.
 
     ::
@@ -88,10 +101,23 @@ def sequence_mask(block: AttentionBlock, x: Tensor, mask: Optional[Tensor] = Non
     if attn_mask is not None:
         heads = getattr(block, "num_heads", None)
         leading = attn_mask.shape[:-2]
-        fits = (attn_mask.shape[-2:] == (n, n) and 2 <= attn_mask.dim() <= 4 and leading[:1] in ((), (1,), (b,))
-                and (attn_mask.dim() < 4 or heads is None or leading[1] in (1, heads)))
+        fits = (
+            attn_mask.shape[-2:] == (n, n)
+            and 2 <= attn_mask.dim() <= 4
+            and leading[:1] in ((), (1,), (b,))
+            and (attn_mask.dim() < 4 or heads is None or leading[1] in (1, heads))
+        )
         if not fits:
-            raise ShapeError(f"{name}: attn_mask must have shape ({n}, {n}), ({b}, {n}, {n}) or "
-                             f"({b}, {heads or 'h'}, {n}, {n}), got {tuple(attn_mask.shape)}")
-    return combine(name, mask, attn_mask, n, n, None if structure is None else structure(n, x.device),
-                   causal_mask(n, n, x.device) if causal else None)
+            raise ShapeError(
+                f"{name}: attn_mask must have shape ({n}, {n}), ({b}, {n}, {n}) or "
+                f"({b}, {heads or 'h'}, {n}, {n}), got {tuple(attn_mask.shape)}"
+            )
+    return combine(
+        name,
+        mask,
+        attn_mask,
+        n,
+        n,
+        None if structure is None else structure(n, x.device),
+        causal_mask(n, n, x.device) if causal else None,
+    )

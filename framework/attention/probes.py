@@ -48,7 +48,9 @@ def check_probes(probes: Optional[Probes]) -> None:
     if probes is None:
         return
     if isinstance(probes, bool) or not isinstance(probes, (int, Sequence)) or isinstance(probes, str):
-        raise ValueError(f"capture: probes must be a number of probe queries or a list of their positions, got {probes!r}")
+        raise ValueError(
+            f"capture: probes must be a number of probe queries or a list of their positions, got {probes!r}"
+        )
     if isinstance(probes, int) and probes < 1:
         raise ValueError(f"capture: probes must be at least 1, got {probes}")
     if not isinstance(probes, int) and not len(probes):
@@ -86,19 +88,22 @@ def probe_index(grid: tuple[int, ...], probes: Probes, device: Optional[torch.de
             inside = len(point) == len(grid) and all(0 <= p < g for p, g in zip(point, grid))
             at = sum(p * stride for p, stride in zip(point, strides(grid))) if inside else -1
         if not inside:
-            raise ValueError(f"capture: probe {position!r} is outside the query grid {tuple(grid)} "
-                             f"(a flat index below {size}, or a position of the grid)")
+            raise ValueError(
+                f"capture: probe {position!r} is outside the query grid {tuple(grid)} "
+                f"(a flat index below {size}, or a position of the grid)"
+            )
         flat.append(at)
     return torch.tensor(sorted(set(flat)), dtype=torch.long, device=device)
 
 
 def strides(grid: tuple[int, ...]) -> list[int]:
     """Row-major strides of a grid: (h, w) -> [w, 1]."""
-    return [math.prod(grid[i + 1:]) for i in range(len(grid))]
+    return [math.prod(grid[i + 1 :]) for i in range(len(grid))]
 
 
-def rows_of(weights: Optional[Tensor], queries: Optional[tuple[int, ...]],
-            index_of: object) -> Optional[tuple[Tensor, Tensor, Tensor]]:
+def rows_of(
+    weights: Optional[Tensor], queries: Optional[tuple[int, ...]], index_of: object
+) -> Optional[tuple[Tensor, Tensor, Tensor]]:
     """The probe rows of full weights (B, [h,] Q, K) over a query grid and a key grid (None:
     the record has none): ``(index, rows, valid)``, where ``index_of(queries)`` gives the probe
     indices and valid (B, 1.., 1, K) marks the keys that some query of the example weighs in

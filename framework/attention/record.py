@@ -62,10 +62,14 @@ def probe_row(record: Record, query: tuple[int, ...]) -> int:
     at = flat_position(record.queries, query)
     found = (record.probes == at).nonzero()
     if not len(found):
-        shown = [tuple(int(i) // s % g for g, s in zip(record.queries, strides(record.queries))) for i in record.probes[:8]]
-        raise ValueError(f"query {tuple(query)} is not among the record's {len(record.probes)} probe queries "
-                         f"({', '.join(map(str, shown))}{' ...' if len(record.probes) > 8 else ''}); capture with "
-                         "probes that include it (capture(model, probes=[...]))")
+        shown = [
+            tuple(int(i) // s % g for g, s in zip(record.queries, strides(record.queries))) for i in record.probes[:8]
+        ]
+        raise ValueError(
+            f"query {tuple(query)} is not among the record's {len(record.probes)} probe queries "
+            f"({', '.join(map(str, shown))}{' ...' if len(record.probes) > 8 else ''}); capture with "
+            "probes that include it (capture(model, probes=[...]))"
+        )
     return int(found[0, 0])
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from torch import nn
 
@@ -71,8 +72,16 @@ _REGISTRY: dict[str, BlockInfo] = {}
 _ALIASES: dict[str, str] = {}  # alias -> registered name
 
 
-def register(name: str, *, kind: str, category: str, paper: str, placement: Optional[str] = None,
-             aliases: tuple[str, ...] = (), **defaults: Any) -> Callable:
+def register(
+    name: str,
+    *,
+    kind: str,
+    category: str,
+    paper: str,
+    placement: Optional[str] = None,
+    aliases: tuple[str, ...] = (),
+    **defaults: Any,
+) -> Callable:
     """Class decorator: register ``cls`` under ``name``.
 
     ``defaults`` are keyword arguments baked into this entry, so one class can
@@ -83,8 +92,10 @@ def register(name: str, *, kind: str, category: str, paper: str, placement: Opti
     if kind not in KINDS:
         raise ValueError(f"register({name!r}): kind must be one of {sorted(KINDS)}, got {kind!r}")
     if (kind == "feature_map") != (placement in PLACEMENTS):
-        raise ValueError(f"register({name!r}): a feature_map block names its placement, one of {PLACEMENTS}; "
-                         f"other kinds none; got kind={kind!r}, placement={placement!r}")
+        raise ValueError(
+            f"register({name!r}): a feature_map block names its placement, one of {PLACEMENTS}; "
+            f"other kinds none; got kind={kind!r}, placement={placement!r}"
+        )
 
     def decorate(cls: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         for taken in (name, *aliases):
@@ -142,8 +153,10 @@ def timm_arguments(entry: BlockInfo, kwargs: dict[str, Any]) -> dict[str, Any]:
     params = inspect.signature(entry.builder).parameters
     kwargs = dict(kwargs)
     if "rd_divisor" in kwargs and "rd_divisor" not in params:
-        raise TypeError(f"{entry.name}: rd_divisor (timm's rounding of the bottleneck width to a multiple) has no "
-                        "counterpart here; give rd_channels, the width itself")
+        raise TypeError(
+            f"{entry.name}: rd_divisor (timm's rounding of the bottleneck width to a multiple) has no "
+            "counterpart here; give rd_channels, the width itself"
+        )
     for timm_name, ours in (("rd_ratio", ("reduction",)), ("rd_channels", ("hidden", "inner_channels"))):
         target = next((p for p in ours if p in params), None)
         if timm_name not in kwargs or timm_name in params or target is None:
@@ -154,15 +167,18 @@ def timm_arguments(entry: BlockInfo, kwargs: dict[str, Any]) -> dict[str, Any]:
         if timm_name == "rd_ratio":
             reduction = round(1 / value) if value > 0 else 0
             if reduction < 1 or abs(reduction * value - 1) > 1e-6:
-                raise ValueError(f"{entry.name}: rd_ratio must be 1 / a whole number (the block keeps C // reduction "
-                                 f"hidden features), got {value}; give rd_channels for another width")
+                raise ValueError(
+                    f"{entry.name}: rd_ratio must be 1 / a whole number (the block keeps C // reduction "
+                    f"hidden features), got {value}; give rd_channels for another width"
+                )
             value = reduction
         kwargs[target] = value
     return kwargs
 
 
-def unknown_name_message(name: str, names: list[str], what: str = "attention block",
-                         known: Optional[dict[str, str]] = None) -> str:
+def unknown_name_message(
+    name: str, names: list[str], what: str = "attention block", known: Optional[dict[str, str]] = None
+) -> str:
     """'unknown attention block 'cbma'; did you mean: cbam?' plus where to look.
 
     The suggestions are the names and aliases (``known``: alias -> name) within a few edits of

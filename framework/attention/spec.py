@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Any, Callable, ClassVar, Optional, Union
+from collections.abc import Callable
+from typing import Any, ClassVar, Optional, Union
 
 import torch
 from jsonargparse.typing import register_type
@@ -39,10 +40,12 @@ class BlockName(str):
 
     def __new__(cls, value: str) -> BlockName:
         if type(value).__name__ == "NestedArg":  # --model.attention.init_args.k=v on a block given by name
-            raise ValueError(f"{value.key}={value.val} sets an argument of a block given by its name: give the block "
-                             "and its arguments as a spec instead, '{\"class_path\": \"<its class>\", \"init_args\": "
-                             f"{{\"{value.key.split('.')[-1]}\": {value.val}}}}}' (`python -m framework blocks` says where "
-                             "each block is defined)")
+            raise ValueError(
+                f"{value.key}={value.val} sets an argument of a block given by its name: give the block "
+                'and its arguments as a spec instead, \'{"class_path": "<its class>", "init_args": '
+                f'{{"{value.key.split(".")[-1]}": {value.val}}}}}\' (`python -m framework blocks` says where '
+                "each block is defined)"
+            )
         if isinstance(value, dict) and isinstance(value.get("class_path"), str):  # a spec whose class did not resolve
             path = value["class_path"]
             raise ValueError(f"attention block {path!r}: cannot import it ({_import_error(path)})")
@@ -139,7 +142,9 @@ class MeanPooling(NoAttention):
     def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Any:  # type: ignore[override]
         if x.dim() < 2 or (mask is not None and tuple(mask.shape) != tuple(x.shape[:-1])):
             got = "" if mask is None else f" and mask {tuple(mask.shape)}"
-            raise ShapeError(f"none (mean pooling): x must have shape (..., N, D) and mask (..., N), got x {tuple(x.shape)}{got}")
+            raise ShapeError(
+                f"none (mean pooling): x must have shape (..., N, D) and mask (..., N), got x {tuple(x.shape)}{got}"
+            )
         weights = torch.ones_like(x[..., 0]) if mask is None else mask.to(x.dtype)
         weights = weights / weights.sum(-1, keepdim=True).clamp(min=1)
         out = (weights.unsqueeze(-1) * x).sum(-2)
@@ -171,8 +176,9 @@ def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] 
         except (ImportError, AttributeError) as err:
             raise ValueError(f"attention block {spec!r}: cannot import it ({err})") from None
         return _call(factory, spec, kind, *args, **kwargs)
-    raise ValueError(unknown_name_message(spec, available(kind), f"{kind} block" if kind else "attention block",
-                                          aliases(kind)))
+    raise ValueError(
+        unknown_name_message(spec, available(kind), f"{kind} block" if kind else "attention block", aliases(kind))
+    )
 
 
 def _call(factory: BlockFactory, spec: object, kind: Optional[str], *args: Any, **kwargs: Any) -> nn.Module:
@@ -182,9 +188,13 @@ def _call(factory: BlockFactory, spec: object, kind: Optional[str], *args: Any, 
         return factory(*args, **kwargs)
     except TypeError as err:
         name = getattr(spec, "__name__", spec)
-        wanted = f"a {kind} block ({', '.join(available(kind))}, or a class taking their arguments)" if kind else "a block"
-        raise BlockArgumentsError(f"attention block {name!r} does not take this model's arguments {_signature(args, kwargs)} "
-                         f"({err}): the model needs {wanted}") from None
+        wanted = (
+            f"a {kind} block ({', '.join(available(kind))}, or a class taking their arguments)" if kind else "a block"
+        )
+        raise BlockArgumentsError(
+            f"attention block {name!r} does not take this model's arguments {_signature(args, kwargs)} "
+            f"({err}): the model needs {wanted}"
+        ) from None
 
 
 def _signature(args: tuple, kwargs: dict) -> str:

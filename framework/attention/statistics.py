@@ -59,8 +59,14 @@ class RowStatistics:
 
     def values(self) -> dict[str, Tensor]:
         """The reported statistics by name (``top<k>_mass`` for ``top_mass``), those the record has."""
-        found = {"entropy": self.entropy, "entropy_ratio": self.entropy_ratio, "max_weight": self.max_weight,
-                 f"top{self.top_k}_mass": self.top_mass, "max_logit": self.max_logit, "lse": self.lse}
+        found = {
+            "entropy": self.entropy,
+            "entropy_ratio": self.entropy_ratio,
+            "max_weight": self.max_weight,
+            f"top{self.top_k}_mass": self.top_mass,
+            "max_logit": self.max_logit,
+            "lse": self.lse,
+        }
         return {name: value for name, value in found.items() if value is not None}
 
 
@@ -122,10 +128,19 @@ def row_statistics(record: Record, top_k: int = 5) -> Optional[RowStatistics]:
         lse = record.lse.double().reshape(rows.shape[0], rows.shape[1], -1)
         finite = lse.isfinite()  # a query with no key left has lse -inf
         lse = torch.where(finite, lse, 0.0).sum((0, 2)) / finite.sum((0, 2))
-    return RowStatistics(entropy=mean(entropy, counted), entropy_ratio=mean(ratio, counted & (choices > 1)),
-                         max_weight=mean(largest.values, counted), top_mass=mean(top, counted), top_k=top_k,
-                         max_logit=max_logit, lse=lse, same_key=_same_key(largest.indices, counted), rows=rows,
-                         valid=valid, counted=counted)
+    return RowStatistics(
+        entropy=mean(entropy, counted),
+        entropy_ratio=mean(ratio, counted & (choices > 1)),
+        max_weight=mean(largest.values, counted),
+        top_mass=mean(top, counted),
+        top_k=top_k,
+        max_logit=max_logit,
+        lse=lse,
+        same_key=_same_key(largest.indices, counted),
+        rows=rows,
+        valid=valid,
+        counted=counted,
+    )
 
 
 def _same_key(keys: Tensor, counted: Tensor) -> Tensor:

@@ -10,5 +10,14 @@ from .progress_bar import ProgressBar
 from .resume import ResumePoints
 from .run_summary import RunSummary
 
-__all__ = ["AttentionCollapse", "AttentionMaps", "AttentionStatistics", "NonFiniteGuard", "PredictionWriter", "ProgressBar",
-           "ResumePoints", "RunCheckpoint", "RunSummary"]
+__all__ = [
+    "AttentionCollapse",
+    "AttentionMaps",
+    "AttentionStatistics",
+    "NonFiniteGuard",
+    "PredictionWriter",
+    "ProgressBar",
+    "ResumePoints",
+    "RunCheckpoint",
+    "RunSummary",
+]

@@ -77,14 +77,22 @@ class AttentionMaps(Callback):
             return []
         return [logger for logger in trainer.loggers if hasattr(logger, "log_image")]
 
-    def on_validation_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: object,
-                                  batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_validation_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: object, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._rows = None
         if self._due(trainer, batch_idx, dataloader_idx):
             self._rows = watch_validation_step(pl_module, self.blocks, self.probes)
 
-    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: object,
-                                batch: object, batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_validation_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: object,
+        batch: object,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         loggers = self._due(trainer, batch_idx, dataloader_idx)
         if not loggers:
             return
@@ -102,8 +110,11 @@ class AttentionMaps(Callback):
         modules = dict(pl_module.model.named_modules())
         for name, records in maps.items():
             block = modules.get(name, pl_module.model)
-            captions = [f"{name}, first validation example, epoch {trainer.current_epoch + 1}"
-                        + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "") for k in range(len(records))]
+            captions = [
+                f"{name}, first validation example, epoch {trainer.current_epoch + 1}"
+                + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "")
+                for k in range(len(records))
+            ]
             with sketching():
                 drawn = [p for r, c in zip(records, captions) if (p := block.weights_picture(r, c)) is not None]
             if drawn:
@@ -128,8 +139,9 @@ class AttentionMaps(Callback):
                 logger.log_image(key=key, images=images, step=step)
             job.discard()
 
-    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         self._log(wait=False)
 
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:

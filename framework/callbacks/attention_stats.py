@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Optional
 
 import lightning.pytorch as pl
-import torch
 from lightning.pytorch.callbacks import Callback
 from torch import nn
 
@@ -59,11 +58,20 @@ class AttentionStatistics(Callback):
         gold: also log the mass on the gold keys, where the task has gold attention.
     """
 
-    def __init__(self, every_n_epochs: int = 1, probes: int = 64, top_k: int = 5, blocks: Optional[list[str]] = None,
-                 per_head: bool = True, gold: bool = True) -> None:
+    def __init__(
+        self,
+        every_n_epochs: int = 1,
+        probes: int = 64,
+        top_k: int = 5,
+        blocks: Optional[list[str]] = None,
+        per_head: bool = True,
+        gold: bool = True,
+    ) -> None:
         if probes < 1 or top_k < 1 or every_n_epochs < 0:
-            raise ValueError(f"attention_stats: probes and top_k must be at least 1 and every_n_epochs at least 0, got "
-                             f"probes={probes}, top_k={top_k}, every_n_epochs={every_n_epochs}")
+            raise ValueError(
+                f"attention_stats: probes and top_k must be at least 1 and every_n_epochs at least 0, got "
+                f"probes={probes}, top_k={top_k}, every_n_epochs={every_n_epochs}"
+            )
         self.every_n_epochs, self.probes, self.top_k = every_n_epochs, probes, top_k
         self.blocks, self.per_head, self.gold = blocks or [], per_head, gold
         #: the statistics of the last validation that computed them, and when (epoch, global step)
@@ -72,24 +80,42 @@ class AttentionStatistics(Callback):
         self._rows: Optional[capture] = None  # the capture the first validation step runs inside
 
     def _due(self, trainer: pl.Trainer, batch_idx: int, dataloader_idx: int) -> bool:
-        return (not batch_idx and not dataloader_idx and not trainer.sanity_checking and bool(self.every_n_epochs)
-                and not (trainer.current_epoch + 1) % self.every_n_epochs)
+        return (
+            not batch_idx
+            and not dataloader_idx
+            and not trainer.sanity_checking
+            and bool(self.every_n_epochs)
+            and not (trainer.current_epoch + 1) % self.every_n_epochs
+        )
 
     def fresh(self, trainer: pl.Trainer) -> Optional[dict[str, RowStatistics]]:
         """The statistics of the validation now running or just run, if this callback computed them."""
         return self.results if self.computed_at == (trainer.current_epoch, trainer.global_step) else None
 
-    def on_validation_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: object,
-                                  batch_idx: int, dataloader_idx: int = 0) -> None:
-        self._rows = watch_validation_step(pl_module, self.blocks, self.probes) if self._due(trainer, batch_idx, dataloader_idx) else None
+    def on_validation_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: object, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        self._rows = (
+            watch_validation_step(pl_module, self.blocks, self.probes)
+            if self._due(trainer, batch_idx, dataloader_idx)
+            else None
+        )
 
-    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: object,
-                                batch: object, batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_validation_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: object,
+        batch: object,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         if not self._due(trainer, batch_idx, dataloader_idx):
             return
         model, task, rows, self._rows = pl_module.model, pl_module.task, self._rows, None
-        self.results = probe_statistics(model, task, batch, probes=self.probes, blocks=self.blocks, top_k=self.top_k,
-                                        rows=rows)
+        self.results = probe_statistics(
+            model, task, batch, probes=self.probes, blocks=self.blocks, top_k=self.top_k, rows=rows
+        )
         self.computed_at = (trainer.current_epoch, trainer.global_step)
         metrics = self.metrics(self.results)
         if self.gold:

@@ -75,9 +75,19 @@ class AttentionCollapse(Callback):
         probes, blocks: as for ``AttentionStatistics``, when this callback computes them.
     """
 
-    def __init__(self, enabled: bool = True, uniform_above: float = 0.995, one_hot_above: float = 0.98,
-                 same_key_above: float = 0.9, frozen_tau: float = 0.99, patience: int = 2, frozen_from: int = 1,
-                 loss: str = "val/loss", probes: int = 64, blocks: Optional[list[str]] = None) -> None:
+    def __init__(
+        self,
+        enabled: bool = True,
+        uniform_above: float = 0.995,
+        one_hot_above: float = 0.98,
+        same_key_above: float = 0.9,
+        frozen_tau: float = 0.99,
+        patience: int = 2,
+        frozen_from: int = 1,
+        loss: str = "val/loss",
+        probes: int = 64,
+        blocks: Optional[list[str]] = None,
+    ) -> None:
         if patience < 1:
             raise ValueError(f"attention_collapse: patience must be at least 1, got {patience}")
         self.enabled, self.patience, self.frozen_from, self.loss = enabled, patience, frozen_from, loss
@@ -90,8 +100,15 @@ class AttentionCollapse(Callback):
         self._batch: Any = None
         self._said_no_loss = False
 
-    def on_validation_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: object,
-                                batch: object, batch_idx: int, dataloader_idx: int = 0) -> None:
+    def on_validation_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: object,
+        batch: object,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
         if self.enabled and not batch_idx and not dataloader_idx and not trainer.sanity_checking:
             self._batch = batch
 
@@ -101,13 +118,16 @@ class AttentionCollapse(Callback):
         shared = next((c.fresh(trainer) for c in trainer.callbacks if isinstance(c, AttentionStatistics)), None)
         if shared is None:
             pl_module.model.eval()
-            shared = probe_statistics(pl_module.model, pl_module.task, self._batch, probes=self.probes,
-                                      blocks=self.blocks, top_k=5)
+            shared = probe_statistics(
+                pl_module.model, pl_module.task, self._batch, probes=self.probes, blocks=self.blocks, top_k=5
+            )
         self._batch = None
         loss = trainer.callback_metrics.get(self.loss)
         if loss is None and not self._said_no_loss:
-            rank_zero_only(_LOG.warning)(f"attention collapse monitor: no {self.loss!r} is logged, so it warns "
-                                                  "without checking that the loss falls (set attention_collapse.loss)")
+            rank_zero_only(_LOG.warning)(
+                f"attention collapse monitor: no {self.loss!r} is logged, so it warns "
+                "without checking that the loss falls (set attention_collapse.loss)"
+            )
             self._said_no_loss = True
         for line, title in self.observe(shared, None if loss is None else float(loss)):
             self.say(trainer, line, title)
@@ -124,17 +144,26 @@ class AttentionCollapse(Callback):
             struck: dict[str, list[tuple[int, _Streak]]] = {}
             for head in range(stats.heads):
                 watch = self.watches.setdefault((key, head), _Watch())
-                values = {"uniform": float(stats.entropy_ratio[head]), "one_hot": float(stats.max_weight[head]),
-                          "frozen": taus[head]}
-                held = {"uniform": values["uniform"] >= self.uniform_above,
-                        "one_hot": values["one_hot"] >= self.one_hot_above
-                        and float(stats.same_key[head]) >= self.same_key_above,
-                        "frozen": taus[head] >= self.frozen_tau}
+                values = {
+                    "uniform": float(stats.entropy_ratio[head]),
+                    "one_hot": float(stats.max_weight[head]),
+                    "frozen": taus[head],
+                }
+                held = {
+                    "uniform": values["uniform"] >= self.uniform_above,
+                    "one_hot": values["one_hot"] >= self.one_hot_above
+                    and float(stats.same_key[head]) >= self.same_key_above,
+                    "frozen": taus[head] >= self.frozen_tau,
+                }
                 for kind, streak in watch.streaks.items():
                     streak.update(held[kind], values[kind], at)
                     first = self._first(kind, streak)
-                    if (kind in watch.fired or streak.length < self.patience or not self._fell(first, at)
-                            or (kind == "frozen" and first > self.frozen_from)):
+                    if (
+                        kind in watch.fired
+                        or streak.length < self.patience
+                        or not self._fell(first, at)
+                        or (kind == "frozen" and first > self.frozen_from)
+                    ):
                         continue
                     watch.fired.add(kind)
                     struck.setdefault(kind, []).append((head, streak))
@@ -142,10 +171,19 @@ class AttentionCollapse(Callback):
                 streak = heads[0][1]
                 value = sum(s.value for _, s in heads) / len(heads)
                 first = self._first(kind, streak)
-                named = f" head{'s' if len(heads) > 1 else ''} {', '.join(str(h) for h, _ in heads)}" if stats.heads > 1 else ""
+                named = (
+                    f" head{'s' if len(heads) > 1 else ''} {', '.join(str(h) for h, _ in heads)}"
+                    if stats.heads > 1
+                    else ""
+                )
                 what = KINDS[kind].format(value=value, since=first)
-                events.append((f"attention collapse: {key}{named}: {what}, {streak.length} validations in a row"
-                               f"{self._fell_text(first, at)}", f"attention collapse: {key} {kind}"))
+                events.append(
+                    (
+                        f"attention collapse: {key}{named}: {what}, {streak.length} validations in a row"
+                        f"{self._fell_text(first, at)}",
+                        f"attention collapse: {key} {kind}",
+                    )
+                )
         self.previous = results
         return events
 
@@ -160,7 +198,9 @@ class AttentionCollapse(Callback):
 
     def _fell_text(self, first: int, last: int) -> str:
         before, now = self.losses[first], self.losses[last]
-        return "" if math.isnan(before) or math.isnan(now) else f", while {self.loss} fell from {before:.4g} to {now:.4g}"
+        return (
+            "" if math.isnan(before) or math.isnan(now) else f", while {self.loss} fell from {before:.4g} to {now:.4g}"
+        )
 
     @staticmethod
     def _taus(before: Optional[RowStatistics], now: RowStatistics) -> list[float]:

@@ -12,8 +12,10 @@ from torch import Tensor
 from ..errors import NonFiniteError
 from ..loggers import logs_at
 
-ADVICE = ("lower the learning rate (--optimizer.lr), clip gradients (--trainer.gradient_clip_val) or look for NaN "
-          "in the data; the checkpoints on disk hold the last finite weights")
+ADVICE = (
+    "lower the learning rate (--optimizer.lr), clip gradients (--trainer.gradient_clip_val) or look for NaN "
+    "in the data; the checkpoints on disk hold the last finite weights"
+)
 
 
 class NonFiniteGuard(Callback):
@@ -40,7 +42,9 @@ class NonFiniteGuard(Callback):
         now = torch.tensor([trainer.global_step, self._batch, what], device=finite.device)
         self._bad.copy_(torch.where(first, now, self._bad))
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         self._batch = batch_idx
         if trainer.optimizers:
             self._lr = trainer.optimizers[0].param_groups[0]["lr"]

@@ -28,8 +28,16 @@ class PredictionWriter(BasePredictionWriter):
         folder = Path(trainer.default_root_dir) / "predictions"
         self.sink = PredictionSink(folder, trainer.global_rank, trainer.world_size)
 
-    def write_on_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, prediction: Any,
-                           batch_indices: Optional[Sequence[int]], batch: Any, batch_idx: int, dataloader_idx: int) -> None:
+    def write_on_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        prediction: Any,
+        batch_indices: Optional[Sequence[int]],
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int,
+    ) -> None:
         pl_module.task.write_predictions(prediction, batch, self.sink)
 
     def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

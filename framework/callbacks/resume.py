@@ -24,17 +24,23 @@ def rng_states() -> dict[str, Any]:
     states = _collect_rng_states(include_cuda=torch.cuda.is_available())
     kind, keys, position, has_gauss, gauss = states["numpy"]
     version, python, python_gauss = states["python"]
-    return {"torch": states["torch"], "torch.cuda": list(states.get("torch.cuda", [])),
-            "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, gauss],
-            "python": [version, torch.tensor(python, dtype=torch.int64), python_gauss]}
+    return {
+        "torch": states["torch"],
+        "torch.cuda": list(states.get("torch.cuda", [])),
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, gauss],
+        "python": [version, torch.tensor(python, dtype=torch.int64), python_gauss],
+    }
 
 
 def set_rng_states(states: dict[str, Any]) -> None:
     """Restore what :func:`rng_states` collected."""
     kind, keys, position, has_gauss, gauss = states["numpy"]
     version, python, python_gauss = states["python"]
-    restored = {"torch": states["torch"], "numpy": (kind, keys.numpy().astype(np.uint32), position, has_gauss, gauss),
-                "python": (version, tuple(python.tolist()), python_gauss)}
+    restored = {
+        "torch": states["torch"],
+        "numpy": (kind, keys.numpy().astype(np.uint32), position, has_gauss, gauss),
+        "python": (version, tuple(python.tolist()), python_gauss),
+    }
     if states["torch.cuda"] and torch.cuda.is_available():
         restored["torch.cuda"] = states["torch.cuda"]
     _set_rng_states(restored)
@@ -83,8 +89,14 @@ class ResumePoints(Callback):
     def state_dict(self) -> dict[str, Any]:
         trainer = self._trainer
         mid_epoch = trainer is not None and not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch
-        logged = next((list(logger.logged) for logger in (trainer.loggers if trainer else [])
-                       if isinstance(getattr(logger, "logged", None), list)), [])
+        logged = next(
+            (
+                list(logger.logged)
+                for logger in (trainer.loggers if trainer else [])
+                if isinstance(getattr(logger, "logged", None), list)
+            ),
+            [],
+        )
         return {"rng": rng_states(), "mid_epoch": mid_epoch, "logged": logged}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -95,9 +107,11 @@ class ResumePoints(Callback):
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._restore is not None and _finished(trainer):  # resumed, and the loop had nothing left to run
             self.on_train_start(trainer, pl_module)
-            rank_zero_info(f"Nothing was trained: the checkpoint ends this run ({trainer.fit_loop.epoch_progress.current.processed}"
-                           f" epochs, {trainer.global_step} steps; --trainer.max_epochs={trainer.max_epochs}, "
-                           f"--trainer.max_steps={trainer.max_steps}). Raise them to train it further.")
+            rank_zero_info(
+                f"Nothing was trained: the checkpoint ends this run ({trainer.fit_loop.epoch_progress.current.processed}"
+                f" epochs, {trainer.global_step} steps; --trainer.max_epochs={trainer.max_epochs}, "
+                f"--trainer.max_steps={trainer.max_steps}). Raise them to train it further."
+            )
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._restore is not None and not self._loggers_resumed:  # the loggers continue from the checkpoint
@@ -112,7 +126,9 @@ class ResumePoints(Callback):
             set_rng_states(self._restore)
             self._restore = None
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         # After a checkpoint inside an epoch, restore once the loader has resumed its position (which
         # the uninterrupted run had reached long before): the next draws are the next step's.
         if self._restore is not None:

@@ -57,6 +57,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from .. import provenance
 from ..runs import SUMMARY_FILE, SUMMARY_FORMAT, read_summary, write_json_atomically
 
+
 def _scalars(metrics: dict, prefix: str) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items() if k.startswith(prefix) and getattr(v, "numel", lambda: 1)() == 1}
 
@@ -98,8 +99,13 @@ class RunSummary(Callback):
         """The validations so far: a resumed run's summary covers the whole run. A checkpoint
         taken inside an epoch (at its validation, or by ResumePoints) carries the training
         seconds of that epoch so far."""
-        state = {"history": self.history, "epochs": self.epochs, "train_history": self.train_history,
-                 "train_seconds": self.train_seconds, "val_seconds": self.val_seconds}
+        state = {
+            "history": self.history,
+            "epochs": self.epochs,
+            "train_history": self.train_history,
+            "train_seconds": self.train_seconds,
+            "val_seconds": self.val_seconds,
+        }
         if self._epoch_start is not None:
             state["partial_epoch"] = [self._epoch, time.perf_counter() - self._epoch_start - self._val_in_epoch]
         return state
@@ -132,11 +138,14 @@ class RunSummary(Callback):
             return
         model = getattr(pl_module, "model", pl_module)
         self.provenance = {
-            "config_hash": self.config_hash, "seed": _seed(),
+            "config_hash": self.config_hash,
+            "seed": _seed(),
             "deterministic": torch.are_deterministic_algorithms_enabled(),
             "data": provenance.data_record(trainer.datamodule, getattr(pl_module, "data_config", None)),
-            "versions": provenance.versions(), "code": provenance.code_state(),
-            "device": provenance.device_name(model), "blocks": provenance.blocks_record(model),
+            "versions": provenance.versions(),
+            "code": provenance.code_state(),
+            "device": provenance.device_name(model),
+            "blocks": provenance.blocks_record(model),
         }
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -218,18 +227,26 @@ class RunSummary(Callback):
         if checkpoint is not None and checkpoint.monitor and checkpoint.best_model_score is not None:
             scores = [h.get(checkpoint.monitor) for h in self.history]
             target = float(checkpoint.best_model_score)
-            matches = [i for i, s in enumerate(scores) if s is not None and abs(s - target) <= 1e-6 * max(1.0, abs(target))]
+            matches = [
+                i for i, s in enumerate(scores) if s is not None and abs(s - target) <= 1e-6 * max(1.0, abs(target))
+            ]
             if matches:  # a tie keeps the earlier checkpoint, as the checkpoint callback does
                 return matches[0], self.history[matches[0]]
         return len(self.history) - 1, self.history[-1]
 
     @rank_zero_only
-    def _write(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str, status: str,
-               error: Optional[str] = None) -> None:
+    def _write(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str, status: str, error: Optional[str] = None
+    ) -> None:
         run_dir = Path(trainer.default_root_dir)
         memory, kind = _peak_memory(pl_module)
-        section: dict[str, Any] = {"status": status, "seed": _seed(), "wall_seconds": time.perf_counter() - self._started,
-                                   "peak_memory_mb": memory, "memory_kind": kind}
+        section: dict[str, Any] = {
+            "status": status,
+            "seed": _seed(),
+            "wall_seconds": time.perf_counter() - self._started,
+            "peak_memory_mb": memory,
+            "memory_kind": kind,
+        }
         if error:
             section["error"] = error
         if self.provenance:
@@ -238,29 +255,34 @@ class RunSummary(Callback):
         if stage == "fit":
             index, best = self._best(checkpoint)
             epochs = self.epochs if len(self.epochs) == len(self.history) else list(range(len(self.history)))
-            section.update({
-                "monitor": getattr(checkpoint, "monitor", None),
-                "mode": getattr(checkpoint, "mode", None),
-                "best_score": _finite(getattr(checkpoint, "best_model_score", None)),
-                "best_epoch": epochs[index] if index is not None else None,
-                "best": best,
-                "last": self.history[-1] if self.history else {},
-                "history": [{"epoch": e, **h} for e, h in zip(epochs, self.history)],
-                "train_history": self.train_history,
-                "epochs": len(self.train_seconds),
-                "train_seconds": self.train_seconds,
-                "val_seconds": self.val_seconds,
-                "seconds_per_epoch": statistics.median(self.train_seconds) if self.train_seconds else None,
-                "best_checkpoint": getattr(checkpoint, "best_model_path", None) or None,
-                "last_checkpoint": getattr(checkpoint, "last_model_path", None) or None,
-            })
+            section.update(
+                {
+                    "monitor": getattr(checkpoint, "monitor", None),
+                    "mode": getattr(checkpoint, "mode", None),
+                    "best_score": _finite(getattr(checkpoint, "best_model_score", None)),
+                    "best_epoch": epochs[index] if index is not None else None,
+                    "best": best,
+                    "last": self.history[-1] if self.history else {},
+                    "history": [{"epoch": e, **h} for e, h in zip(epochs, self.history)],
+                    "train_history": self.train_history,
+                    "epochs": len(self.train_seconds),
+                    "train_seconds": self.train_seconds,
+                    "val_seconds": self.val_seconds,
+                    "seconds_per_epoch": statistics.median(self.train_seconds) if self.train_seconds else None,
+                    "best_checkpoint": getattr(checkpoint, "best_model_path", None) or None,
+                    "last_checkpoint": getattr(checkpoint, "last_model_path", None) or None,
+                }
+            )
         elif stage == "test":
             section.update({"ckpt_path": trainer.ckpt_path, "metrics": _scalars(trainer.callback_metrics, "test/")})
         else:
             section.update({"ckpt_path": trainer.ckpt_path, "metrics": self.history[-1] if self.history else {}})
         if stage == "fit" and section["best_score"] is not None:
-            best = {f"best/{section['monitor']}": section["best_score"], "best/epoch": section["best_epoch"],
-                    **{f"best/{name}": value for name, value in section["best"].items() if name != section["monitor"]}}
+            best = {
+                f"best/{section['monitor']}": section["best_score"],
+                "best/epoch": section["best_epoch"],
+                **{f"best/{name}": value for name, value in section["best"].items() if name != section["monitor"]},
+            }
             for run in _wandb_runs(trainer):
                 run.summary.update(best)
         content = read_summary(run_dir)
@@ -278,11 +300,15 @@ class RunSummary(Callback):
             last = self.history[-1]
             index, best = self._best(checkpoint)
             width = max((len(k) for k in last), default=6)
-            lines.append(f"  {'metric':<{width}}  {'last':>10}  {'best':>10}   (best: validation {index + 1} of {len(self.history)})")
+            lines.append(
+                f"  {'metric':<{width}}  {'last':>10}  {'best':>10}   (best: validation {index + 1} of {len(self.history)})"
+            )
             for key in sorted(last):
                 lines.append(f"  {key:<{width}}  {last[key]:>10.4f}  {best.get(key, float('nan')):>10.4f}")
         if checkpoint is not None and checkpoint.best_model_path:
-            lines.append(f"  best checkpoint: {checkpoint.best_model_path} ({checkpoint.monitor} = {float(checkpoint.best_model_score):.4f})")
+            lines.append(
+                f"  best checkpoint: {checkpoint.best_model_path} ({checkpoint.monitor} = {float(checkpoint.best_model_score):.4f})"
+            )
         if checkpoint is not None and checkpoint.last_model_path:
             lines.append(f"  last checkpoint: {checkpoint.last_model_path}")
         return "\n".join(lines)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import shutil
 import textwrap
+from collections.abc import Sequence
 from fnmatch import fnmatchcase
-from typing import Optional, Sequence
+from typing import Optional
 
 from ..attention import KINDS, available, info
-from ..attention.registry import aliases
 from ..attention.cross import DISTRIBUTIONS, SCORES
+from ..attention.registry import aliases
 
 WILDCARDS = set("*?[")
 
@@ -55,8 +56,10 @@ def text(kind: Optional[str] = None, pattern: Optional[str] = None, width: Optio
     columns allow (None: one line per block). A table wider than ``width`` puts each block's paper
     on the lines below it and wraps the other cells but the name to fit. The whole catalogue ends
     with the score and distribution functions."""
-    table = [("name", "kind", "category", "defined in", "paper"),
-             *((_named(name), *rest) for name, *rest in rows(kind, pattern))]
+    table = [
+        ("name", "kind", "category", "defined in", "paper"),
+        *((_named(name), *rest) for name, *rest in rows(kind, pattern)),
+    ]
     natural = [max(len(row[i]) for row in table) for i in range(5)]
     one_line = width is None or sum(natural) + 2 * 4 <= width
     if one_line:
@@ -64,13 +67,18 @@ def text(kind: Optional[str] = None, pattern: Optional[str] = None, width: Optio
     else:
         widths = _fit(natural[:4], width)
         indent = " " * (widths[0] + 2)  # the paper under the kind
-        lines = [line for row in table
-                 for line in _wrapped(row[:4], widths) + [indent + part for part in _wrap(row[4], width - len(indent))]]
+        lines = [
+            line
+            for row in table
+            for line in _wrapped(row[:4], widths) + [indent + part for part in _wrap(row[4], width - len(indent))]
+        ]
     lines.insert(1 if one_line else 2, "-" * max(map(len, lines)))
     if kind is None and pattern is None:
         lines.append("")
-        for label, names in (("score functions (Attention(score=...))", SCORES),
-                             ("distribution functions (Attention(distribution=...))", DISTRIBUTIONS)):
+        for label, names in (
+            ("score functions (Attention(score=...))", SCORES),
+            ("distribution functions (Attention(distribution=...))", DISTRIBUTIONS),
+        ):
             lines += textwrap.wrap(f"{label}: {', '.join(names)}", width or 10**9, subsequent_indent="  ")
     return "\n".join(lines)
 
@@ -110,8 +118,10 @@ def _wrap(cell: str, width: int) -> list[str]:
 def markdown(kind: Optional[str] = None, pattern: Optional[str] = None) -> str:
     """Markdown tables: blocks, then (for the whole catalogue) score functions and distribution functions."""
     lines = ["| name | kind | taxonomy category | defined in | paper |", "|---|---|---|---|---|"]
-    lines += [f"| `{name}`{''.join(f' (`{a}`)' for a in info(name).aliases)} | {shown} | {category} | `{source}` | {paper} |"
-              for name, shown, category, source, paper in rows(kind, pattern)]
+    lines += [
+        f"| `{name}`{''.join(f' (`{a}`)' for a in info(name).aliases)} | {shown} | {category} | `{source}` | {paper} |"
+        for name, shown, category, source, paper in rows(kind, pattern)
+    ]
     if kind is None and pattern is None:
         lines += ["", "| score function | e = score(q, k) |", "|---|---|"]
         lines += [f"| `{name}` | {_first_line(cls)} |" for name, cls in SCORES.items()]
@@ -126,8 +136,10 @@ def main(args: Sequence[str]) -> None:
     A lone argument is a kind when it names one, else a name pattern (``'*co_attention'``, or
     a block's name). An unknown kind is one line listing the kinds, and exit status 2.
     """
-    parser = argparse.ArgumentParser(prog="python -m framework blocks",
-                                     description="The attention catalogue, narrowed to one kind and/or a name pattern.")
+    parser = argparse.ArgumentParser(
+        prog="python -m framework blocks",
+        description="The attention catalogue, narrowed to one kind and/or a name pattern.",
+    )
     parser.add_argument("kind", nargs="?", help=f"one of: {', '.join(KINDS)} ('feature-map' too)")
     parser.add_argument("pattern", nargs="?", help="a glob over block names, e.g. 'multi*' (quote it)")
     parser.add_argument("--markdown", action="store_true", help="markdown tables, as in the README")
@@ -141,8 +153,9 @@ def main(args: Sequence[str]) -> None:
         print(markdown(kind, pattern) if options.markdown else text(kind, pattern, width))
 
 
-def _kind_and_pattern(parser: argparse.ArgumentParser, first: Optional[str],
-                      second: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+def _kind_and_pattern(
+    parser: argparse.ArgumentParser, first: Optional[str], second: Optional[str]
+) -> tuple[Optional[str], Optional[str]]:
     """(kind, pattern) from the positional arguments; an unknown kind exits with status 2."""
     kind = None if first is None else kind_of(first)
     if first is None or kind is not None:

@@ -27,18 +27,18 @@ from lightning.pytorch.utilities import move_data_to_device
 from .. import runs
 from ..checkpoint import config_from_checkpoint
 from ..errors import ConfigError
-from ..pictures import as_image
-from .fit import FrameworkCLI, check_values, run_command
-from .status_line import StatusLine, duration
+from ..evaluation import standard
 from ..evaluation.block_ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
+from ..evaluation.eraser import FRACTIONS
 from ..evaluation.faithfulness import METHODS, faithfulness_rows
 from ..evaluation.intrinsic import intrinsic_rows
 from ..evaluation.maps import map_rows
 from ..evaluation.protocol import probe_forward
 from ..evaluation.rollout import rollout_picture, rollouts
-from ..evaluation import standard
-from ..evaluation.eraser import FRACTIONS
 from ..evaluation.table import Row, format_table, log_table, write_csv
+from ..pictures import as_image
+from .fit import FrameworkCLI, check_values, run_command
+from .status_line import StatusLine, duration
 
 TESTS = ("ablation", "faithfulness", "intrinsic", "rollout", "maps")
 
@@ -47,36 +47,69 @@ class EvaluateCLI(FrameworkCLI):
     """The CLI's parser and set-up without a subcommand, plus the evaluation's options."""
 
     prog = "python -m framework evaluate"
-    description = ("Evaluate a checkpoint's attention on the test split: ablation, faithfulness, gold attention, "
-                   "rollout, maps and their statistics (one table, evaluation.csv, W&B).")
+    description = (
+        "Evaluate a checkpoint's attention on the test split: ablation, faithfulness, gold attention, "
+        "rollout, maps and their statistics (one table, evaluation.csv, W&B)."
+    )
 
     def __init__(self, args: list[str]) -> None:
         super().__init__(args=args, run=False)
 
     def add_arguments_to_parser(self, parser: Any) -> None:
         super().add_arguments_to_parser(parser)
-        parser.add_argument("--ckpt_path", type=Optional[str], default=None,
-                            help="The checkpoint to evaluate (a fit's best.ckpt or last.ckpt).")
-        parser.add_argument("--weights_only", type=Optional[bool], default=None,
-                            help="As for test: load the checkpoint with torch.load(weights_only=...).")
-        parser.add_argument("--tests", type=list[str], default=list(TESTS),
-                            help=f"Which tests: any of {', '.join(TESTS + standard.TESTS)} (default: "
-                                 f"{', '.join(TESTS)}).")
-        parser.add_argument("--ablation_modes", type=list[str], default=list(MODES),
-                            help=f"Ablation modes: any of {', '.join(MODES)} (none: the block skipped, where its "
-                                 "output has its input's shape).")
-        parser.add_argument("--metrics", type=list[str], default=[],
-                            help="Test metrics of the ablation rows (default: the one that picks the best checkpoint).")
-        parser.add_argument("--examples", type=int, default=500,
-                            help="Test examples of the faithfulness and intrinsic tests (at least; whole batches).")
+        parser.add_argument(
+            "--ckpt_path",
+            type=Optional[str],
+            default=None,
+            help="The checkpoint to evaluate (a fit's best.ckpt or last.ckpt).",
+        )
+        parser.add_argument(
+            "--weights_only",
+            type=Optional[bool],
+            default=None,
+            help="As for test: load the checkpoint with torch.load(weights_only=...).",
+        )
+        parser.add_argument(
+            "--tests",
+            type=list[str],
+            default=list(TESTS),
+            help=f"Which tests: any of {', '.join(TESTS + standard.TESTS)} (default: {', '.join(TESTS)}).",
+        )
+        parser.add_argument(
+            "--ablation_modes",
+            type=list[str],
+            default=list(MODES),
+            help=f"Ablation modes: any of {', '.join(MODES)} (none: the block skipped, where its "
+            "output has its input's shape).",
+        )
+        parser.add_argument(
+            "--metrics",
+            type=list[str],
+            default=[],
+            help="Test metrics of the ablation rows (default: the one that picks the best checkpoint).",
+        )
+        parser.add_argument(
+            "--examples",
+            type=int,
+            default=500,
+            help="Test examples of the faithfulness and intrinsic tests (at least; whole batches).",
+        )
         parser.add_argument("--permutations", type=int, default=10, help="Permutations per example.")
         parser.add_argument("--erase_k", type=list[int], default=[1], help="Items erased: top-k attended vs k random.")
-        parser.add_argument("--attributions", type=list[str], default=list(METHODS),
-                            help=f"Attribution methods compared with the attention: any of {', '.join(METHODS)}.")
+        parser.add_argument(
+            "--attributions",
+            type=list[str],
+            default=list(METHODS),
+            help=f"Attribution methods compared with the attention: any of {', '.join(METHODS)}.",
+        )
         parser.add_argument("--attribution_steps", type=int, default=16, help="Steps of integrated gradients.")
         add_standard_arguments(parser)
-        parser.add_argument("--probes", type=int, default=64,
-                            help="Probe queries per block of the maps test: their exact rows, not the N x N map.")
+        parser.add_argument(
+            "--probes",
+            type=int,
+            default=64,
+            help="Probe queries per block of the maps test: their exact rows, not the N x N map.",
+        )
 
     def _parse_ckpt_path(self) -> None:
         """The model and task configs come from the checkpoint, as for ``test`` (see FrameworkCLI)."""
@@ -88,9 +121,11 @@ class EvaluateCLI(FrameworkCLI):
     def before_instantiate_classes(self) -> None:
         config = self.config
         if not config.get("ckpt_path") and not config.untrained:
-            raise ConfigError("evaluate needs --ckpt_path: a checkpoint of a fit, for example "
-                              "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to evaluate the "
-                              "model as configured, without training)")
+            raise ConfigError(
+                "evaluate needs --ckpt_path: a checkpoint of a fit, for example "
+                "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to evaluate the "
+                "model as configured, without training)"
+            )
         check_options(config)
         check_values(config)
         runs.place_run(config, "evaluate")
@@ -101,13 +136,20 @@ def check_options(config: Any) -> None:
     ablated one by one, is the CLI's; ``--ablation``, one mode for ``test``, is ``--ablation_modes`` here)."""
     if config.get("ablation") is not None:
         raise ConfigError("--ablation: evaluate takes a list of modes, --ablation_modes='[uniform, none]'")
-    for flag, given, allowed in (("--tests", config.tests, TESTS + standard.TESTS), ("--ablation_modes", config.ablation_modes, MODES),
-                                 ("--attributions", config.attributions, METHODS)):
+    for flag, given, allowed in (
+        ("--tests", config.tests, TESTS + standard.TESTS),
+        ("--ablation_modes", config.ablation_modes, MODES),
+        ("--attributions", config.attributions, METHODS),
+    ):
         wrong = [value for value in given if value not in allowed]
         if wrong:
             raise ConfigError(f"{flag}: unknown {', '.join(map(repr, wrong))}; choose from {', '.join(allowed)}")
-    for flag, value, least in (("--examples", config.examples, 1), ("--permutations", config.permutations, 0),
-                               ("--attribution_steps", config.attribution_steps, 2), ("--probes", config.probes, 1)):
+    for flag, value, least in (
+        ("--examples", config.examples, 1),
+        ("--permutations", config.permutations, 0),
+        ("--attribution_steps", config.attribution_steps, 2),
+        ("--probes", config.probes, 1),
+    ):
         if value < least:
             raise ConfigError(f"{flag} must be at least {least}, got {value}")
     if any(k < 1 for k in config.erase_k):
@@ -117,12 +159,21 @@ def check_options(config: Any) -> None:
 
 def add_standard_arguments(parser: Any) -> None:
     """The options of the standard measures (:mod:`framework.evaluation.standard`)."""
-    parser.add_argument("--fractions", type=list[float], default=list(FRACTIONS),
-                        help="Shares of the items in a rationale (eraser, graph_fidelity): ERASER's bins by default.")
-    parser.add_argument("--perturb_samples", type=int, default=10,
-                        help="Perturbations per example of infidelity and sensitivity.")
-    parser.add_argument("--perturb_radius", type=float, default=0.02,
-                        help="Sensitivity's perturbations: uniform in an L-infinity ball of this radius (Captum's default).")
+    parser.add_argument(
+        "--fractions",
+        type=list[float],
+        default=list(FRACTIONS),
+        help="Shares of the items in a rationale (eraser, graph_fidelity): ERASER's bins by default.",
+    )
+    parser.add_argument(
+        "--perturb_samples", type=int, default=10, help="Perturbations per example of infidelity and sensitivity."
+    )
+    parser.add_argument(
+        "--perturb_radius",
+        type=float,
+        default=0.02,
+        help="Sensitivity's perturbations: uniform in an L-infinity ball of this radius (Captum's default).",
+    )
 
 
 def check_standard_options(config: Any) -> None:
@@ -141,7 +192,11 @@ def test_loader(cli: EvaluateCLI) -> Iterable[Any]:
     others' test batches carry it already (bAbI's supporting facts, the dates' alignments) or
     have none."""
     data = cli.datamodule
-    return data.evaluation_dataloader() if callable(getattr(data, "evaluation_dataloader", None)) else data.test_dataloader()
+    return (
+        data.evaluation_dataloader()
+        if callable(getattr(data, "evaluation_dataloader", None))
+        else data.test_dataloader()
+    )
 
 
 def test_batches(cli: EvaluateCLI, device: torch.device, examples: int) -> Iterator[Any]:
@@ -200,7 +255,7 @@ class Steps:
             parts.append(f"ETA {duration(elapsed / self.done * max(self.total - self.done, 0))}")
         return " · ".join(part for part in parts if part)
 
-    def __enter__(self) -> "Steps":
+    def __enter__(self) -> Steps:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -233,8 +288,11 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
         if hasattr(logger, "finish_with_stage"):
             logger.finish_with_stage = False
     say(f"evaluate: plain test of {config.ckpt_path or 'the untrained model'}")
-    plain = test_metrics(trainer, module, data) if not config.ckpt_path else _plain(trainer, module, data, config.ckpt_path,
-                                                                                       config.weights_only)
+    plain = (
+        test_metrics(trainer, module, data)
+        if not config.ckpt_path
+        else _plain(trainer, module, data, config.ckpt_path, config.weights_only)
+    )
     metrics = list(config.metrics) or _primary(task, plain)
     missing = [m for m in metrics if m not in plain]
     if missing:
@@ -254,8 +312,9 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
     return rows
 
 
-def run_tests(cli: EvaluateCLI, plain: dict[str, float], metrics: list[str], blocks: list[str],
-              steps: Steps) -> tuple[list[Row], dict[str, Any]]:
+def run_tests(
+    cli: EvaluateCLI, plain: dict[str, float], metrics: list[str], blocks: list[str], steps: Steps
+) -> tuple[list[Row], dict[str, Any]]:
     """The rows of the chosen tests after the plain test, and their pictures by name (figures of
     :mod:`framework.pictures`); ``steps`` shows how far they got."""
     config, trainer, module, data = cli.config, cli.trainer, cli.model, cli.datamodule
@@ -269,23 +328,46 @@ def run_tests(cli: EvaluateCLI, plain: dict[str, float], metrics: list[str], blo
         else:
             probe_batch = next(iter(test_batches(cli, device, 1)))
             model.to(device).eval()
-            rows += ablation_rows(quiet_trainer(trainer), module, data, plain, metrics, blocks, config.ablation_modes,
-                                  probe=lambda: probe_forward(task, model.to(device), probe_batch),
-                                  seed=config.seed_everything or 0, say=say)
+            rows += ablation_rows(
+                quiet_trainer(trainer),
+                module,
+                data,
+                plain,
+                metrics,
+                blocks,
+                config.ablation_modes,
+                probe=lambda: probe_forward(task, model.to(device), probe_batch),
+                seed=config.seed_everything or 0,
+                say=say,
+            )
     model.to(device).eval()
     if "faithfulness" in config.tests:
         say("evaluate: faithfulness (permutation, erasure, attribution)")
-        rows += faithfulness_rows(model, task, steps.batches("faithfulness", test_batches(cli, device, config.examples)),
-                                  config.permutations, config.erase_k, config.attributions, config.attribution_steps,
-                                  seed=config.seed_everything or 0, say=say)
+        rows += faithfulness_rows(
+            model,
+            task,
+            steps.batches("faithfulness", test_batches(cli, device, config.examples)),
+            config.permutations,
+            config.erase_k,
+            config.attributions,
+            config.attribution_steps,
+            seed=config.seed_everything or 0,
+            say=say,
+        )
     if "intrinsic" in config.tests:
         say("evaluate: intrinsic measures against gold attention")
-        found, pictures = intrinsic_rows(model, task, steps.batches("intrinsic", test_batches(cli, device, config.examples)),
-                                         seed=config.seed_everything or 0, say=say)
+        found, pictures = intrinsic_rows(
+            model,
+            task,
+            steps.batches("intrinsic", test_batches(cli, device, config.examples)),
+            seed=config.seed_everything or 0,
+            say=say,
+        )
         rows += found or [Row("intrinsic", "-", "-", "-", None, None, "n/a: no gold attention in this data")]
         drawn.update({f"gold/{name}": picture for name, picture in pictures.items()})
-    rows += standard.standard_rows(model, task, lambda name: steps.batches(name, test_batches(cli, device, config.examples)),
-                                   config, say)
+    rows += standard.standard_rows(
+        model, task, lambda name: steps.batches(name, test_batches(cli, device, config.examples)), config, say
+    )
     if "rollout" in config.tests:
         batch = next(iter(test_batches(cli, device, 1)))
         for stack, (last, rolled) in rollouts(model, lambda: probe_forward(task, model, batch)).items():

@@ -26,21 +26,35 @@ class ParityCLI(FrameworkCLI):
     """The CLI's parser, building the model, task and data only, plus the report's options."""
 
     prog = "python -m framework parity"
-    description = ("Each attention block's paths (eager, sdpa, flex, triton, compiled ...) on one batch: max |d output| "
-                   "and |d gradient| against eager in float64 on the CPU, time, TFLOP/s and peak memory.")
+    description = (
+        "Each attention block's paths (eager, sdpa, flex, triton, compiled ...) on one batch: max |d output| "
+        "and |d gradient| against eager in float64 on the CPU, time, TFLOP/s and peak memory."
+    )
 
     def __init__(self, args: list[str]) -> None:
         super().__init__(args=args, run=False)
 
     def add_arguments_to_parser(self, parser: Any) -> None:
         super().add_arguments_to_parser(parser)
-        parser.add_argument("--backends", type=Optional[list[str]], default=None,
-                            help="The paths compared with eager (default: every path of every block).")
-        parser.add_argument("--device", type=Optional[str], default=None,
-                            help="Where the paths are timed (default: cuda when there is one, else cpu).")
+        parser.add_argument(
+            "--backends",
+            type=Optional[list[str]],
+            default=None,
+            help="The paths compared with eager (default: every path of every block).",
+        )
+        parser.add_argument(
+            "--device",
+            type=Optional[str],
+            default=None,
+            help="Where the paths are timed (default: cuda when there is one, else cpu).",
+        )
         parser.add_argument("--repeats", type=int, default=5, help="Timed passes per path (the median is shown).")
-        parser.add_argument("--ckpt_path", type=Optional[str], default=None,
-                            help="Weights of a fit to load into the model (default: the untrained model).")
+        parser.add_argument(
+            "--ckpt_path",
+            type=Optional[str],
+            default=None,
+            help="Weights of a fit to load into the model (default: the untrained model).",
+        )
 
     def before_instantiate_classes(self) -> None:
         from ..attention.backends import BACKENDS
@@ -60,12 +74,15 @@ class ParityCLI(FrameworkCLI):
         parser = LightningArgumentParser(exit_on_error=False)  # the model and the task alone: no trainer, no logger
         parser.add_subclass_arguments(nn.Module, "model", fail_untyped=False)
         parser.add_subclass_arguments(Task, "task", fail_untyped=False)
-        built = parser.instantiate_classes(parser.parse_object({"model": config.model.as_dict(),
-                                                                "task": config.task.as_dict()}))
+        built = parser.instantiate_classes(
+            parser.parse_object({"model": config.model.as_dict(), "task": config.task.as_dict()})
+        )
         self.network, self.task = built.model, built.task
         if config.ckpt_path:
             state = torch.load(config.ckpt_path, map_location="cpu", weights_only=True)["state_dict"]
-            self.network.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+            self.network.load_state_dict(
+                {k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")}
+            )
 
 
 def report(cli: ParityCLI) -> list:
@@ -80,11 +97,14 @@ def report(cli: ParityCLI) -> list:
     data.setup("validate")
     batch = next(iter(data.val_dataloader()))
     network = cli.network.eval()
-    rows = parity(network, lambda: cli.task.run_model(network, cli.task.split(batch)[0]), config.backends, device,
-                  config.repeats)
+    rows = parity(
+        network, lambda: cli.task.run_model(network, cli.task.split(batch)[0]), config.backends, device, config.repeats
+    )
     if not rows:
-        raise ConfigError("parity: the model has no attention block with several paths (see `python -m framework "
-                          "blocks`; each block's paths are its `backends`)")
+        raise ConfigError(
+            "parity: the model has no attention block with several paths (see `python -m framework "
+            "blocks`; each block's paths are its `backends`)"
+        )
     print(format_table(rows, str(device)))
     return rows
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Callable, Optional, TextIO
+from collections.abc import Callable
+from typing import Optional, TextIO
 
 from tqdm import tqdm
 
@@ -22,12 +23,16 @@ class StatusLine:
     """The status ``describe()`` (a function: it is called again at every redraw) with a bar of
     ``total`` units that :meth:`advance` fills. A context manager; :meth:`close` ends it."""
 
-    def __init__(self, describe: Callable[[], str], total: int, every: float = 30.0,
-                 stream: Optional[TextIO] = None) -> None:
+    def __init__(
+        self, describe: Callable[[], str], total: int, every: float = 30.0, stream: Optional[TextIO] = None
+    ) -> None:
         self.describe, self.stream = describe, stream or sys.stdout
         terminal = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.bar = tqdm(total=total, file=self.stream, bar_format="|{bar:12}| {desc}", dynamic_ncols=True,
-                        leave=False) if terminal else None
+        self.bar = (
+            tqdm(total=total, file=self.stream, bar_format="|{bar:12}| {desc}", dynamic_ncols=True, leave=False)
+            if terminal
+            else None
+        )
         self._stopped = threading.Event()
         period = REDRAW if terminal else every
         self._ticker = threading.Thread(target=self._tick, args=(period,), daemon=True) if period > 0 else None
@@ -64,7 +69,7 @@ class StatusLine:
         if self.bar is not None:
             self.bar.close()
 
-    def __enter__(self) -> "StatusLine":
+    def __enter__(self) -> StatusLine:
         return self
 
     def __exit__(self, *exc: object) -> None:

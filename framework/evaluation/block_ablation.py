@@ -10,10 +10,10 @@ reported as not applicable.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from fnmatch import fnmatch
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import lightning.pytorch as pl
 import torch
@@ -37,8 +37,11 @@ def choose(model: nn.Module, patterns: Sequence[str]) -> list[str]:
     """The names of the blocks matching ``patterns`` (glob patterns over module names, or registry
     names; all blocks when none is given); an error naming the model's blocks when none matches."""
     blocks = attention_blocks(model)
-    chosen = [name for name, m in blocks.items() if not patterns or any(fnmatch(name, p) or p == m.block_name
-                                                                         for p in patterns)]
+    chosen = [
+        name
+        for name, m in blocks.items()
+        if not patterns or any(fnmatch(name, p) or p == m.block_name for p in patterns)
+    ]
     if patterns and not chosen:
         found = ", ".join(f"{n} ({m.block_name})" for n, m in blocks.items()) or "none"
         raise ValueError(f"no attention block matches {list(patterns)}; blocks in the model: {found}")
@@ -50,10 +53,12 @@ def _skip_hook(name: str) -> Callable:
         given, result = first_tensor(args), output.output if isinstance(output, AttentionOutput) else output
         if isinstance(given, Tensor) and isinstance(result, Tensor) and given.shape == result.shape:
             return output._replace(output=given) if isinstance(output, AttentionOutput) else given
-        raise ValueError(f"ablation none: block {name} ({module.block_name}) gives "
-                         f"{tuple(result.shape) if isinstance(result, Tensor) else type(result).__name__} from "
-                         f"{tuple(given.shape) if isinstance(given, Tensor) else 'no tensor input'}; only a block "
-                         "whose output has its input's shape can be skipped")
+        raise ValueError(
+            f"ablation none: block {name} ({module.block_name}) gives "
+            f"{tuple(result.shape) if isinstance(result, Tensor) else type(result).__name__} from "
+            f"{tuple(given.shape) if isinstance(given, Tensor) else 'no tensor input'}; only a block "
+            "whose output has its input's shape can be skipped"
+        )
 
     return hook
 
@@ -102,6 +107,7 @@ def skippable(model: nn.Module, run: Callable[[], Any]) -> dict[str, Optional[st
             result = output.output if isinstance(output, AttentionOutput) else output
             same = isinstance(given, Tensor) and isinstance(result, Tensor) and given.shape == result.shape
             fits[name] = fits.get(name, True) and same
+
         return hook
 
     hooks = [module.register_forward_hook(watch(name)) for name, module in modules.items()]
@@ -111,19 +117,32 @@ def skippable(model: nn.Module, run: Callable[[], Any]) -> dict[str, Optional[st
     finally:
         for hook in hooks:
             hook.remove()
-    return {name: None if fits.get(name) else "output shape differs" if name in fits else
-            "not called as a module (its parent runs it)" for name in modules}
+    return {
+        name: None
+        if fits.get(name)
+        else "output shape differs"
+        if name in fits
+        else "not called as a module (its parent runs it)"
+        for name in modules
+    }
 
 
 def quiet_trainer(trainer: pl.Trainer) -> pl.Trainer:
     """A trainer on ``trainer``'s device and precision that logs, saves and prints nothing: the
     ablated test runs, whose metrics go into the table rather than under ``test/``."""
     device = trainer.strategy.root_device
-    return pl.Trainer(accelerator="gpu" if device.type == "cuda" else device.type,
-                      devices=[device.index or 0] if device.type == "cuda" else 1,
-                      precision=trainer.precision, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                      enable_model_summary=False, callbacks=[], limit_test_batches=trainer.limit_test_batches,
-                      default_root_dir=trainer.default_root_dir)
+    return pl.Trainer(
+        accelerator="gpu" if device.type == "cuda" else device.type,
+        devices=[device.index or 0] if device.type == "cuda" else 1,
+        precision=trainer.precision,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[],
+        limit_test_batches=trainer.limit_test_batches,
+        default_root_dir=trainer.default_root_dir,
+    )
 
 
 def test_metrics(trainer: pl.Trainer, module: pl.LightningModule, datamodule: Any) -> dict[str, float]:
@@ -132,9 +151,18 @@ def test_metrics(trainer: pl.Trainer, module: pl.LightningModule, datamodule: An
     return {key: float(value) for key, value in (results[0] if results else {}).items()}
 
 
-def ablation_rows(trainer: pl.Trainer, module: pl.LightningModule, datamodule: Any, plain: dict[str, float],
-                  metrics: Sequence[str], blocks: Sequence[str], modes: Sequence[str], probe: Callable[[], Any],
-                  seed: int = 0, say: Callable[[str], None] = print) -> list[Row]:
+def ablation_rows(
+    trainer: pl.Trainer,
+    module: pl.LightningModule,
+    datamodule: Any,
+    plain: dict[str, float],
+    metrics: Sequence[str],
+    blocks: Sequence[str],
+    modes: Sequence[str],
+    probe: Callable[[], Any],
+    seed: int = 0,
+    say: Callable[[str], None] = print,
+) -> list[Row]:
     """One row per block (and ``all``) x mode x metric: the metric under the ablation against the
     plain run's. ``probe()`` runs one forward pass to find the blocks ``none`` applies to."""
     why_not = skippable(module.model, probe) if "none" in modes else {}
@@ -144,13 +172,17 @@ def ablation_rows(trainer: pl.Trainer, module: pl.LightningModule, datamodule: A
         for mode in modes:
             reasons = {why_not.get(name) for name in chosen} - {None}
             if mode == "none" and reasons:
-                rows += [Row("ablation", label, mode, metric, None, plain.get(metric), f"n/a: {', '.join(sorted(reasons))}")
-                         for metric in metrics]
+                rows += [
+                    Row("ablation", label, mode, metric, None, plain.get(metric), f"n/a: {', '.join(sorted(reasons))}")
+                    for metric in metrics
+                ]
                 continue
             say(f"evaluate: ablation {mode} of {label}")
             torch.manual_seed(seed)
             with ablated(module.model, mode, *chosen):
                 figures = test_metrics(trainer, module, datamodule)
-            rows += [Row("ablation", label, mode, metric, figures.get(metric), plain.get(metric), "plain")
-                     for metric in metrics]
+            rows += [
+                Row("ablation", label, mode, metric, figures.get(metric), plain.get(metric), "plain")
+                for metric in metrics
+            ]
     return rows

@@ -23,8 +23,8 @@ tasks' item forwards take a batch's copies one batch after the other: :func:`til
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -64,8 +64,9 @@ def gated_probabilities(forward: ItemForward) -> Callable[[Tensor], Tensor]:
     return run
 
 
-def infidelities(forward: ItemForward, valid: Tensor, explanations: dict[str, Tensor], target: Tensor, samples: int,
-                 seed: int = 0) -> dict[str, Tensor]:
+def infidelities(
+    forward: ItemForward, valid: Tensor, explanations: dict[str, Tensor], target: Tensor, samples: int, seed: int = 0
+) -> dict[str, Tensor]:
     """(B,) Captum's normalised infidelity of each explanation (B, N) (scores of the items),
     under ``samples`` random erasures of the ``valid`` items (B, N); every explanation is
     judged on the same erasures (the generator restarts from ``seed`` for each)."""
@@ -83,8 +84,15 @@ def infidelities(forward: ItemForward, valid: Tensor, explanations: dict[str, Te
             return erased.to(inputs.dtype), inputs * ~erased
 
         with torch.no_grad():
-            found[name] = infidelity(gated_probabilities(forward), perturb, gates, scores.float() * valid,
-                                     target=target, n_perturb_samples=samples, normalize=True).detach()
+            found[name] = infidelity(
+                gated_probabilities(forward),
+                perturb,
+                gates,
+                scores.float() * valid,
+                target=target,
+                n_perturb_samples=samples,
+                normalize=True,
+            ).detach()
     return found
 
 
@@ -122,8 +130,14 @@ def attribution_explanation(forward: ItemForward, method: str, steps: int) -> Ca
     return explain
 
 
-def sensitivities(forward: ItemForward, explanations: dict[str, Callable[..., tuple[Tensor]]], target: Tensor, samples: int,
-                  radius: float, seed: int = 0) -> dict[str, Tensor]:
+def sensitivities(
+    forward: ItemForward,
+    explanations: dict[str, Callable[..., tuple[Tensor]]],
+    target: Tensor,
+    samples: int,
+    radius: float,
+    seed: int = 0,
+) -> dict[str, Tensor]:
     """(B,) Captum's max-sensitivity of each explanation function of the item vectors, over
     ``samples`` perturbations within ``radius``; the same perturbations for each (seeded)."""
     from captum.metrics import sensitivity_max
@@ -131,14 +145,24 @@ def sensitivities(forward: ItemForward, explanations: dict[str, Callable[..., tu
     found = {}
     for name, explain in explanations.items():
         torch.manual_seed(seed)  # Captum's default perturbation draws from torch's generator
-        found[name] = sensitivity_max(explain, forward.vectors.float(), perturb_radius=radius, n_perturb_samples=samples,
-                                      target=target).detach()
+        found[name] = sensitivity_max(
+            explain, forward.vectors.float(), perturb_radius=radius, n_perturb_samples=samples, target=target
+        ).detach()
     return found
 
 
-def captum_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any], tests: Sequence[str],
-                methods: Sequence[str] = METHODS, steps: int = 16, samples: int = 10, radius: float = 0.02, seed: int = 0,
-                say: Callable[[str], None] = print) -> list[Row]:
+def captum_rows(
+    model: nn.Module,
+    task: EvaluationHooks,
+    batches: Iterable[Any],
+    tests: Sequence[str],
+    methods: Sequence[str] = METHODS,
+    steps: int = 16,
+    samples: int = 10,
+    radius: float = 0.02,
+    seed: int = 0,
+    say: Callable[[str], None] = print,
+) -> list[Row]:
     """The rows of ``tests`` (``infidelity``, ``sensitivity``) of the item attention and of the
     attributions in ``methods`` over ``batches``."""
     got = Collected()
@@ -156,9 +180,13 @@ def captum_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any],
         with torch.no_grad():
             predicted = task.decision(model, batch).argmax(-1)
         if "infidelity" in tests:
-            scores = {"attention": items.weights.float(), **attributions(forward, predicted, methods, steps),
-                      "random scores": torch.rand(valid.shape, generator=torch.Generator().manual_seed(seed + number))
-                      .to(valid.device)}
+            scores = {
+                "attention": items.weights.float(),
+                **attributions(forward, predicted, methods, steps),
+                "random scores": torch.rand(valid.shape, generator=torch.Generator().manual_seed(seed + number)).to(
+                    valid.device
+                ),
+            }
             for name, value in infidelities(forward, valid, scores, predicted, samples, seed + number).items():
                 got.add(f"infidelity/{name}", value)
         if "sensitivity" in tests:
@@ -172,15 +200,40 @@ def captum_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any],
     rows = []
     if "infidelity" in tests:
         for name in ("attention", *methods):
-            rows.append(Row("infidelity", label, f"{name}, {samples} erasures (p {DROP}), "
-                            f"{got.count(f'infidelity/{name}')} examples", "infidelity (normalised)",
-                            got.mean(f"infidelity/{name}"), got.mean("infidelity/random scores"), "random scores"))
+            rows.append(
+                Row(
+                    "infidelity",
+                    label,
+                    f"{name}, {samples} erasures (p {DROP}), {got.count(f'infidelity/{name}')} examples",
+                    "infidelity (normalised)",
+                    got.mean(f"infidelity/{name}"),
+                    got.mean("infidelity/random scores"),
+                    "random scores",
+                )
+            )
     if "sensitivity" in tests:
         explained = [name for name in ("attention", *methods) if f"sensitivity/{name}" in got.values]
-        rows += [Row("sensitivity", label, f"{name}, {samples} perturbations within {radius:g}, "
-                     f"{got.count(f'sensitivity/{name}')} examples", "max sensitivity", got.mean(f"sensitivity/{name}"))
-                 for name in explained]
+        rows += [
+            Row(
+                "sensitivity",
+                label,
+                f"{name}, {samples} perturbations within {radius:g}, {got.count(f'sensitivity/{name}')} examples",
+                "max sensitivity",
+                got.mean(f"sensitivity/{name}"),
+            )
+            for name in explained
+        ]
         if "attention" not in explained:
-            rows.insert(len(rows) - len(explained), Row("sensitivity", label, "attention", "max sensitivity", None, None,
-                                                        "n/a: the task recomputes no attention from item vectors"))
+            rows.insert(
+                len(rows) - len(explained),
+                Row(
+                    "sensitivity",
+                    label,
+                    "attention",
+                    "max sensitivity",
+                    None,
+                    None,
+                    "n/a: the task recomputes no attention from item vectors",
+                ),
+            )
     return rows

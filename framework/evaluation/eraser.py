@@ -22,8 +22,8 @@ the same figure for as many random items, the level of a ranking that knows noth
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -70,8 +70,14 @@ def probability_drop(p: Tensor, q: Tensor, target: Tensor) -> Tensor:
     return (p.gather(-1, target.unsqueeze(-1)) - q.gather(-1, target.unsqueeze(-1))).squeeze(-1)
 
 
-def eraser_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any], fractions: Sequence[float] = FRACTIONS,
-                seed: int = 0, say: Callable[[str], None] = print) -> list[Row]:
+def eraser_rows(
+    model: nn.Module,
+    task: EvaluationHooks,
+    batches: Iterable[Any],
+    fractions: Sequence[float] = FRACTIONS,
+    seed: int = 0,
+    say: Callable[[str], None] = print,
+) -> list[Row]:
     """Comprehensiveness and sufficiency of the item attention at every fraction of
     ``fractions``, and their AOPC, each beside random items', over ``batches`` (on the model's
     device, as :meth:`~framework.evaluation.protocol.EvaluationHooks.evaluation_batch` gives them)."""
@@ -88,7 +94,17 @@ def eraser_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any],
         weights, valid = items.weights.float(), items.valid.bool()
         erased = erasure(model, task, batch, valid)
         if erased.probabilities is None:
-            return [Row("eraser", "-", "-", "-", None, None, "n/a: the task can neither remove items nor reach their vectors")]
+            return [
+                Row(
+                    "eraser",
+                    "-",
+                    "-",
+                    "-",
+                    None,
+                    None,
+                    "n/a: the task can neither remove items nor reach their vectors",
+                )
+            ]
         how = erased.how
         with torch.no_grad():
             p = task.decision(model, batch).float().softmax(-1)
@@ -105,7 +121,9 @@ def eraser_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any],
             top = top_fraction(weights, valid, fraction)
             for name, chosen in (("attention", top), ("random", random_like(top, valid, generator))):
                 got.add(f"comprehensiveness/{name}/{fraction}", probability_drop(p, without(chosen), predicted)[enough])
-                got.add(f"sufficiency/{name}/{fraction}", probability_drop(p, without(valid & ~chosen), predicted)[enough])
+                got.add(
+                    f"sufficiency/{name}/{fraction}", probability_drop(p, without(valid & ~chosen), predicted)[enough]
+                )
     if not got.values:
         return []
     label = ", ".join(blocks) or "-"
@@ -113,13 +131,29 @@ def eraser_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any],
     rows = []
     for measure in ("comprehensiveness", "sufficiency"):
         for fraction in fractions:
-            rows.append(Row("eraser", label, f"top {fraction:.0%} of items, {how}, {examples} examples", measure,
-                            got.mean(f"{measure}/attention/{fraction}"), got.mean(f"{measure}/random/{fraction}"),
-                            "random items"))
+            rows.append(
+                Row(
+                    "eraser",
+                    label,
+                    f"top {fraction:.0%} of items, {how}, {examples} examples",
+                    measure,
+                    got.mean(f"{measure}/attention/{fraction}"),
+                    got.mean(f"{measure}/random/{fraction}"),
+                    "random items",
+                )
+            )
         bins = ", ".join(f"{fraction:.0%}" for fraction in fractions)
-        rows.append(Row("eraser", label, f"AOPC over {bins}, {examples} examples", f"AOPC {measure}",
-                        _mean([got.mean(f"{measure}/attention/{f}") for f in fractions]),
-                        _mean([got.mean(f"{measure}/random/{f}") for f in fractions]), "random items"))
+        rows.append(
+            Row(
+                "eraser",
+                label,
+                f"AOPC over {bins}, {examples} examples",
+                f"AOPC {measure}",
+                _mean([got.mean(f"{measure}/attention/{f}") for f in fractions]),
+                _mean([got.mean(f"{measure}/random/{f}") for f in fractions]),
+                "random items",
+            )
+        )
     return rows
 
 

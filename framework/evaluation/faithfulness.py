@@ -25,15 +25,15 @@ whose model weighs input items (:meth:`~framework.evaluation.protocol.Evaluation
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from typing import Any, Callable, NamedTuple, Optional
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, Optional
 
 import torch
 from torch import Tensor, nn
 
 from ..attention import ablation
-from .protocol import EvaluationHooks, ItemAttention, ItemForward
 from .measures import jensen_shannon, kendall_tau, total_variation
+from .protocol import EvaluationHooks, ItemAttention, ItemForward
 from .table import Row
 
 METHODS = ("gradient_x_input", "integrated_gradients", "leave_one_out")
@@ -86,7 +86,9 @@ def erasure(model: nn.Module, task: EvaluationHooks, batch: Any, valid: Tensor, 
     return Erasure(None, "", None)
 
 
-def attributions(forward: ItemForward, target: Tensor, methods: Sequence[str] = METHODS, steps: int = 16) -> dict[str, Tensor]:
+def attributions(
+    forward: ItemForward, target: Tensor, methods: Sequence[str] = METHODS, steps: int = 16
+) -> dict[str, Tensor]:
     """The importance (B, N) of each item for the ``target`` class's probability by each of
     ``methods``, computed by Captum on the item vectors: |gradient x input|, |integrated
     gradients| (zero baseline, ``steps`` steps) and leave-one-out (probability drop when the
@@ -101,17 +103,28 @@ def attributions(forward: ItemForward, target: Tensor, methods: Sequence[str] = 
     found = {}
     with torch.enable_grad():
         if "gradient_x_input" in methods:
-            found["gradient_x_input"] = InputXGradient(probabilities).attribute(
-                vectors.clone().requires_grad_(), target=target).sum(-1).abs()
+            found["gradient_x_input"] = (
+                InputXGradient(probabilities).attribute(vectors.clone().requires_grad_(), target=target).sum(-1).abs()
+            )
         if "integrated_gradients" in methods:
-            found["integrated_gradients"] = IntegratedGradients(probabilities).attribute(
-                vectors.clone().requires_grad_(), baselines=torch.zeros_like(vectors), target=target, n_steps=steps,
-                internal_batch_size=size).sum(-1).abs()
+            found["integrated_gradients"] = (
+                IntegratedGradients(probabilities)
+                .attribute(
+                    vectors.clone().requires_grad_(),
+                    baselines=torch.zeros_like(vectors),
+                    target=target,
+                    n_steps=steps,
+                    internal_batch_size=size,
+                )
+                .sum(-1)
+                .abs()
+            )
     if "leave_one_out" in methods:
         ids = torch.arange(items, device=vectors.device).view(1, items, 1).expand(1, items, vectors.shape[-1])
         with torch.no_grad():
             found["leave_one_out"] = FeatureAblation(probabilities).attribute(
-                vectors, baselines=0.0, target=target, feature_mask=ids)[..., 0]
+                vectors, baselines=0.0, target=target, feature_mask=ids
+            )[..., 0]
     return {name: value.detach() for name, value in found.items()}
 
 
@@ -135,9 +148,17 @@ class Collected:
         return sum(len(v) for v in self.values.get(name, []))
 
 
-def faithfulness_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any], permutations: int = 10,
-                      ks: Sequence[int] = (1,), methods: Sequence[str] = METHODS, steps: int = 16, seed: int = 0,
-                      say: Callable[[str], None] = print) -> list[Row]:
+def faithfulness_rows(
+    model: nn.Module,
+    task: EvaluationHooks,
+    batches: Iterable[Any],
+    permutations: int = 10,
+    ks: Sequence[int] = (1,),
+    methods: Sequence[str] = METHODS,
+    steps: int = 16,
+    seed: int = 0,
+    say: Callable[[str], None] = print,
+) -> list[Row]:
     """The rows of the permutation, erasure and attribution tests over ``batches`` (already as
     :meth:`~framework.evaluation.protocol.EvaluationHooks.evaluation_batch` gives them, on the model's device)."""
     generator = torch.Generator().manual_seed(seed)
@@ -156,35 +177,93 @@ def faithfulness_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable
     label = ", ".join(blocks) or "-"
     examples = got.count("permutation/tvd")
     rows = [
-        Row("permutation", label, f"{permutations} permutations, {examples} examples", "median output TVD",
-            got.mean("permutation/tvd")),
-        Row("permutation", label, f"{permutations} permutations, {examples} examples", "median output JSD",
-            got.mean("permutation/jsd")),
-        Row("permutation", label, f"{permutations} permutations, {examples} examples", "decision changes",
-            got.mean("permutation/flip")),
+        Row(
+            "permutation",
+            label,
+            f"{permutations} permutations, {examples} examples",
+            "median output TVD",
+            got.mean("permutation/tvd"),
+        ),
+        Row(
+            "permutation",
+            label,
+            f"{permutations} permutations, {examples} examples",
+            "median output JSD",
+            got.mean("permutation/jsd"),
+        ),
+        Row(
+            "permutation",
+            label,
+            f"{permutations} permutations, {examples} examples",
+            "decision changes",
+            got.mean("permutation/flip"),
+        ),
     ]
     for k in ks:
         counted = got.count(f"erasure/top{k}/flip")
         if not counted:
             continue
         setting = f"top-{k} attended, {how}, {counted} examples"
-        rows += [Row("erasure", label, setting, "decision flips", got.mean(f"erasure/top{k}/flip"),
-                     got.mean(f"erasure/random{k}/flip"), f"random {k}"),
-                 Row("erasure", label, setting, "output JSD", got.mean(f"erasure/top{k}/jsd"),
-                     got.mean(f"erasure/random{k}/jsd"), f"random {k}")]
+        rows += [
+            Row(
+                "erasure",
+                label,
+                setting,
+                "decision flips",
+                got.mean(f"erasure/top{k}/flip"),
+                got.mean(f"erasure/random{k}/flip"),
+                f"random {k}",
+            ),
+            Row(
+                "erasure",
+                label,
+                setting,
+                "output JSD",
+                got.mean(f"erasure/top{k}/jsd"),
+                got.mean(f"erasure/random{k}/jsd"),
+                f"random {k}",
+            ),
+        ]
     for method in methods:
         if f"tau/{method}" in got.values:
-            rows.append(Row("attribution", label, method, "kendall tau vs attention", got.mean(f"tau/{method}"),
-                            got.mean(f"significant/{method}"), "share tau > 0, p < .05"))
+            rows.append(
+                Row(
+                    "attribution",
+                    label,
+                    method,
+                    "kendall tau vs attention",
+                    got.mean(f"tau/{method}"),
+                    got.mean(f"significant/{method}"),
+                    "share tau > 0, p < .05",
+                )
+            )
     if "tau/reference" in got.values:
-        rows.append(Row("attribution", "integrated_gradients vs leave_one_out", "agreement of two attributions",
-                        "kendall tau", got.mean("tau/reference"), got.mean("significant/reference"),
-                        "share tau > 0, p < .05"))
+        rows.append(
+            Row(
+                "attribution",
+                "integrated_gradients vs leave_one_out",
+                "agreement of two attributions",
+                "kendall tau",
+                got.mean("tau/reference"),
+                got.mean("significant/reference"),
+                "share tau > 0, p < .05",
+            )
+        )
     return rows
 
 
-def _batch_figures(model: nn.Module, task: EvaluationHooks, batch: Any, items: ItemAttention, got: Collected, permutations: int,
-                   ks: Sequence[int], methods: Sequence[str], steps: int, generator: torch.Generator) -> str:
+def _batch_figures(
+    model: nn.Module,
+    task: EvaluationHooks,
+    batch: Any,
+    items: ItemAttention,
+    got: Collected,
+    permutations: int,
+    ks: Sequence[int],
+    methods: Sequence[str],
+    steps: int,
+    generator: torch.Generator,
+) -> str:
     weights, valid = items.weights.float(), items.valid.bool()
     with torch.no_grad():
         p = task.decision(model, batch).float().softmax(-1)
@@ -219,9 +298,13 @@ def _batch_figures(model: nn.Module, task: EvaluationHooks, batch: Any, items: I
         for method, importance in found.items():
             tau = kendall_tau(weights, importance, valid)
             got.add(f"tau/{method}", tau.tau)
-            got.add(f"significant/{method}", ((tau.tau > 0) & (tau.p < 0.05)).double().where(~tau.tau.isnan(), math.nan))
+            got.add(
+                f"significant/{method}", ((tau.tau > 0) & (tau.p < 0.05)).double().where(~tau.tau.isnan(), math.nan)
+            )
         if "integrated_gradients" in found and "leave_one_out" in found:
             tau = kendall_tau(found["integrated_gradients"], found["leave_one_out"], valid)
             got.add("tau/reference", tau.tau)
-            got.add("significant/reference", ((tau.tau > 0) & (tau.p < 0.05)).double().where(~tau.tau.isnan(), math.nan))
+            got.add(
+                "significant/reference", ((tau.tau > 0) & (tau.p < 0.05)).double().where(~tau.tau.isnan(), math.nan)
+            )
     return how

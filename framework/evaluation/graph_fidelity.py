@@ -23,8 +23,8 @@ evaluation batches: one subgraph per scored node (``target_mask``), joined (``ba
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -54,9 +54,13 @@ def explainer(model: nn.Module) -> Any:
     from torch_geometric.explain import Explainer
     from torch_geometric.explain.algorithm import AttentionExplainer
 
-    return Explainer(model=model, algorithm=AttentionExplainer(reduce="max"), explanation_type="model",
-                     edge_mask_type="object",
-                     model_config=dict(mode="multiclass_classification", task_level="node", return_type="raw"))
+    return Explainer(
+        model=model,
+        algorithm=AttentionExplainer(reduce="max"),
+        explanation_type="model",
+        edge_mask_type="object",
+        model_config=dict(mode="multiclass_classification", task_level="node", return_type="raw"),
+    )
 
 
 def fidelities(explaining: Any, explanation: Any, mask: Tensor) -> tuple[float, float]:
@@ -67,8 +71,14 @@ def fidelities(explaining: Any, explanation: Any, mask: Tensor) -> tuple[float, 
     return fidelity(explaining, explanation)
 
 
-def graph_fidelity_rows(model: nn.Module, task: Any, batches: Iterable[Any], fractions: Sequence[float] = FRACTIONS,
-                        seed: int = 0, say: Callable[[str], None] = print) -> list[Row]:
+def graph_fidelity_rows(
+    model: nn.Module,
+    task: Any,
+    batches: Iterable[Any],
+    fractions: Sequence[float] = FRACTIONS,
+    seed: int = 0,
+    say: Callable[[str], None] = print,
+) -> list[Row]:
     """Fidelity+, fidelity- and characterization of the attention's top edges at every share of
     ``fractions``, beside random edges', over ``batches`` (PyG ``Batch`` of subgraphs with
     ``x``, ``edge_index``, ``batch`` and ``target_mask``; the model called as ``model(x, edge_index)``)."""
@@ -103,11 +113,22 @@ def graph_fidelity_rows(model: nn.Module, task: Any, batches: Iterable[Any], fra
         figures = {}
         for name in ("attention", "random"):
             plus, minus = got.mean(f"{name}/{fraction}/fidelity+"), got.mean(f"{name}/{fraction}/fidelity-")
-            charact = float(characterization_score(torch.tensor(plus, dtype=torch.float64),
-                                                   torch.tensor(minus, dtype=torch.float64)))
+            charact = float(
+                characterization_score(
+                    torch.tensor(plus, dtype=torch.float64), torch.tensor(minus, dtype=torch.float64)
+                )
+            )
             figures[name] = {"fidelity+": plus, "fidelity-": minus, "characterization": charact}
         for measure in ("fidelity+", "fidelity-", "characterization"):
-            rows.append(Row("graph fidelity", "attention edges (max over layers, heads)",
-                            f"top {fraction:.0%} of edges, {nodes} nodes", measure, figures["attention"][measure],
-                            figures["random"][measure], "random edges"))
+            rows.append(
+                Row(
+                    "graph fidelity",
+                    "attention edges (max over layers, heads)",
+                    f"top {fraction:.0%} of edges, {nodes} nodes",
+                    measure,
+                    figures["attention"][measure],
+                    figures["random"][measure],
+                    "random edges",
+                )
+            )
     return rows

@@ -16,15 +16,15 @@ the examples come from several groups.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
 
 from .. import pictures
-from .protocol import EvaluationHooks, GoldView
 from .measures import AlignmentCounts, alignment_counts, hard_alignment, kendall_tau
+from .protocol import EvaluationHooks, GoldView
 from .table import Row
 
 #: Queries per view and group whose rank correlation is computed at most (a seeded sample).
@@ -70,8 +70,9 @@ def _add(sums: _Sums, view: GoldView, rows: Tensor, generator: torch.Generator) 
         sums.significant.append(((tau.tau > 0) & (tau.p < 0.05)).double().where(~tau.tau.isnan(), math.nan))
 
 
-def intrinsic_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any], seed: int = 0,
-                   say: Callable[[str], None] = print) -> tuple[list[Row], dict[str, Any]]:
+def intrinsic_rows(
+    model: nn.Module, task: EvaluationHooks, batches: Iterable[Any], seed: int = 0, say: Callable[[str], None] = print
+) -> tuple[list[Row], dict[str, Any]]:
     """The rows of the intrinsic measures over ``batches`` (on the model's device), and a picture
     per view of the first batch's first example (its weights beside its gold)."""
     generator = torch.Generator().manual_seed(seed)
@@ -96,13 +97,31 @@ def intrinsic_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[An
     for (name, label), s in sums.items():
         if label != "all" and grouped[name] < 2:  # one group only: its figures are those of "all"
             continue
-        rows.append(Row("intrinsic", name, label, "attention correctness", _Sums._mean(s.mass), _Sums._mean(s.uniform),
-                        "uniform"))
+        rows.append(
+            Row(
+                "intrinsic",
+                name,
+                label,
+                "attention correctness",
+                _Sums._mean(s.mass),
+                _Sums._mean(s.uniform),
+                "uniform",
+            )
+        )
         if s.counts is not None:
             rows.append(Row("intrinsic", name, label, "alignment error rate", s.counts.aer))
         if s.tau:
-            rows.append(Row("intrinsic", name, label, "kendall tau vs gold", _Sums._mean(s.tau),
-                            _Sums._mean(s.significant), "share tau > 0, p < .05"))
+            rows.append(
+                Row(
+                    "intrinsic",
+                    name,
+                    label,
+                    "kendall tau vs gold",
+                    _Sums._mean(s.tau),
+                    _Sums._mean(s.significant),
+                    "share tau > 0, p < .05",
+                )
+            )
     return rows, drawn
 
 
@@ -115,6 +134,10 @@ def gold_picture(view: GoldView) -> Optional[Any]:
     keys = view.keys.expand_as(view.weights)[0].bool().cpu()[queries]
     weights = view.weights[0].float().cpu()[queries]
     gold = view.gold[0].float().cpu().expand_as(view.weights[0])[queries]
-    return pictures.heatmaps([("attention", weights, "attention weight"), ("gold", gold, "gold weight")],
-                             rows="query (with gold)", columns="key", valid=keys,
-                             caption_text=f"{view.name}: the first test example's attention and its gold")
+    return pictures.heatmaps(
+        [("attention", weights, "attention weight"), ("gold", gold, "gold weight")],
+        rows="query (with gold)",
+        columns="key",
+        valid=keys,
+        caption_text=f"{view.name}: the first test example's attention and its gold",
+    )

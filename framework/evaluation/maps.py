@@ -12,7 +12,8 @@ for a map over pixels; the probe rows over the keys, for a sequence).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import torch
 from torch import nn
@@ -26,7 +27,9 @@ from .table import Row
 PER_HEAD = ("entropy_ratio", "max_weight")
 
 
-def map_rows(model: nn.Module, forward: Callable[[], Any], probes: int = 64, top_k: int = 5) -> tuple[list[Row], dict[str, Any]]:
+def map_rows(
+    model: nn.Module, forward: Callable[[], Any], probes: int = 64, top_k: int = 5
+) -> tuple[list[Row], dict[str, Any]]:
     """Rows and pictures of every block's probe rows in one ``forward()`` of the model."""
     with torch.no_grad(), capture(model, probes=probes) as rows:
         forward()
@@ -49,8 +52,16 @@ def map_rows(model: nn.Module, forward: Callable[[], Any], probes: int = 64, top
     return found, drawn
 
 
-def probe_statistics(model: nn.Module, task: Any, batch: Any, *, probes: int, blocks: list[str],
-                     top_k: int, rows: Optional[capture] = None) -> dict[str, RowStatistics]:
+def probe_statistics(
+    model: nn.Module,
+    task: Any,
+    batch: Any,
+    *,
+    probes: int,
+    blocks: list[str],
+    top_k: int,
+    rows: Optional[capture] = None,
+) -> dict[str, RowStatistics]:
     """The statistics of every record that weighs a key grid, by the block's module name
     (``<name>/call<k>`` for a block called more than once: recurrence, hops), from the capture
     ``rows`` of a step already run, else from one validation step of ``batch`` under a capture

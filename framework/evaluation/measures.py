@@ -28,7 +28,9 @@ def jensen_shannon(p: Tensor, q: Tensor) -> Tensor:
     m = (p + q) / 2
 
     def kl(a: Tensor) -> Tensor:
-        return torch.where(a > 0, a * (a.clamp(min=1e-30).log2() - m.clamp(min=1e-30).log2()), torch.zeros_like(a)).sum(-1)
+        return torch.where(a > 0, a * (a.clamp(min=1e-30).log2() - m.clamp(min=1e-30).log2()), torch.zeros_like(a)).sum(
+            -1
+        )
 
     return (0.5 * kl(p) + 0.5 * kl(q)).clamp(min=0).sqrt()
 
@@ -136,7 +138,9 @@ class AlignmentCounts(NamedTuple):
         return self.sure_hits / self.sure if self.sure else math.nan
 
 
-def alignment_counts(alignment: Tensor, sure: Tensor, possible: Tensor, queries: Optional[Tensor] = None) -> AlignmentCounts:
+def alignment_counts(
+    alignment: Tensor, sure: Tensor, possible: Tensor, queries: Optional[Tensor] = None
+) -> AlignmentCounts:
     """The counts of :class:`AlignmentCounts` for an alignment A, sure links S and possible links P
     (P includes S: every sure link is possible), all (..., Q, K) bool; only the ``queries``
     (..., Q) bool count when given."""

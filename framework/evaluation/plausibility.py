@@ -22,8 +22,8 @@ gold, one example per query. Beside every figure, the same figure of random scor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -89,8 +89,15 @@ def _sample(rows: int, generator: torch.Generator, device: torch.device) -> Tens
     return torch.randperm(rows, generator=generator)[:AUPRC_EXAMPLES].to(device)
 
 
-def plausibility_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable[Any], methods: Sequence[str] = METHODS,
-                      steps: int = 16, seed: int = 0, say: Callable[[str], None] = print) -> list[Row]:
+def plausibility_rows(
+    model: nn.Module,
+    task: EvaluationHooks,
+    batches: Iterable[Any],
+    methods: Sequence[str] = METHODS,
+    steps: int = 16,
+    seed: int = 0,
+    say: Callable[[str], None] = print,
+) -> list[Row]:
     """Token F1, IOU F1 and AUPRC of the attention (and of each attribution in ``methods``, on
     item-level gold) against the gold evidence, beside random scores', over ``batches``."""
     generator = torch.Generator().manual_seed(seed)
@@ -137,6 +144,15 @@ def plausibility_rows(model: nn.Module, task: EvaluationHooks, batches: Iterable
             continue
         random_name = "random scores" if name in ("attention", *METHODS) else f"{name}/random scores"
         for measure in ("token F1", "IOU F1", "AUPRC"):
-            rows.append(Row("plausibility", block, f"{setting}, {got.count(f'{name}/{measure}')} examples", measure,
-                            got.mean(f"{name}/{measure}"), got.mean(f"{random_name}/{measure}"), "random scores"))
+            rows.append(
+                Row(
+                    "plausibility",
+                    block,
+                    f"{setting}, {got.count(f'{name}/{measure}')} examples",
+                    measure,
+                    got.mean(f"{name}/{measure}"),
+                    got.mean(f"{random_name}/{measure}"),
+                    "random scores",
+                )
+            )
     return rows

@@ -114,7 +114,9 @@ def repeat_batch(inputs: Any, times: int) -> Any:
     return inputs
 
 
-def replaying(batch: Any, size: int, swap: Callable[[Tensor], Any], call: Callable[[Any], Any]) -> Callable[[Tensor], Any]:
+def replaying(
+    batch: Any, size: int, swap: Callable[[Tensor], Any], call: Callable[[Any], Any]
+) -> Callable[[Tensor], Any]:
     """A function of item vectors (S * B, N, D): ``call`` of the ``batch`` (``size`` = B
     examples) repeated S times, while ``swap(vectors)`` (a hook's handle, removed after the
     call) puts the vectors in place of the item layer's. How :class:`ItemForward`'s functions
@@ -184,7 +186,7 @@ def erase_tokens(tokens: Tensor, mask: Tensor, erased: Tensor, pad: Optional[int
     return moved.masked_fill(~kept, pad), kept
 
 
-def probe_forward(task: "EvaluationHooks", model: nn.Module, batch: Any) -> Any:
+def probe_forward(task: EvaluationHooks, model: nn.Module, batch: Any) -> Any:
     """One test forward pass of ``batch`` through the task's :meth:`EvaluationHooks.forward_pass`,
     as the evaluation's probes watch it: ``model`` put in eval mode (no dropout, no training-only
     noise such as MemN2N's random time noise), no gradient recorded, no loss computed."""
@@ -257,8 +259,11 @@ class EvaluationHooks:
             items = self.item_attention(model, repeated)
             return None if items is None else items.weights
 
-        return ItemForward(as_items(like, size).detach(), replaying(batch, size, swap, lambda b: self.decision(model, b)),
-                           replaying(batch, size, swap, attention))
+        return ItemForward(
+            as_items(like, size).detach(),
+            replaying(batch, size, swap, lambda b: self.decision(model, b)),
+            replaying(batch, size, swap, attention),
+        )
 
     def gold_attention(self, batch: Any) -> Optional[Tensor]:
         """The gold items (B, N) bool of each example, where the data knows them (bAbI's
@@ -276,5 +281,8 @@ class EvaluationHooks:
         items = self.item_attention(model, batch)
         if items is None:
             return []
-        return [GoldView("items", items.weights[:, None], gold[:, None].bool(), items.valid[:, None],
-                         gold.any(-1, keepdim=True))]
+        return [
+            GoldView(
+                "items", items.weights[:, None], gold[:, None].bool(), items.valid[:, None], gold.any(-1, keepdim=True)
+            )
+        ]

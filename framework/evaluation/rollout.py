@@ -91,7 +91,14 @@ def rollout_picture(last: Tensor, rolled: Tensor, stack: str = "") -> Any:
     positions that no query attends (padding) hatched: a figure of :mod:`framework.pictures`."""
     last, rolled = last[0].detach().float().cpu(), rolled[0].detach().float().cpu()
     attended = last.ne(0).any(0)
-    return pictures.heatmaps([("last layer (heads averaged)", last, "attention weight"),
-                              ("rollout: input token j in output token i", rolled, "rolled-out weight")],
-                             rows="query position i", columns="key position j", valid_rows=attended,
-                             valid_columns=attended, caption_text=f"attention rollout of {stack}, first test example")
+    return pictures.heatmaps(
+        [
+            ("last layer (heads averaged)", last, "attention weight"),
+            ("rollout: input token j in output token i", rolled, "rolled-out weight"),
+        ],
+        rows="query position i",
+        columns="key position j",
+        valid_rows=attended,
+        valid_columns=attended,
+        caption_text=f"attention rollout of {stack}, first test example",
+    )

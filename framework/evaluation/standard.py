@@ -13,8 +13,8 @@ command, :mod:`framework.commands.evaluate`, gives their options). They are not 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from torch import nn
 
@@ -32,8 +32,13 @@ def passes(tests: Iterable[str]) -> list[str]:
     return [test for test in chosen if test not in captum] + (["+".join(captum)] if captum else [])
 
 
-def standard_rows(model: nn.Module, task: Any, batches: Callable[[str], Iterable[Any]], config: Any,
-                  say: Callable[[str], None] = print) -> list[Row]:
+def standard_rows(
+    model: nn.Module,
+    task: Any,
+    batches: Callable[[str], Iterable[Any]],
+    config: Any,
+    say: Callable[[str], None] = print,
+) -> list[Row]:
     """The rows of the chosen tests of this module; ``batches(name)`` gives a pass over the test
     batches (named for the status line)."""
     from .captum_metrics import captum_rows
@@ -48,14 +53,24 @@ def standard_rows(model: nn.Module, task: Any, batches: Callable[[str], Iterable
             rows += eraser_rows(model, task, batches(name), config.fractions, seed=seed, say=say)
         elif name == "plausibility":
             say("evaluate: plausibility of the attention and attributions against gold evidence")
-            rows += plausibility_rows(model, task, batches(name), config.attributions, config.attribution_steps,
-                                      seed=seed, say=say)
+            rows += plausibility_rows(
+                model, task, batches(name), config.attributions, config.attribution_steps, seed=seed, say=say
+            )
         elif name == "graph_fidelity":
             say("evaluate: graph fidelity of the attention's edges (torch_geometric.explain)")
             rows += graph_fidelity_rows(model, task, batches(name), config.fractions, seed=seed, say=say)
         else:
             say(f"evaluate: Captum's {name.replace('+', ' and ')} of the attention and attributions")
-            rows += captum_rows(model, task, batches(name), name.split("+"), config.attributions,
-                                config.attribution_steps, config.perturb_samples, config.perturb_radius, seed=seed,
-                                say=say)
+            rows += captum_rows(
+                model,
+                task,
+                batches(name),
+                name.split("+"),
+                config.attributions,
+                config.attribution_steps,
+                config.perturb_samples,
+                config.perturb_radius,
+                seed=seed,
+                say=say,
+            )
     return rows

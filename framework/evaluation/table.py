@@ -55,6 +55,7 @@ def format_table(rows: Sequence[Row]) -> str:
 def as_records(rows: Iterable[Row]) -> list[list[Any]]:
     """Rows as lists of plain values: numbers rounded to 6 digits, a missing value or NaN as None
     (an empty CSV cell; W&B tables need one type per column, None allowed)."""
+
     def plain(value: Any) -> Any:
         if isinstance(value, float):
             return None if math.isnan(value) else round(value, 6)

@@ -8,5 +8,13 @@ from .encoder import AttentionEncoder, EncoderLayer
 from .masking import masked_mean, run_packed
 from .positions import PositionalEncoding
 
-__all__ = ["AttentionEncoder", "AttentiveConvNet", "ConvStage", "EncoderLayer", "PositionalEncoding", "feature_dropout",
-           "masked_mean", "run_packed"]
+__all__ = [
+    "AttentionEncoder",
+    "AttentiveConvNet",
+    "ConvStage",
+    "EncoderLayer",
+    "PositionalEncoding",
+    "feature_dropout",
+    "masked_mean",
+    "run_packed",
+]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from collections.abc import Sequence
+from typing import Optional
 
 from torch import Tensor, nn
 
@@ -23,8 +22,11 @@ class ConvStage(nn.Module):
         super().__init__()
         layers = []
         for channels in (in_channels, out_channels):
-            layers += [nn.Conv2d(channels, out_channels, 3, padding=1, bias=False), nn.BatchNorm2d(out_channels),
-                       nn.ReLU(inplace=True)]
+            layers += [
+                nn.Conv2d(channels, out_channels, 3, padding=1, bias=False),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+            ]
         self.convs = nn.Sequential(*layers)
         self.attention = build(attention, out_channels, kind="feature_map")
         self.pool = nn.MaxPool2d(2)
@@ -49,15 +51,23 @@ class AttentiveConvNet(nn.Module):
     Shapes: x (B, in_channels, H, W) with H, W >= 2^stages -> logits (B, K).
     """
 
-    def __init__(self, in_channels: Optional[int] = None, num_classes: Optional[int] = None, widths: Sequence[int] = (32, 64, 128),
-                 attention: FeatureMapBlock = "none", dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        in_channels: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        widths: Sequence[int] = (32, 64, 128),
+        attention: FeatureMapBlock = "none",
+        dropout: float = 0.0,
+    ) -> None:
         require_sizes("model", in_channels=in_channels, num_classes=num_classes)
         super().__init__()
         if not widths:
             raise ConfigError("model.widths must name at least one stage width")
         channels = [in_channels, *widths]
         self.stages = nn.Sequential(*(ConvStage(a, b, attention) for a, b in zip(channels, channels[1:])))
-        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(dropout), nn.Linear(widths[-1], num_classes))
+        self.head = nn.Sequential(
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(dropout), nn.Linear(widths[-1], num_classes)
+        )
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim != 4:

@@ -19,8 +19,10 @@ def sequence_block(attention: SequenceBlock, dim: int, causal: bool = False) -> 
     try:
         return build(attention, dim, kind="sequence", causal=True)
     except (TypeError, BlockArgumentsError) as err:
-        raise ValueError(f"attention: a causal encoder needs a sequence block that takes causal=True "
-                         f"(mhsa, local ...); {attention!r} does not ({err})") from None
+        raise ValueError(
+            f"attention: a causal encoder needs a sequence block that takes causal=True "
+            f"(mhsa, local ...); {attention!r} does not ({err})"
+        ) from None
 
 
 class EncoderLayer(nn.Module):
@@ -30,8 +32,14 @@ class EncoderLayer(nn.Module):
     token i attends tokens j <= i only (a decoder-only or SASRec-style encoder).
     """
 
-    def __init__(self, dim: int, attention: SequenceBlock = "mhsa", mlp_ratio: float = 4.0, dropout: float = 0.0,
-                 causal: bool = False) -> None:
+    def __init__(
+        self,
+        dim: int,
+        attention: SequenceBlock = "mhsa",
+        mlp_ratio: float = 4.0,
+        dropout: float = 0.0,
+        causal: bool = False,
+    ) -> None:
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.attention = sequence_block(attention, dim, causal)
@@ -47,8 +55,15 @@ class EncoderLayer(nn.Module):
 class AttentionEncoder(nn.Module):
     """``depth`` encoder layers, each with its own block built from ``attention``, and a final norm."""
 
-    def __init__(self, dim: int, depth: int = 2, attention: SequenceBlock = "mhsa", mlp_ratio: float = 4.0,
-                 dropout: float = 0.0, causal: bool = False) -> None:
+    def __init__(
+        self,
+        dim: int,
+        depth: int = 2,
+        attention: SequenceBlock = "mhsa",
+        mlp_ratio: float = 4.0,
+        dropout: float = 0.0,
+        causal: bool = False,
+    ) -> None:
         super().__init__()
         if depth < 0:
             raise ConfigError(f"model.depth must be >= 0 encoder layers, got {depth}")

@@ -44,6 +44,8 @@ class PositionalEncoding(nn.Module):
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         end = offset + x.shape[-2]
         if end > self.max_len:
-            raise ValueError(f"positional encoding: sequence reaches position {end} but max_len={self.max_len}; "
-                             "raise the model's max_len")
+            raise ValueError(
+                f"positional encoding: sequence reaches position {end} but max_len={self.max_len}; "
+                "raise the model's max_len"
+            )
         return self.dropout(x + self.table[offset:end].to(x.dtype))

@@ -45,7 +45,9 @@ def gold_distribution(gold: Tensor, keys: Optional[Tensor] = None) -> Tensor:
     return target / target.sum(-1, keepdim=True).clamp(min=1)
 
 
-def attention_supervision_loss(weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None, eps: float = 1e-8) -> Tensor:
+def attention_supervision_loss(
+    weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None, eps: float = 1e-8
+) -> Tensor:
     """Cross-entropy -sum_k g_k log w_k between the gold vectors g (uniform over the gold keys,
     ``gold`` (..., Q, K) bool, broadcastable; within the valid ``keys``) and the weights w
     (..., Q, K), averaged over the queries that have gold keys (0 when none has)."""
@@ -57,7 +59,9 @@ def attention_supervision_loss(weights: Tensor, gold: Tensor, keys: Optional[Ten
     return cross_entropy[counted].mean()
 
 
-def attention_decoupling_loss(weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None, eps: float = 1e-6) -> Tensor:
+def attention_decoupling_loss(
+    weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None, eps: float = 1e-6
+) -> Tensor:
     """-log(1 - m + eps), m = sum_k w_k [k gold and valid] the weight mass of a query on its gold
     keys (``weights`` (..., Q, K), ``gold`` and ``keys`` (..., Q, K) bool, broadcastable),
     averaged over the queries that have gold keys (0 when none has): 0 when no weight is on
@@ -89,7 +93,9 @@ def randomise_attention(model: nn.Module) -> list[str]:
     random from now on (``ablation = "random"``, see :func:`framework.attention.ablation`); an
     ablation context entered later replaces them for its duration and gives them back. The
     names of the blocks set."""
-    chosen = [name for name, module in model.named_modules() if hasattr(module, "block_name") and module.ablation is None]
+    chosen = [
+        name for name, module in model.named_modules() if hasattr(module, "block_name") and module.ablation is None
+    ]
     for name in chosen:
         model.get_submodule(name).ablation = "random"
     return chosen
@@ -113,14 +119,20 @@ class AttentionTraining:
     gold_data: Optional[str] = None
     gold_model: str = "a model with attention"
 
-    def attention_options(self, attention_supervision: float = 0.0, decouple_attention: float = 0.0,
-                          random_attention: bool = False) -> None:
-        for key, value in (("attention_supervision", attention_supervision), ("decouple_attention", decouple_attention)):
+    def attention_options(
+        self, attention_supervision: float = 0.0, decouple_attention: float = 0.0, random_attention: bool = False
+    ) -> None:
+        for key, value in (
+            ("attention_supervision", attention_supervision),
+            ("decouple_attention", decouple_attention),
+        ):
             if value < 0:
                 raise ConfigError(f"task.{key} must be >= 0, got {value}")
         if random_attention and (attention_supervision or decouple_attention):
-            raise ConfigError("task.random_attention=true draws the weights at random: it takes no "
-                              "task.attention_supervision or task.decouple_attention (set them to 0)")
+            raise ConfigError(
+                "task.random_attention=true draws the weights at random: it takes no "
+                "task.attention_supervision or task.decouple_attention (set them to 0)"
+            )
         self.attention_supervision, self.decouple_attention = attention_supervision, decouple_attention
         self.random_attention = bool(random_attention)
 
@@ -131,12 +143,16 @@ class AttentionTraining:
 
     def gold_options(self) -> str:
         """The options that read gold, as a config would set them (for error messages)."""
-        given = [f"task.{key}={getattr(self, key)}" for key in ("attention_supervision", "decouple_attention")
-                 if getattr(self, key)]
+        given = [
+            f"task.{key}={getattr(self, key)}"
+            for key in ("attention_supervision", "decouple_attention")
+            if getattr(self, key)
+        ]
         return " and ".join(given)
 
-    def gold_losses(self, weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None,
-                    evidence: Optional[Tensor] = None) -> tuple[Tensor, dict[str, Tensor]]:
+    def gold_losses(
+        self, weights: Tensor, gold: Tensor, keys: Optional[Tensor] = None, evidence: Optional[Tensor] = None
+    ) -> tuple[Tensor, dict[str, Tensor]]:
         """lambda * :func:`attention_supervision_loss` of ``weights`` (..., Q, K) against ``gold`` +
         mu * :func:`attention_decoupling_loss` of their mass on ``evidence`` (default: ``gold``;
         wider where the gold vectors pick a part of the evidence, as a date's sure links do of
@@ -168,14 +184,23 @@ class AttentionTraining:
         model (an error naming the option when the model has no attention block)."""
         super().check(model, data)
         if self.trains_on_gold and self.gold_data is None:
-            raise ConfigError(f"{self.gold_options()} needs a task with gold views to train; {type(self).__name__} has "
-                              "none: set them to 0")
+            raise ConfigError(
+                f"{self.gold_options()} needs a task with gold views to train; {type(self).__name__} has "
+                "none: set them to 0"
+            )
         if self.trains_on_gold and not getattr(data, "gold_evidence", False):
-            raise ConfigError(f"{self.gold_options()} needs {self.gold_data}; {type(data).__name__} has none: set them to 0")
-        if self.random_attention and not randomise_attention(model) and not any(
-                getattr(m, "ablation", None) for m in model.modules()):
-            raise ConfigError(f"task.random_attention=true needs a model with attention; {type(model).__name__} has "
-                              "no attention block")
+            raise ConfigError(
+                f"{self.gold_options()} needs {self.gold_data}; {type(data).__name__} has none: set them to 0"
+            )
+        if (
+            self.random_attention
+            and not randomise_attention(model)
+            and not any(getattr(m, "ablation", None) for m in model.modules())
+        ):
+            raise ConfigError(
+                f"task.random_attention=true needs a model with attention; {type(model).__name__} has "
+                "no attention block"
+            )
 
     def step(self, model: nn.Module, batch: Any, stage: str) -> Step:
         """The base's step; while :attr:`trains_on_gold`, its forward pass is ``watch``'s (the

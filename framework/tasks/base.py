@@ -172,8 +172,10 @@ class Task(EvaluationHooks, nn.Module):
                 else:
                     wrong = isinstance(wanted, list) and isinstance(given, (list, tuple)) and list(given) != wanted
                 if wrong:
-                    raise ConfigError(f"{owner}.{name} is {given} but the data has {wanted}: set {owner}.{name}="
-                                     f"{wanted}{' or more' if rule == 'at least' else ''}")
+                    raise ConfigError(
+                        f"{owner}.{name} is {given} but the data has {wanted}: set {owner}.{name}="
+                        f"{wanted}{' or more' if rule == 'at least' else ''}"
+                    )
 
     def predict(self, model: nn.Module, batch: Any) -> Any:
         """What ``predict`` returns for a batch; by default what the metrics would consume."""
@@ -187,11 +189,16 @@ class Task(EvaluationHooks, nn.Module):
         (its softmax probability). Tasks that predict something else override it.
         """
         if not (isinstance(prediction, Tensor) and prediction.dim() == 2 and prediction.is_floating_point()):
-            raise TypeError(f"{type(self).__name__}.predict gives {type(prediction).__name__}, not class scores (B, K): "
-                            "define its write_predictions to say how to write it")
+            raise TypeError(
+                f"{type(self).__name__}.predict gives {type(prediction).__name__}, not class scores (B, K): "
+                "define its write_predictions to say how to write it"
+            )
         score, label = prediction.detach().float().softmax(-1).max(-1)
-        sink.rows("predictions.csv", ["example", "class", "score"],
-                  zip(sink.take(len(label)), label.tolist(), (f"{s:.6f}" for s in score.tolist())))
+        sink.rows(
+            "predictions.csv",
+            ["example", "class", "score"],
+            zip(sink.take(len(label)), label.tolist(), (f"{s:.6f}" for s in score.tolist())),
+        )
 
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
         """Pictures of a validation batch for the loggers (predicted masks beside the truth,

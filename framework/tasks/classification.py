@@ -31,9 +31,15 @@ class Classification(AttentionTraining, Task):
     monitor = "val/acc"
     mode = "max"
 
-    def __init__(self, num_classes: Optional[int] = None, label_smoothing: float = 0.0, ignore_index: int = -100,
-                 attention_supervision: float = 0.0, decouple_attention: float = 0.0,
-                 random_attention: bool = False) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        label_smoothing: float = 0.0,
+        ignore_index: int = -100,
+        attention_supervision: float = 0.0,
+        decouple_attention: float = 0.0,
+        random_attention: bool = False,
+    ) -> None:
         require_sizes("task", num_classes=num_classes)
         super().__init__()
         if num_classes < 2:

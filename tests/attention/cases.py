@@ -19,8 +19,8 @@ import copy
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import Tensor, nn
@@ -94,7 +94,8 @@ def case(name: str) -> tuple[nn.Module, tuple, dict]:
             f"called with {shapes} and the mask by keyword) fails: {type(err).__name__}: {err}\n"
             f"Add its case to CASES in tests/attention/cases.py or a tests/attention/cases_<family>.py: "
             f"{name!r}: generic({name!r}, option=...) for other constructor arguments, or a function "
-            "returning (block, args, kwargs) for other inputs") from err
+            "returning (block, args, kwargs) for other inputs"
+        ) from err
     return block, args, kwargs
 
 
@@ -104,11 +105,27 @@ CASES: dict[str, Case] = {
     "pooling": generic("pooling", num_queries=2),
     "gat": generic("gat", heads=2),
     "gatv2": generic("gatv2", heads=2),
-    "parallel_co_attention": lambda: (create("parallel_co_attention", D), (torch.randn(2, 5, D), torch.randn(2, 4, D), _mask()), {}),
-    "alternating_co_attention": lambda: (create("alternating_co_attention", D), (torch.randn(2, 5, D), torch.randn(2, 4, D), _mask()), {}),
-    "rotatory": lambda: (create("rotatory", D, hops=2), (torch.randn(2, 5, D), torch.randn(2, 3, D), torch.randn(2, 4, D), _mask()), {}),
+    "parallel_co_attention": lambda: (
+        create("parallel_co_attention", D),
+        (torch.randn(2, 5, D), torch.randn(2, 4, D), _mask()),
+        {},
+    ),
+    "alternating_co_attention": lambda: (
+        create("alternating_co_attention", D),
+        (torch.randn(2, 5, D), torch.randn(2, 4, D), _mask()),
+        {},
+    ),
+    "rotatory": lambda: (
+        create("rotatory", D, hops=2),
+        (torch.randn(2, 5, D), torch.randn(2, 3, D), torch.randn(2, 4, D), _mask()),
+        {},
+    ),
     "hierarchical": lambda: (create("hierarchical", D), (torch.randn(2, 3, 4, D), torch.rand(2, 3, 4) > 0.3), {}),
-    "memory_read": lambda: (create("memory_read", 4, hops=2), (torch.randn(2, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 4), _mask()), {}),
+    "memory_read": lambda: (
+        create("memory_read", 4, hops=2),
+        (torch.randn(2, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 4), _mask()),
+        {},
+    ),
 }
 
 for _module in pkgutil.iter_modules([str(Path(__file__).parent)], "tests.attention."):

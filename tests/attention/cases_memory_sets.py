@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from framework.attention import create
-from tests.attention.cases import D, Case, _mask, generic
+from tests.attention.cases import Case, D, _mask, generic
 
 #: HAN over one node type and two meta-paths (a ring, and random edges with a self loop).
 METAPATHS = {
@@ -16,14 +16,24 @@ METAPATHS = {
 }
 
 CASES: dict[str, Case] = {
-    "hopfield": lambda: (create("hopfield", D, num_heads=2, steps=2), (torch.randn(2, 3, D), torch.randn(2, 5, D), _mask()), {}),
-    "ntm": lambda: (create("ntm", 6, 4, read_heads=2, write_heads=1),
-                    (torch.randn(2, 6), torch.randn(2, 5, 4), torch.randn(2, 3, 5).softmax(-1)), {}),
+    "hopfield": lambda: (
+        create("hopfield", D, num_heads=2, steps=2),
+        (torch.randn(2, 3, D), torch.randn(2, 5, D), _mask()),
+        {},
+    ),
+    "ntm": lambda: (
+        create("ntm", 6, 4, read_heads=2, write_heads=1),
+        (torch.randn(2, 6), torch.randn(2, 5, 4), torch.randn(2, 3, 5).softmax(-1)),
+        {},
+    ),
     "episodic_memory": generic("episodic_memory", passes=2),
     "mab": generic("mab", num_heads=2),
     "sab": generic("sab", num_heads=2),
     "isab": generic("isab", num_inducing=3, num_heads=2),
     "pma": generic("pma", num_seeds=2, num_heads=2),
-    "han": lambda: (create("han", 5, 4, metadata=list(METAPATHS), heads=2), (torch.randn(6, 5),),
-                    {"edge_index": dict(METAPATHS)}),
+    "han": lambda: (
+        create("han", 5, 4, metadata=list(METAPATHS), heads=2),
+        (torch.randn(6, 5),),
+        {"edge_index": dict(METAPATHS)},
+    ),
 }

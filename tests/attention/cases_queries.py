@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from framework.attention import create
-from tests.attention.cases import D, Case, _mask, generic
+from tests.attention.cases import Case, D, _mask, generic
 
 
 def _pair(name: str) -> Case:
@@ -26,6 +26,9 @@ CASES: dict[str, Case] = {
         {},
     ),
     "capsule": generic("capsule", num_capsules=3),
-    "meta_embedding": lambda: (create("meta_embedding", D, embedding_dims=[4, 6]),
-                               (torch.randn(2, 5, 4), torch.randn(2, 5, 6)), {}),
+    "meta_embedding": lambda: (
+        create("meta_embedding", D, embedding_dims=[4, 6]),
+        (torch.randn(2, 5, 4), torch.randn(2, 5, 6)),
+        {},
+    ),
 }

@@ -157,14 +157,18 @@ def probe_rows_match_the_full_map(name: str, device: str = "cpu", probes: int = 
         torch.manual_seed(0)
         with capture(moved, probes=probes) as rows:
             own = [m for m in moved.modules() if getattr(m, "gives_probe_rows", False)]
-            assert not any(m.wants_weights() for m in own), f"{name}: a block that gives probe rows computes its full map"
+            assert not any(m.wants_weights() for m in own), (
+                f"{name}: a block that gives probe rows computes its full map"
+            )
             probed = tensors(moved(*moved_args, **moved_kwargs))
     for got, want in zip(probed, plain, strict=True):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: probed output: {m}")
     assert set(rows) == set(full), f"{name}: the capture with probes recorded other blocks"
     modules, whole = dict(moved.named_modules()), []
     for key, records in full.items():
-        assert len(rows[key]) == len(records), f"{name}: {key} recorded {len(rows[key])} calls with probes, {len(records)} without"
+        assert len(rows[key]) == len(records), (
+            f"{name}: {key} recorded {len(rows[key])} calls with probes, {len(records)} without"
+        )
         for call, (fully, probed_record) in enumerate(zip(records, rows[key])):
             said = f"{name}: {key}, call {call + 1}"
             grid = modules.get(key, block).grid_weights(fully)
@@ -176,12 +180,18 @@ def probe_rows_match_the_full_map(name: str, device: str = "cpu", probes: int = 
             index = index.to(device)
             assert torch.equal(probed_record.probes, index), f"{said}: probes {probed_record.probes} != {index}"
             got = probed_record.weights
-            torch.testing.assert_close(got, grid.index_select(-2, index), atol=1e-5, rtol=0, msg=lambda m: f"{said}: {m}")
+            torch.testing.assert_close(
+                got, grid.index_select(-2, index), atol=1e-5, rtol=0, msg=lambda m: f"{said}: {m}"
+            )
             if probed_record.valid is not None:
                 assert not (got * ~probed_record.valid).any(), f"{said}: weight on a key that is not valid"
     return whole
 
 
 #: The generic checks of one block; ``runs_on`` also takes a device.
-CHECKS = {"compile": compiles_like_eager, "ablation": ablates_to_uniform, "capture": records_and_returns_its_weights,
-          "device": runs_on}
+CHECKS = {
+    "compile": compiles_like_eager,
+    "ablation": ablates_to_uniform,
+    "capture": records_and_returns_its_weights,
+    "device": runs_on,
+}

@@ -8,7 +8,7 @@ The comparison runs in float64 so that a wrong formula cannot hide behind roundi
 from __future__ import annotations
 
 import copy
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -54,7 +54,9 @@ def assert_matches_reference(
             assert g is None or not g.any(), f"gradient of {name}: reference has none"
             continue
         assert g is not None, f"gradient of {name} is missing"
-        torch.testing.assert_close(g.cpu(), w, atol=atol, rtol=rtol, msg=lambda m, n=name: f"gradient of {n} differs: {m}")
+        torch.testing.assert_close(
+            g.cpu(), w, atol=atol, rtol=rtol, msg=lambda m, n=name: f"gradient of {n} differs: {m}"
+        )
 
 
 def _params(block: nn.Module) -> list[Tensor]:

@@ -58,8 +58,9 @@ def test_gates_become_a_constant_random_values_or_a_shuffle():
 def test_graph_coefficients_are_replaced_per_target_node():
     target = torch.tensor([0, 0, 0, 1, 1, 2])
     alpha = torch.tensor([[0.7], [0.2], [0.1], [0.6], [0.4], [1.0]])
-    torch.testing.assert_close(ablated_coefficients(target, alpha, "uniform"),
-                               torch.tensor([[1 / 3], [1 / 3], [1 / 3], [0.5], [0.5], [1.0]]))
+    torch.testing.assert_close(
+        ablated_coefficients(target, alpha, "uniform"), torch.tensor([[1 / 3], [1 / 3], [1 / 3], [0.5], [0.5], [1.0]])
+    )
     torch.manual_seed(0)
     random = ablated_coefficients(target, alpha, "random")
     torch.testing.assert_close(torch.zeros(3, 1).index_add_(0, target, random), torch.ones(3, 1))

@@ -35,11 +35,18 @@ def location_reference(block, query, keys, values=None, *, key_padding_mask=None
         previous = valid[e].double() / valid[e].sum() if state is None else state[e]
         rows = []
         for i in range(m):
-            padded = torch.cat([torch.zeros(r // 2, dtype=query.dtype), previous, torch.zeros(r // 2, dtype=query.dtype)])
-            f = torch.stack([torch.stack([(taps[c] * padded[j : j + r]).sum() for c in range(taps.shape[0])])
-                             for j in range(n)])  # (N, k)
-            hidden = torch.tanh(query[e, i] @ block.query_proj.weight.T + block.query_proj.bias
-                                + keys[e] @ block.key_proj.weight.T + f @ block.location_proj.weight.T)
+            padded = torch.cat(
+                [torch.zeros(r // 2, dtype=query.dtype), previous, torch.zeros(r // 2, dtype=query.dtype)]
+            )
+            f = torch.stack(
+                [torch.stack([(taps[c] * padded[j : j + r]).sum() for c in range(taps.shape[0])]) for j in range(n)]
+            )  # (N, k)
+            hidden = torch.tanh(
+                query[e, i] @ block.query_proj.weight.T
+                + block.query_proj.bias
+                + keys[e] @ block.key_proj.weight.T
+                + f @ block.location_proj.weight.T
+            )
             energies = hidden @ block.energy.weight[0]
             if block.distribution == "smoothing":
                 smooth = torch.sigmoid(energies) * valid[e]
@@ -58,15 +65,27 @@ def location_reference(block, query, keys, values=None, *, key_padding_mask=None
 @pytest.mark.parametrize("options", [{}, {"distribution": "smoothing"}, {"sharpening": 2.0, "value_dim": 4}])
 def test_location_aware_matches_chorowski(options, device):
     torch.manual_seed(0)
-    block = randomize_(create("location_aware", D, DK, hidden=6, filters=3, kernel_size=5, **options), scale=0.5).double()
+    block = randomize_(
+        create("location_aware", D, DK, hidden=6, filters=3, kernel_size=5, **options), scale=0.5
+    ).double()
     query, keys, mask = torch.randn(B, M, D).double(), torch.randn(B, N, DK).double(), lengths_mask([6, 3])
     values = torch.randn(B, N, block.value_dim).double()
     assert_matches_reference(block, location_reference, query, keys, values, key_padding_mask=mask, device=device)
-    assert_matches_reference(block, lambda *a, **k: location_reference(*a, **k).weights, query, keys, values,
-                             key_padding_mask=mask, need_weights=True, output=lambda out: out.weights, device=device)
+    assert_matches_reference(
+        block,
+        lambda *a, **k: location_reference(*a, **k).weights,
+        query,
+        keys,
+        values,
+        key_padding_mask=mask,
+        need_weights=True,
+        output=lambda out: out.weights,
+        device=device,
+    )
     state = masked_softmax(torch.randn(B, N).double(), mask)  # a decoder's step from its previous alignment
-    assert_matches_reference(block, location_reference, query[:, 0], keys, values, key_padding_mask=mask, state=state,
-                             device=device)
+    assert_matches_reference(
+        block, location_reference, query[:, 0], keys, values, key_padding_mask=mask, state=state, device=device
+    )
 
 
 def test_the_location_term_moves_the_alignment_and_steps_thread_the_state():
@@ -104,8 +123,12 @@ def gru_gated_reference(block, query, keys, *, key_padding_mask=None, need_weigh
     hidden = torch.tanh((query @ s.query_weight[0] + s.bias[0, 0])[:, :, None] + gated @ s.key_weight[0])
     energies = hidden @ s.out[0, :, 0]  # (B, M, N)
     valid = torch.ones(keys.shape[:2], dtype=torch.bool) if key_padding_mask is None else key_padding_mask
-    weights = torch.stack([torch.stack([masked_softmax(energies[b, i], valid[b]) for i in range(energies.shape[1])])
-                           for b in range(energies.shape[0])])
+    weights = torch.stack(
+        [
+            torch.stack([masked_softmax(energies[b, i], valid[b]) for i in range(energies.shape[1])])
+            for b in range(energies.shape[0])
+        ]
+    )
     out = torch.einsum("bmn,bmnd->bmd", weights, gated)
     if single:
         out, weights = out[:, 0], weights[:, 0]
@@ -117,8 +140,16 @@ def test_gru_gated_matches_the_gatt_equations(device):
     block = randomize_(create("gru_gated", D, DK, score_kwargs={"hidden": 7}), scale=0.5).double()
     query, keys, mask = torch.randn(B, M, D).double(), torch.randn(B, N, DK).double(), lengths_mask([6, 2])
     assert_matches_reference(block, gru_gated_reference, query, keys, key_padding_mask=mask, device=device)
-    assert_matches_reference(block, lambda *a, **k: gru_gated_reference(*a, **k).weights, query, keys,
-                             key_padding_mask=mask, need_weights=True, output=lambda out: out.weights, device=device)
+    assert_matches_reference(
+        block,
+        lambda *a, **k: gru_gated_reference(*a, **k).weights,
+        query,
+        keys,
+        key_padding_mask=mask,
+        need_weights=True,
+        output=lambda out: out.weights,
+        device=device,
+    )
     assert_matches_reference(block, gru_gated_reference, query[:, 1], keys, key_padding_mask=mask, device=device)
 
 

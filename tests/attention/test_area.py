@@ -29,8 +29,9 @@ def naive_areas(block, key, value, mask, grid):
                     if block.key_features == "mean_std":
                         std = torch.sqrt(((k - mean[:, None]) ** 2).mean(1) + 1e-6)
                         size = block.size_embedding.weight[(h - 1) * block.max_width + w - 1]
-                        hidden = (mean @ block.mean_map.weight.T + block.mean_map.bias + std @ block.std_map.weight.T
-                                  + size)
+                        hidden = (
+                            mean @ block.mean_map.weight.T + block.mean_map.bias + std @ block.std_map.weight.T + size
+                        )
                         mean = torch.relu(hidden) @ block.key_map.weight.T + block.key_map.bias
                     keys.append(mean)
                     values.append(value[:, items].sum(1))
@@ -47,11 +48,14 @@ def area_reference(block, query, key, value=None, *, key_padding_mask=None, grid
     return general_reference(block, query, keys, values, key_padding_mask=valid)
 
 
-@pytest.mark.parametrize("options, grid, lengths", [
-    ({"max_width": 3, "score": "additive", "project": False}, None, [7, 4]),
-    ({"max_width": 2, "num_heads": 2, "key_features": "mean_std"}, None, [7, 1]),
-    ({"max_width": 2, "max_height": 2, "score": "scaled_dot"}, (2, 4), [8, 5]),
-])
+@pytest.mark.parametrize(
+    "options, grid, lengths",
+    [
+        ({"max_width": 3, "score": "additive", "project": False}, None, [7, 4]),
+        ({"max_width": 2, "num_heads": 2, "key_features": "mean_std"}, None, [7, 1]),
+        ({"max_width": 2, "max_height": 2, "score": "scaled_dot"}, (2, 4), [8, 5]),
+    ],
+)
 def test_area_attention_matches_enumerated_areas(options, grid, lengths, device):
     torch.manual_seed(0)
     n = 8 if grid else 7
@@ -72,7 +76,10 @@ def test_areas_are_counted_and_folded_back_onto_the_items():
     torch.testing.assert_close(folded @ key, out.output.unsqueeze(1))  # values are sums: out = sum_j w_j v_j
     grid = create("area", D, max_width=2, max_height=2)
     assert grid.areas((2, 3)) == [(1, 1), (1, 2), (2, 1), (2, 2)]
-    assert grid(torch.randn(1, 1, D), torch.randn(1, 6, D), grid=(2, 3), need_weights=True).weights.shape[-1] == 6 + 4 + 3 + 2
+    assert (
+        grid(torch.randn(1, 1, D), torch.randn(1, 6, D), grid=(2, 3), need_weights=True).weights.shape[-1]
+        == 6 + 4 + 3 + 2
+    )
 
 
 def test_area_inputs_are_checked():

@@ -60,8 +60,11 @@ def test_a_chosen_path_is_used_and_recorded() -> None:
 def test_eager_computes_weights_and_sdpa_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
     block = create("mhsa", 16, num_heads=2)
     calls = []
-    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
-                        lambda *a, **k: calls.append(1) or torch.zeros(a[0].shape[:-1] + a[2].shape[-1:]))
+    monkeypatch.setattr(
+        torch.nn.functional,
+        "scaled_dot_product_attention",
+        lambda *a, **k: calls.append(1) or torch.zeros(a[0].shape[:-1] + a[2].shape[-1:]),
+    )
     x = torch.randn(2, 5, 16)
     block(x)
     assert calls == [1]
@@ -70,13 +73,24 @@ def test_eager_computes_weights_and_sdpa_does_not(monkeypatch: pytest.MonkeyPatc
     assert calls == [1]
 
 
-@pytest.mark.parametrize("choice, message", [
-    ("triton", "attention backend 'triton': no block of the model has it (its blocks' paths: eager, sdpa, compiled)"),
-    ("fast", "attention backend 'fast': not one of eager, sdpa, linear, flex, triton, portable, compiled (or auto)"),
-    ({"head.*": "eager"}, "attention backend for 'head.*': no block with several paths matches it (those of the "
-                          "model: 0)"),
-    ({"0": "flex"}, "attention backend 'flex': block 0 (mhsa) has sdpa, eager, compiled"),
-])
+@pytest.mark.parametrize(
+    "choice, message",
+    [
+        (
+            "triton",
+            "attention backend 'triton': no block of the model has it (its blocks' paths: eager, sdpa, compiled)",
+        ),
+        (
+            "fast",
+            "attention backend 'fast': not one of eager, sdpa, linear, flex, triton, portable, compiled (or auto)",
+        ),
+        (
+            {"head.*": "eager"},
+            "attention backend for 'head.*': no block with several paths matches it (those of the model: 0)",
+        ),
+        ({"0": "flex"}, "attention backend 'flex': block 0 (mhsa) has sdpa, eager, compiled"),
+    ],
+)
 def test_a_path_the_model_lacks_is_one_line(choice: object, message: str) -> None:
     model = torch.nn.Sequential(create("mhsa", 16, num_heads=2), create("se", 16))
     with pytest.raises(ValueError) as caught:
@@ -87,8 +101,10 @@ def test_a_path_the_model_lacks_is_one_line(choice: object, message: str) -> Non
 def test_a_path_the_device_lacks_is_one_line() -> None:
     block = create("criss_cross", 16)
     backends.use(block, "triton")
-    expected = ("attention backend 'triton' of block (the model) (criss_cross): the Triton kernels run on CUDA "
-                "(and under TRITON_INTERPRET=1), not on cpu")
+    expected = (
+        "attention backend 'triton' of block (the model) (criss_cross): the Triton kernels run on CUDA "
+        "(and under TRITON_INTERPRET=1), not on cpu"
+    )
     with pytest.raises(ValueError, match=r"^attention backend 'triton' of block \(the model\)") as caught:
         backends.check(block, torch.device("cpu"))
     assert str(caught.value) == expected
@@ -97,7 +113,8 @@ def test_a_path_the_device_lacks_is_one_line() -> None:
     torch.manual_seed(0)
     rows = compare_block("head", create("criss_cross", 16), ((torch.randn(1, 16, 4, 4),), {}), ["triton"], repeats=1)
     assert [(row.backend, row.output_diff, row.ms, row.note) for row in rows][1:] == [
-        ("triton", None, None, "the Triton kernels run on CUDA (and under TRITON_INTERPRET=1), not on cpu")]
+        ("triton", None, None, "the Triton kernels run on CUDA (and under TRITON_INTERPRET=1), not on cpu")
+    ]
 
 
 def test_flex_trains_nowhere_on_the_cpu_but_runs_forward() -> None:
@@ -106,5 +123,7 @@ def test_flex_trains_nowhere_on_the_cpu_but_runs_forward() -> None:
     backends.check(block, torch.device("cpu"))  # forward: validate, test, predict
     with pytest.raises(ValueError) as caught:
         backends.check(block, torch.device("cpu"), training=True)
-    assert str(caught.value) == ("attention backend 'flex' of block (the model) (sparse_strided): FlexAttention has no "
-                                 "backward on the CPU (torch 2.11): train with sdpa or eager, or on CUDA")
+    assert str(caught.value) == (
+        "attention backend 'flex' of block (the model) (sparse_strided): FlexAttention has no "
+        "backward on the CPU (torch 2.11): train with sdpa or eager, or on CUDA"
+    )

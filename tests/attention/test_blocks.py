@@ -27,8 +27,9 @@ def test_captures_and_need_weights_give_the_plain_output(name):
     records_and_returns_its_weights(name)
 
 
-@pytest.mark.parametrize("name, other_device", [(name, device) for device in OTHER_DEVICES for name in available()],
-                         ids=lambda value: value)
+@pytest.mark.parametrize(
+    "name, other_device", [(name, device) for device in OTHER_DEVICES for name in available()], ids=lambda value: value
+)
 def test_every_block_gives_the_cpus_numbers_on_the_device(name, other_device, monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)  # full float32 convolutions, as on the CPU
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
@@ -179,6 +180,8 @@ def test_a_block_its_kind_cannot_run_says_where_to_add_its_case(throwaway):
     with pytest.raises(CaseError) as failure:
         case("throwaway_odd_memory")
     message = str(failure.value)
-    assert message.startswith("throwaway_odd_memory: the generic memory case (create('throwaway_odd_memory', 8) "
-                              "called with (2, 8), (2, 5, 8) and the mask by keyword) fails: TypeError: ")
+    assert message.startswith(
+        "throwaway_odd_memory: the generic memory case (create('throwaway_odd_memory', 8) "
+        "called with (2, 8), (2, 5, 8) and the mask by keyword) fails: TypeError: "
+    )
     assert "Add its case to CASES in tests/attention/cases.py or a tests/attention/cases_<family>.py" in message

@@ -23,7 +23,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from framework.attention.feature_map import criss_cross_op, _criss_cross_triton  # noqa: E402
+from framework.attention.feature_map import _criss_cross_triton, criss_cross_op  # noqa: E402
 from framework.attention.feature_map.criss_cross import CrissCrossAttention  # noqa: E402
 from tests.attention.reference import randomize_  # noqa: E402
 from tools.ccnet_reference import criss_cross_einsum  # noqa: E402
@@ -31,8 +31,14 @@ from tools.ccnet_reference import criss_cross_einsum  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 #: (B, C', C, H, W); the interpreter runs 16-wide blocks: lines of 17 span two, as do C = 24 channels.
-SHAPES = {"5x7": (2, 4, 8, 5, 7), "1x6": (1, 4, 8, 1, 6), "6x1": (2, 4, 8, 6, 1), "1x1": (1, 3, 5, 1, 1),
-          "17x2": (1, 3, 24, 17, 2), "2x17": (1, 5, 8, 2, 17)}
+SHAPES = {
+    "5x7": (2, 4, 8, 5, 7),
+    "1x6": (1, 4, 8, 1, 6),
+    "6x1": (2, 4, 8, 6, 1),
+    "1x1": (1, 3, 5, 1, 1),
+    "17x2": (1, 3, 24, 17, 2),
+    "2x17": (1, 5, 8, 2, 17),
+}
 #: Tolerances against float64, relative to the largest reference value of each tensor.
 TOLERANCES = {torch.float32: 1e-5, torch.bfloat16: 6e-2, torch.float16: 1e-2}
 
@@ -54,7 +60,9 @@ def check_kernels(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> No
     for name, g, w, t in zip(("y", "lse", "dq", "dk", "dv"), got, want, (v, q, q, k, v)):
         assert g.shape == w.shape and g.dtype == (torch.float32 if name == "lse" else t.dtype), name
         tol = TOLERANCES[dtype] * max(w.abs().max().item(), 1.0)
-        torch.testing.assert_close(g.cpu().double(), w, atol=tol, rtol=TOLERANCES[dtype], msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(
+            g.cpu().double(), w, atol=tol, rtol=TOLERANCES[dtype], msg=lambda m, n=name: f"{n}: {m}"
+        )
 
 
 def check_operator(device: str) -> None:
@@ -67,7 +75,10 @@ def check_operator(device: str) -> None:
 
     block = randomize_(CrissCrossAttention(8, reduction=2, recurrence=2), scale=0.3).to(device)
     x = torch.randn(2, 8, 5, 7, device=device, requires_grad=True)
-    _criss_cross_triton.forward, _criss_cross_triton.backward = counted("forward", forward), counted("backward", backward)
+    _criss_cross_triton.forward, _criss_cross_triton.backward = (
+        counted("forward", forward),
+        counted("backward", backward),
+    )
     try:
         with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):  # float32 1 x 1 convolutions on CUDA
             out = torch.compile(block, fullgraph=True, backend="aot_eager")(x)
@@ -79,14 +90,19 @@ def check_operator(device: str) -> None:
     block, x64 = block.cpu().double(), x.detach().cpu().double().requires_grad_()
     want = x64
     for _ in range(block.recurrence):
-        want = want + block.gamma * criss_cross_einsum(block.query_conv(want), block.key_conv(want), block.value_conv(want))
+        want = want + block.gamma * criss_cross_einsum(
+            block.query_conv(want), block.key_conv(want), block.value_conv(want)
+        )
     (want_grad,) = torch.autograd.grad(want.square().sum(), x64)
     torch.testing.assert_close(out.cpu().double(), want, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(grad.cpu().double(), want_grad, atol=1e-4, rtol=1e-4)
 
 
-CHECKS = {f"{name}-{str(dtype)[6:]}": (check_kernels, shape, dtype)
-          for name, shape in SHAPES.items() for dtype in (torch.float32, torch.bfloat16)}
+CHECKS = {
+    f"{name}-{str(dtype)[6:]}": (check_kernels, shape, dtype)
+    for name, shape in SHAPES.items()
+    for dtype in (torch.float32, torch.bfloat16)
+}
 CHECKS["5x7-float16"] = (check_kernels, SHAPES["5x7"], torch.float16)
 CHECKS["operator"] = (check_operator,)
 

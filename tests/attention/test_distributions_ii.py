@@ -66,8 +66,9 @@ def quasi_row(block, q, k, head):
     return torch.tanh(k @ q / scale) * torch.sigmoid(-(k - q).abs().sum(-1) / scale)
 
 
-@pytest.mark.parametrize("name, row", [("entmax15", entmax15_row), ("adaptive_entmax", adaptive_row),
-                                       ("quasi_attention", quasi_row)])
+@pytest.mark.parametrize(
+    "name, row", [("entmax15", entmax15_row), ("adaptive_entmax", adaptive_row), ("quasi_attention", quasi_row)]
+)
 def test_sparse_and_quasi_presets_match_the_package_and_the_formula(name, row, device):
     block = randomize_(create(name, D, num_heads=H), scale=0.6)
     if name == "adaptive_entmax":  # two different, learnable alphas
@@ -75,8 +76,16 @@ def test_sparse_and_quasi_presets_match_the_package_and_the_formula(name, row, d
     query, keys, mask = _inputs()
     reference = row_by_row(row)
     assert_matches_reference(block, reference, query, keys, key_padding_mask=mask, device=device)
-    assert_matches_reference(block, lambda *a, **k: reference(*a, **k)[1], query, keys,
-                             key_padding_mask=mask, need_weights=True, output=lambda out: out.weights, device=device)
+    assert_matches_reference(
+        block,
+        lambda *a, **k: reference(*a, **k)[1],
+        query,
+        keys,
+        key_padding_mask=mask,
+        need_weights=True,
+        output=lambda out: out.weights,
+        device=device,
+    )
 
 
 def _kkt(p: torch.Tensor, z: torch.Tensor, alpha: float) -> None:
@@ -84,7 +93,9 @@ def _kkt(p: torch.Tensor, z: torch.Tensor, alpha: float) -> None:
     torch.testing.assert_close(p.sum(-1), torch.ones_like(p[..., 0]))
     support = p > 0
     tau = (alpha - 1) * z - p.clamp_min(1e-300) ** (alpha - 1)  # equal on the support
-    for row_p, row_s, row_t, row_z in zip(p.flatten(0, -2), support.flatten(0, -2), tau.flatten(0, -2), z.flatten(0, -2)):
+    for row_p, row_s, row_t, row_z in zip(
+        p.flatten(0, -2), support.flatten(0, -2), tau.flatten(0, -2), z.flatten(0, -2)
+    ):
         t = row_t[row_s]
         torch.testing.assert_close(t, t[:1].expand_as(t))
         assert ((alpha - 1) * row_z[~row_s] <= t[0] + 1e-12).all(), "an entry left out is above the threshold"

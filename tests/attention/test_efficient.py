@@ -57,10 +57,12 @@ def check(block, reference, *inputs, device, **kwargs):
     """Outputs and gradients on the fused path, then outputs and weights on the explicit one."""
     out_ref, weights_ref = weights_too(reference)
     assert_matches_reference(block, out_ref, *inputs, device=device, **kwargs)
-    assert_matches_reference(block, out_ref, *inputs, device=device, need_weights=True,
-                             output=lambda out: out.output, **kwargs)
-    assert_matches_reference(block, weights_ref, *inputs, device=device, need_weights=True,
-                             output=lambda out: out.weights, **kwargs)
+    assert_matches_reference(
+        block, out_ref, *inputs, device=device, need_weights=True, output=lambda out: out.output, **kwargs
+    )
+    assert_matches_reference(
+        block, weights_ref, *inputs, device=device, need_weights=True, output=lambda out: out.weights, **kwargs
+    )
 
 
 # --- Linformer -----------------------------------------------------------------------------
@@ -103,7 +105,7 @@ def performer_reference(block, x, mask, need_weights=False):
     d, w = q.shape[-1], block.projection.double()
 
     def phi(t):
-        t = t / d ** 0.25
+        t = t / d**0.25
         return torch.exp(t @ w.T - (t * t).sum(-1, keepdim=True) / 2) / math.sqrt(w.shape[0])
 
     kernel = phi(q) @ phi(k).transpose(-1, -2)  # (B, h, N, N)
@@ -126,8 +128,13 @@ def test_orthogonal_features_estimate_the_softmax_kernel_without_bias():
     torch.manual_seed(0)
     d, features = 8, 65536
     w = orthogonal_features(features, d, dtype=torch.float64)
-    q, k = torch.randn(4, d, dtype=torch.float64) * 0.6 / d ** 0.25, torch.randn(4, d, dtype=torch.float64) * 0.6 / d ** 0.25
-    estimate = (torch.exp(q @ w.T - (q * q).sum(-1, keepdim=True) / 2) * torch.exp(k @ w.T - (k * k).sum(-1, keepdim=True) / 2)).mean(-1)
+    q, k = (
+        torch.randn(4, d, dtype=torch.float64) * 0.6 / d**0.25,
+        torch.randn(4, d, dtype=torch.float64) * 0.6 / d**0.25,
+    )
+    estimate = (
+        torch.exp(q @ w.T - (q * q).sum(-1, keepdim=True) / 2) * torch.exp(k @ w.T - (k * k).sum(-1, keepdim=True) / 2)
+    ).mean(-1)
     torch.testing.assert_close(estimate, torch.exp((q * k).sum(-1)), rtol=0.02, atol=0)
 
 
@@ -202,8 +209,9 @@ def test_sparse_flex_path_equals_the_dense_path(pattern, causal, device):
     """FlexAttention runs forward on the CPU (the unfused reference; no backward there in torch
     2.11) and forward and backward on CUDA (compiled kernels), with a 16-wide head as they need."""
     torch.manual_seed(0)
-    dense = randomize_(SparseAttention(32, pattern, stride=4, summary=2, num_heads=2, causal=causal, impl="dense"),
-                       scale=0.2).to(device)
+    dense = randomize_(
+        SparseAttention(32, pattern, stride=4, summary=2, num_heads=2, causal=causal, impl="dense"), scale=0.2
+    ).to(device)
     flex = SparseAttention(32, pattern, stride=4, summary=2, num_heads=2, causal=causal, impl="flex").to(device)
     flex.load_state_dict(dense.state_dict())
     x, mask = _inputs(n=37, dim=32)
@@ -217,8 +225,10 @@ def test_sparse_flex_path_equals_the_dense_path(pattern, causal, device):
     got, want = flex(x, mask), dense(x, mask)
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-3)
     cotangent = torch.randn_like(got)
-    for g, w in zip(torch.autograd.grad(got, [x, *flex.parameters()], cotangent),
-                    torch.autograd.grad(want, [x, *dense.parameters()], cotangent)):
+    for g, w in zip(
+        torch.autograd.grad(got, [x, *flex.parameters()], cotangent),
+        torch.autograd.grad(want, [x, *dense.parameters()], cotangent),
+    ):
         torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-3)
 
 
@@ -299,7 +309,9 @@ def synthesizer_reference(block, x, mask, need_weights=False):
     return out, weights
 
 
-@pytest.mark.parametrize("variant, rank, causal", [("dense", None, False), ("random", None, True), ("random", 2, False)])
+@pytest.mark.parametrize(
+    "variant, rank, causal", [("dense", None, False), ("random", None, True), ("random", 2, False)]
+)
 def test_synthesizer_matches_the_formula(variant, rank, causal, device):
     block = randomize_(create(f"synthesizer_{variant}", D, num_heads=H, max_len=9, rank=rank, causal=causal))
     x, mask = _inputs()
@@ -332,13 +344,14 @@ def xl_reference(block, x, mask, attn_mask=None, memory=None, need_weights=False
     weights = torch.zeros(b, H, n, n, dtype=x.dtype)
     for t in range(n):
         s = t // seg
-        keys = [j for j in range(max(-offset, (s - 1) * seg), min(n, (s + 1) * seg))
-                if (not block.causal or j <= t)]
+        keys = [j for j in range(max(-offset, (s - 1) * seg), min(n, (s + 1) * seg)) if (not block.causal or j <= t)]
         for e in range(b):
             kept = [j for j in keys if valid[e, j + offset] and (attn_mask is None or j < 0 or attn_mask[e, t, j])]
             if not kept:
                 continue
-            rows = torch.stack([states[e, j + offset] if j >= s * seg else states[e, j + offset].detach() for j in kept])
+            rows = torch.stack(
+                [states[e, j + offset] if j >= s * seg else states[e, j + offset].detach() for j in kept]
+            )
             k = _heads(rows[None], block.k_proj)[0]  # (h, K, d)
             val = _heads(rows[None], block.v_proj)[0]
             rel = torch.stack([(w_r @ sinusoid(t - j, D)).reshape(H, d) for j in kept], 1)  # (h, K, d)
@@ -368,14 +381,16 @@ def test_transformer_xl_in_pieces_with_memory_equals_the_whole():
     x = torch.randn(2, 12, D)
     whole = block(x)
     for s in range(1, 3):  # segment s alone, the previous segment's states as memory
-        piece = block(x[:, 4 * s: 4 * s + 4], memory=x[:, 4 * s - 4: 4 * s])
-        torch.testing.assert_close(piece, whole[:, 4 * s: 4 * s + 4])
+        piece = block(x[:, 4 * s : 4 * s + 4], memory=x[:, 4 * s - 4 : 4 * s])
+        torch.testing.assert_close(piece, whole[:, 4 * s : 4 * s + 4])
 
 
 def test_transformer_xl_context_grows_one_segment_per_layer():
     """In an encoder, token 0 reaches a segment further with every layer (the recurrence)."""
     torch.manual_seed(0)
-    encoder = AttentionEncoder(D, depth=2, attention=lambda dim: TransformerXLAttention(dim, num_heads=H, segment=3)).eval()
+    encoder = AttentionEncoder(
+        D, depth=2, attention=lambda dim: TransformerXLAttention(dim, num_heads=H, segment=3)
+    ).eval()
     x = torch.randn(1, 12, D)
     changed = x.clone()
     changed[:, 0] += torch.randn(D)
@@ -393,8 +408,16 @@ def test_transformer_xl_stops_the_gradient_at_the_memory():
 
 def test_every_new_sequence_block_runs_in_the_encoder_by_name():
     x, mask = _inputs(n=9)
-    for name in ("linformer", "performer", "sparse_strided", "sparse_fixed", "adaptive_span", "synthesizer_dense",
-                 "synthesizer_random", "transformer_xl"):
+    for name in (
+        "linformer",
+        "performer",
+        "sparse_strided",
+        "sparse_fixed",
+        "adaptive_span",
+        "synthesizer_dense",
+        "synthesizer_random",
+        "transformer_xl",
+    ):
         encoder = AttentionEncoder(D, depth=1, attention=name)
         out = encoder(x, mask)
         out.sum().backward()

@@ -218,8 +218,12 @@ WEIGHT_SHAPES = {
 }
 SOFTMAX = {"non_local", "danet_position", "danet_channel", "gc"}
 #: (queries, keys) grids of each record: blocks whose weights relate pixels say so.
-GRIDS = {"non_local": ((H, W), (H, W)), "danet_position": ((H, W), (H, W)), "danet": ((H, W), (H, W)),
-         "gc": (None, (H, W))}
+GRIDS = {
+    "non_local": ((H, W), (H, W)),
+    "danet_position": ((H, W), (H, W)),
+    "danet": ((H, W), (H, W)),
+    "gc": (None, (H, W)),
+}
 
 
 def shapes(weights):

@@ -74,7 +74,9 @@ def _softmax(e, mask, dim=-1):
     return torch.where(total > 0, z / total.clamp_min(1e-300), torch.zeros_like(z))
 
 
-def _reference(block: Attention, query, key=None, value=None, *, key_padding_mask=None, attn_mask=None, need_weights=False):
+def _reference(
+    block: Attention, query, key=None, value=None, *, key_padding_mask=None, attn_mask=None, need_weights=False
+):
     key = query if key is None else key
     value = key if value is None else value
     h = block.num_heads
@@ -117,7 +119,18 @@ def _reference(block: Attention, query, key=None, value=None, *, key_padding_mas
     return out
 
 
-SCORES = ["additive", "dot", "scaled_dot", "general", "biased_general", "activated_general", "concat", "location", "cosine", "kernel"]
+SCORES = [
+    "additive",
+    "dot",
+    "scaled_dot",
+    "general",
+    "biased_general",
+    "activated_general",
+    "concat",
+    "location",
+    "cosine",
+    "kernel",
+]
 
 
 @pytest.mark.parametrize("score", SCORES)
@@ -128,7 +141,9 @@ def test_every_score_matches_its_formula(score, num_heads, device):
     block = randomize_(Attention(DQ, DK, DV, score=score, distribution=distribution, num_heads=num_heads, head_dim=4))
     q, k, v, mask = _inputs()
     assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask, device=device)
-    assert_matches_reference(block, _reference, q, k, v, key_padding_mask=mask, need_weights=True, output=lambda o: o.output, device=device)
+    assert_matches_reference(
+        block, _reference, q, k, v, key_padding_mask=mask, need_weights=True, output=lambda o: o.output, device=device
+    )
 
 
 @pytest.mark.parametrize("score", ["additive", "general", "biased_general", "activated_general", "concat", "location"])
@@ -179,13 +194,19 @@ def test_sparsemax_is_the_euclidean_projection_onto_the_simplex():
     mask = torch.rand(4, 3, 9) > 0.3
     mask[0, 0] = False  # a query with no key left
     got, _ = dist_module.Sparsemax()(e, mask)
-    want = torch.stack([
-        torch.stack([
-            torch.zeros(9, dtype=torch.float64).masked_scatter(m, _sparsemax_by_bisection(row[m])) if m.any()
-            else torch.zeros(9, dtype=torch.float64)
-            for row, m in zip(e_b, m_b)
-        ]) for e_b, m_b in zip(e, mask)
-    ])
+    want = torch.stack(
+        [
+            torch.stack(
+                [
+                    torch.zeros(9, dtype=torch.float64).masked_scatter(m, _sparsemax_by_bisection(row[m]))
+                    if m.any()
+                    else torch.zeros(9, dtype=torch.float64)
+                    for row, m in zip(e_b, m_b)
+                ]
+            )
+            for e_b, m_b in zip(e, mask)
+        ]
+    )
     torch.testing.assert_close(got, want, atol=1e-9, rtol=0)
     assert (got == 0).any(), "sparsemax should give exact zeros"
 
@@ -252,7 +273,10 @@ def test_fused_sdpa_path_equals_the_explicit_path(score, monkeypatch):
         assert not calls
         torch.testing.assert_close(fast, slow)
         cot = torch.randn_like(fast)
-        for g1, g2 in zip(torch.autograd.grad(fast, [x, *block.parameters()], cot), torch.autograd.grad(slow, [x, *block.parameters()], cot)):
+        for g1, g2 in zip(
+            torch.autograd.grad(fast, [x, *block.parameters()], cot),
+            torch.autograd.grad(slow, [x, *block.parameters()], cot),
+        ):
             torch.testing.assert_close(g1, g2)
     assert not torch.isnan(block(x, key_padding_mask=mask)).any()
 
@@ -263,7 +287,9 @@ def test_kernel_attention_linear_path_equals_the_explicit_path(causal, device):
     x = torch.randn(B, 6, 8, dtype=torch.float64)
     mask = torch.ones(B, 6, dtype=torch.bool)
     mask[0, 4:] = False
-    torch.testing.assert_close(block(x, key_padding_mask=mask), block(x, key_padding_mask=mask, need_weights=True).output)
+    torch.testing.assert_close(
+        block(x, key_padding_mask=mask), block(x, key_padding_mask=mask, need_weights=True).output
+    )
     assert_matches_reference(block, _reference, x, key_padding_mask=mask, device=device)
 
 
@@ -328,8 +354,23 @@ def test_causal_mask_built_during_inference_serves_training_later():
     assert block.q_proj.weight.grad is not None
 
 
-PRESETS = ["attention", "additive", "dot", "scaled_dot", "general", "biased_general", "activated_general", "concat",
-           "location", "cosine", "kernel", "sigmoid", "multi_dimensional", "multi_head", "multi_hop"]
+PRESETS = [
+    "attention",
+    "additive",
+    "dot",
+    "scaled_dot",
+    "general",
+    "biased_general",
+    "activated_general",
+    "concat",
+    "location",
+    "cosine",
+    "kernel",
+    "sigmoid",
+    "multi_dimensional",
+    "multi_head",
+    "multi_hop",
+]
 
 
 @pytest.mark.parametrize("name", PRESETS)

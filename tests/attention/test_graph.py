@@ -79,7 +79,9 @@ def test_create():
     assert create("gatv2", 8, 4, concat=False)(torch.randn(5, 8), torch.tensor([[0], [1]])).shape == (5, 4)
 
 
-@pytest.mark.parametrize("cls, conv", [(GraphAttention, "GATConv"), (GraphAttentionV2, "GATv2Conv")], ids=["gat", "gatv2"])
+@pytest.mark.parametrize(
+    "cls, conv", [(GraphAttention, "GATConv"), (GraphAttentionV2, "GATv2Conv")], ids=["gat", "gatv2"]
+)
 def test_edge_features_and_bipartite_graphs_pass_through_to_torch_geometric(cls, conv, device):
     import torch_geometric.nn as pyg
 

@@ -17,22 +17,34 @@ from tests.attention.reference import assert_matches_reference, randomize_
 
 AUTHORS, PAPERS, C = 5, 6, 3
 FEATURES = {"author": 4, "paper": 3}
-EDGE_TYPES = [("author", "writes", "paper"), ("paper", "cites", "paper"), ("paper", "written_by", "author"),
-              ("author", "coauthor", "author")]
+EDGE_TYPES = [
+    ("author", "writes", "paper"),
+    ("paper", "cites", "paper"),
+    ("paper", "written_by", "author"),
+    ("author", "coauthor", "author"),
+]
 METADATA = (list(FEATURES), EDGE_TYPES)
 
 
 def edges(sources: int, targets: int, count: int, seed: int) -> torch.Tensor:
     """Random distinct edges; some targets get none (they read nothing along that meta-path)."""
     gen = torch.Generator().manual_seed(seed)
-    pairs = torch.stack([torch.randint(sources, (count,), generator=gen), torch.randint(targets - 1, (count,), generator=gen)])
+    pairs = torch.stack(
+        [torch.randint(sources, (count,), generator=gen), torch.randint(targets - 1, (count,), generator=gen)]
+    )
     return torch.unique(pairs, dim=1)
 
 
 def graph():
     gen = torch.Generator().manual_seed(0)
-    return (torch.randn(AUTHORS, FEATURES["author"], generator=gen), torch.randn(PAPERS, FEATURES["paper"], generator=gen),
-            edges(AUTHORS, PAPERS, 8, 1), edges(PAPERS, PAPERS, 9, 2), edges(PAPERS, AUTHORS, 8, 3), edges(AUTHORS, AUTHORS, 6, 4))
+    return (
+        torch.randn(AUTHORS, FEATURES["author"], generator=gen),
+        torch.randn(PAPERS, FEATURES["paper"], generator=gen),
+        edges(AUTHORS, PAPERS, 8, 1),
+        edges(PAPERS, PAPERS, 9, 2),
+        edges(PAPERS, AUTHORS, 8, 3),
+        edges(AUTHORS, AUTHORS, 6, 4),
+    )
 
 
 class TwoTypes(nn.Module):
@@ -43,8 +55,9 @@ class TwoTypes(nn.Module):
         self.block, self.need_weights = block, need_weights
 
     def forward(self, author, paper, *edge_indices):
-        out = self.block({"author": author, "paper": paper}, dict(zip(EDGE_TYPES, edge_indices)),
-                         need_weights=self.need_weights)
+        out = self.block(
+            {"author": author, "paper": paper}, dict(zip(EDGE_TYPES, edge_indices)), need_weights=self.need_weights
+        )
         out = out.output if self.need_weights else out
         return torch.cat([out["author"], out["paper"]])
 
@@ -63,8 +76,10 @@ def han_reference(adapter, author, paper, *edge_indices):
         key = f"{source}__{relation}__{target}"
         adjacency = torch.zeros(len(h[target]), len(h[source]), dtype=torch.bool)
         adjacency[edge_index[1], edge_index[0]] = True
-        e = F.leaky_relu((h[target] * conv.lin_dst[key]).sum(-1)[:, None] + (h[source] * conv.lin_src[key]).sum(-1)[None],
-                         conv.negative_slope)  # (i, j, H)
+        e = F.leaky_relu(
+            (h[target] * conv.lin_dst[key]).sum(-1)[:, None] + (h[source] * conv.lin_src[key]).sum(-1)[None],
+            conv.negative_slope,
+        )  # (i, j, H)
         e = e.masked_fill(~adjacency[..., None], -1e300)
         weights = torch.exp(e - e.max(1, keepdim=True).values) * adjacency[..., None]
         alpha = weights / weights.sum(1, keepdim=True).clamp(min=1e-300)  # a node without neighbours reads 0
@@ -141,7 +156,9 @@ def test_errors_name_the_block_and_the_input():
     x_dict, edge_index_dict = {"author": author, "paper": paper}, dict(zip(EDGE_TYPES, edge_indices))
     with pytest.raises(ShapeError, match=r"han: x\['paper'\] must have shape \(N, 3\), got \(6, 4\)"):
         block({"author": author, "paper": torch.randn(PAPERS, 4)}, edge_index_dict)
-    with pytest.raises(ValueError, match=r"han: edge type \('paper', 'cited_by', 'author'\) is not in the block's metadata"):
+    with pytest.raises(
+        ValueError, match=r"han: edge type \('paper', 'cited_by', 'author'\) is not in the block's metadata"
+    ):
         block(x_dict, {("paper", "cited_by", "author"): edge_indices[0]})
     with pytest.raises(ShapeError, match=r"han: edge_index must have shape \(2, E\), got \(3, 4\)"):
         create("han", 4, C)(author, torch.zeros(3, 4, dtype=torch.long))

@@ -72,8 +72,9 @@ def naive_energies(score, head: int, bias, q, k) -> torch.Tensor:
     """Energies of one head from the score's parameters: q (M, dq), k (N, dk) -> (M, N)."""
     name = type(score).__name__
     if name in ("NormalisedAdditiveScore", "AdditiveScore"):
-        hidden = torch.tanh((q @ score.query_weight[head] + score.bias[head, 0])[:, None]
-                            + (k @ score.key_weight[head])[None])
+        hidden = torch.tanh(
+            (q @ score.query_weight[head] + score.bias[head, 0])[:, None] + (k @ score.key_weight[head])[None]
+        )
         v = score.out[head, :, 0]
         if name == "AdditiveScore":
             return hidden @ v + bias
@@ -104,8 +105,9 @@ def monotonic_reference(block, query, keys, values=None, *, key_padding_mask=Non
     weights = torch.zeros(b, h, m, n, dtype=query.dtype)
     for e in range(b):
         for head in range(h):
-            energy = naive_energies(block.monotonic_energy, head, block.energy_bias[head, 0, 0],
-                                    qm[e, :, head], km[e, :, head])
+            energy = naive_energies(
+                block.monotonic_energy, head, block.energy_bias[head, 0, 0], qm[e, :, head], km[e, :, head]
+            )
             if block.hard is True:
                 alpha = naive_hard(energy, state[e, head], valid[e])
             else:
@@ -122,13 +124,16 @@ def monotonic_reference(block, query, keys, values=None, *, key_padding_mask=Non
     return AttentionOutput(out, weights) if need_weights else out
 
 
-@pytest.mark.parametrize("name, options", [
-    ("monotonic", {}),
-    ("mocha", {}),
-    ("mocha", {"chunk_size": 3, "score": "scaled_dot"}),
-    ("monotonic_multi_head", {"num_heads": 2}),
-    ("monotonic_multi_head", {"num_heads": 2, "chunk_size": 2, "out_dim": 6}),
-])
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("monotonic", {}),
+        ("mocha", {}),
+        ("mocha", {"chunk_size": 3, "score": "scaled_dot"}),
+        ("monotonic_multi_head", {"num_heads": 2}),
+        ("monotonic_multi_head", {"num_heads": 2, "chunk_size": 2, "out_dim": 6}),
+    ],
+)
 @pytest.mark.parametrize("hard", [False, True])
 def test_monotonic_blocks_match_the_recurrences(name, options, hard, device):
     torch.manual_seed(0)
@@ -143,16 +148,24 @@ def test_monotonic_blocks_match_the_recurrences(name, options, hard, device):
         want = monotonic_reference(block.cpu(), query, keys, key_padding_mask=mask, need_weights=True)
         torch.testing.assert_close(got.weights.cpu(), want.weights)
     else:
-        assert_matches_reference(block, lambda *a, **k: monotonic_reference(*a, **k).weights, query, keys,
-                                 key_padding_mask=mask, need_weights=True, output=lambda out: out.weights,
-                                 device=device)
+        assert_matches_reference(
+            block,
+            lambda *a, **k: monotonic_reference(*a, **k).weights,
+            query,
+            keys,
+            key_padding_mask=mask,
+            need_weights=True,
+            output=lambda out: out.weights,
+            device=device,
+        )
     # one step from a given state (a decoder's per-step call), with separate values
     values = torch.randn(B, N, D).double()
     state = torch.softmax(torch.randn(B, block.num_heads, N), -1).double() * mask[:, None]
     if hard:
         state = torch.nn.functional.one_hot(torch.tensor([3, 1]), N).double()[:, None].repeat(1, block.num_heads, 1)
-    assert_matches_reference(block, monotonic_reference, query[:, :1], keys, values, key_padding_mask=mask,
-                             state=state, device=device)
+    assert_matches_reference(
+        block, monotonic_reference, query[:, :1], keys, values, key_padding_mask=mask, state=state, device=device
+    )
 
 
 def test_the_parallel_forms_match_the_loops_on_long_confident_inputs():
@@ -178,7 +191,10 @@ def test_the_parallel_forms_match_the_loops_on_long_confident_inputs():
 
 def test_gradients_stay_finite_from_a_state_with_zeros(device):
     block = create("mocha", D, noise=0.0, energy_bias=3.0).double().to(device)
-    query, keys = torch.randn(2, 5, D, dtype=torch.float64, device=device), torch.randn(2, 9, D, dtype=torch.float64, device=device)
+    query, keys = (
+        torch.randn(2, 5, D, dtype=torch.float64, device=device),
+        torch.randn(2, 9, D, dtype=torch.float64, device=device),
+    )
     state = torch.zeros(2, 1, 9, dtype=torch.float64, device=device)
     state[0, 0, 4], state[1, 0, 8] = 1.0, 1.0  # nothing before the start, and a start at the last key
     keys.requires_grad_()

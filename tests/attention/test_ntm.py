@@ -17,14 +17,21 @@ B, D, N, W = 2, 6, 7, 4
 def address_reference(p, memory, previous, width, max_shift):
     """Eqs. 5-9 for one head: content, interpolation, circular shift, sharpening."""
     key, beta, gate = p[:width], F.softplus(p[width]), torch.sigmoid(p[width + 1])
-    shift = torch.softmax(p[width + 2: width + 3 + 2 * max_shift], 0)
+    shift = torch.softmax(p[width + 2 : width + 3 + 2 * max_shift], 0)
     gamma = 1 + F.softplus(p[-1])
     similarity = torch.stack([key @ slot / (key.norm() * slot.norm()) for slot in memory])
     content = torch.exp(beta * similarity) / torch.exp(beta * similarity).sum()
     interpolated = gate * content + (1 - gate) * previous
     n = len(memory)
-    shifted = torch.stack([sum(interpolated[(i - o) % n] * shift[o + max_shift]  # sum_j w(j) s(i - j), s on -S .. S
-                               for o in range(-max_shift, max_shift + 1)) for i in range(n)])
+    shifted = torch.stack(
+        [
+            sum(
+                interpolated[(i - o) % n] * shift[o + max_shift]  # sum_j w(j) s(i - j), s on -S .. S
+                for o in range(-max_shift, max_shift + 1)
+            )
+            for i in range(n)
+        ]
+    )
     return shifted**gamma / (shifted**gamma).sum()
 
 
@@ -35,18 +42,23 @@ def ntm_reference(block, controller, memory, previous):
     for b in range(controller.shape[0]):
         params = (controller[b] @ block.addressing.weight.T + block.addressing.bias).view(heads, -1)
         m = memory[b]
-        weights = [address_reference(params[h], m, previous[b, h], block.memory_width, block.max_shift)
-                   for h in range(writes)]
+        weights = [
+            address_reference(params[h], m, previous[b, h], block.memory_width, block.max_shift) for h in range(writes)
+        ]
         if writes:
             erase_add = (controller[b] @ block.writing.weight.T + block.writing.bias).view(writes, 2, -1)
             for h in range(writes):
                 m = m * (1 - torch.outer(weights[h], torch.sigmoid(erase_add[h, 0])))
             for h in range(writes):
                 m = m + torch.outer(weights[h], erase_add[h, 1])
-        reads = [address_reference(params[h], m, previous[b, h], block.memory_width, block.max_shift)
-                 for h in range(writes, heads)]
+        reads = [
+            address_reference(params[h], m, previous[b, h], block.memory_width, block.max_shift)
+            for h in range(writes, heads)
+        ]
         weights += reads
-        steps.append(torch.cat([torch.stack([w @ m for w in reads]).flatten(), m.flatten(), torch.stack(weights).flatten()]))
+        steps.append(
+            torch.cat([torch.stack([w @ m for w in reads]).flatten(), m.flatten(), torch.stack(weights).flatten()])
+        )
     return torch.stack(steps)
 
 
@@ -78,7 +90,9 @@ def crafted(key=None, beta=0.0, gate=0.0, shift=1, gamma=30.0, erase=None, add=N
         block.addressing.weight.zero_()
         block.addressing.bias.copy_(head.repeat(2))
         block.writing.weight.zero_()
-        block.writing.bias.copy_(torch.cat([torch.zeros(W) if erase is None else erase, torch.zeros(W) if add is None else add]))
+        block.writing.bias.copy_(
+            torch.cat([torch.zeros(W) if erase is None else erase, torch.zeros(W) if add is None else add])
+        )
     return block
 
 

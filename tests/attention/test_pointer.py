@@ -45,10 +45,24 @@ def test_pointer_matches_vinyals(device):
     chosen = torch.ones(B, M, N, dtype=torch.bool)
     chosen[:, 1, 0] = chosen[:, 2, :2] = False  # positions already pointed at
     for kwargs in ({"key_padding_mask": mask}, {"key_padding_mask": mask, "attn_mask": chosen}, {}):
-        assert_matches_reference(block, lambda *a, **k: finite(pointer_reference(*a, **k)), query, keys,
-                                 output=finite, device=device, **kwargs)
-    assert_matches_reference(block, lambda *a, **k: finite(pointer_reference(*a, **k)), query[:, 0], keys,
-                             key_padding_mask=mask, output=finite, device=device)
+        assert_matches_reference(
+            block,
+            lambda *a, **k: finite(pointer_reference(*a, **k)),
+            query,
+            keys,
+            output=finite,
+            device=device,
+            **kwargs,
+        )
+    assert_matches_reference(
+        block,
+        lambda *a, **k: finite(pointer_reference(*a, **k)),
+        query[:, 0],
+        keys,
+        key_padding_mask=mask,
+        output=finite,
+        device=device,
+    )
     out = block(query, keys, key_padding_mask=mask, attn_mask=chosen, need_weights=True)
     assert torch.isinf(out.output[1, :, 3:]).all() and torch.isinf(out.output[:, 2, :2]).all()
     torch.testing.assert_close(out.weights.sum(-1), torch.ones(B, M, dtype=torch.float64))
@@ -63,8 +77,17 @@ def test_an_ablated_pointer_points_uniformly():
     assert maps["pointer"][0].weights.shape == (1, 2, 4)
 
 
-def generator_reference(block, features, weights, source, vocab_logits, *, key_padding_mask=None,
-                        extended_vocab_size=None, need_weights=False):
+def generator_reference(
+    block,
+    features,
+    weights,
+    source,
+    vocab_logits,
+    *,
+    key_padding_mask=None,
+    extended_vocab_size=None,
+    need_weights=False,
+):
     """P(w) = p_gen softmax(logits)_w + (1 - p_gen) sum_{i: x_i = w} a_i, the copy sum by loops."""
     b, m, vocab = vocab_logits.shape
     size = extended_vocab_size or vocab
@@ -75,8 +98,13 @@ def generator_reference(block, features, weights, source, vocab_logits, *, key_p
     rows = []
     for e in range(b):
         for t in range(m):
-            copy = [sum((weights[e, t, i] for i in range(source.shape[1]) if source[e, i] == w),
-                        torch.zeros((), dtype=weights.dtype)) for w in range(size)]
+            copy = [
+                sum(
+                    (weights[e, t, i] for i in range(source.shape[1]) if source[e, i] == w),
+                    torch.zeros((), dtype=weights.dtype),
+                )
+                for w in range(size)
+            ]
             generated = [p_vocab[e, t, w] if w < vocab else torch.zeros((), dtype=weights.dtype) for w in range(size)]
             rows.append(torch.stack([p_gen[e, t] * g + (1 - p_gen[e, t]) * c for g, c in zip(generated, copy)]))
     mixed = torch.stack(rows).reshape(b, m, size)
@@ -91,11 +119,21 @@ def test_pointer_generator_matches_see_et_al(device):
     mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
     weights = torch.softmax(torch.randn(B, M, N).masked_fill(~mask[:, None], -1e9), -1).double()
     source = torch.tensor([[4, 1, 4, 0, 2], [5, 5, 3, 0, 0]])
-    assert_matches_reference(block, generator_reference, features, weights, source, logits, key_padding_mask=mask,
-                             device=device)
+    assert_matches_reference(
+        block, generator_reference, features, weights, source, logits, key_padding_mask=mask, device=device
+    )
     extended = torch.tensor([[4, 6, 7, 0, 2], [5, 8, 3, 0, 0]])  # ids >= 6: source words outside the vocabulary
-    assert_matches_reference(block, generator_reference, features, weights, extended, logits, key_padding_mask=mask,
-                             extended_vocab_size=9, device=device)
+    assert_matches_reference(
+        block,
+        generator_reference,
+        features,
+        weights,
+        extended,
+        logits,
+        key_padding_mask=mask,
+        extended_vocab_size=9,
+        device=device,
+    )
     probs = block(features, weights, extended, logits, key_padding_mask=mask, extended_vocab_size=9).exp()
     torch.testing.assert_close(probs.sum(-1), torch.ones(B, M, dtype=torch.float64))
     assert (probs[0, :, 8] < 1e-30).all() and (probs[1, :, 8] > 0).all()  # only the second source holds id 8
@@ -104,7 +142,12 @@ def test_pointer_generator_matches_see_et_al(device):
 def test_pointer_generator_checks_its_inputs():
     block = create("pointer_generator", 4)
     with pytest.raises(ValueError, match="extended_vocab_size=3 is smaller than the vocabulary"):
-        block(torch.randn(1, 2, 4), torch.rand(1, 2, 3), torch.zeros(1, 3, dtype=torch.long), torch.randn(1, 2, 5),
-              extended_vocab_size=3)
+        block(
+            torch.randn(1, 2, 4),
+            torch.rand(1, 2, 3),
+            torch.zeros(1, 3, dtype=torch.long),
+            torch.randn(1, 2, 5),
+            extended_vocab_size=3,
+        )
     with pytest.raises(ValueError, match=r"source must have shape \(1, 3\)"):
         block(torch.randn(1, 2, 4), torch.rand(1, 2, 3), torch.zeros(1, 4, dtype=torch.long), torch.randn(1, 2, 5))

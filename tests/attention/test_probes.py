@@ -12,21 +12,41 @@ from __future__ import annotations
 import pytest
 import torch
 
-from framework.attention import ablation, available, capture, create, probe_index
-from framework.attention import Record
+from framework.attention import Record, ablation, available, capture, create, probe_index
 from tests.attention.generic import probe_rows_match_the_full_map
 from tests.attention.reference import randomize_
 
 #: The blocks of which a capture with probes keeps some records whole, and why: their weights
 #: relate no grid of queries to a grid of keys, so they have no rows to pick, and they are small.
 KEPT_WHOLE = {
-    **dict.fromkeys(["capsule", "episodic_memory", "gc", "hierarchical", "memory_read", "meta_embedding", "ntm",
-                     "pma", "pooling", "alternating_co_attention"],
-                    "learned or single queries: weights (B, [queries,] keys), no query grid"),
+    **dict.fromkeys(
+        [
+            "capsule",
+            "episodic_memory",
+            "gc",
+            "hierarchical",
+            "memory_read",
+            "meta_embedding",
+            "ntm",
+            "pma",
+            "pooling",
+            "alternating_co_attention",
+        ],
+        "learned or single queries: weights (B, [queries,] keys), no query grid",
+    ),
     **dict.fromkeys(["cbam", "danet_channel", "eca", "se", "spatial"], "gates over channels or pixels"),
-    **dict.fromkeys(["attention_over_attention", "attention_via_attention", "interactive_co_attention", "isab",
-                     "multi_grained_co_attention", "parallel_co_attention", "rotatory"],
-                    "a tuple of its parts' weights (the parts that are blocks give their own probe rows)"),
+    **dict.fromkeys(
+        [
+            "attention_over_attention",
+            "attention_via_attention",
+            "interactive_co_attention",
+            "isab",
+            "multi_grained_co_attention",
+            "parallel_co_attention",
+            "rotatory",
+        ],
+        "a tuple of its parts' weights (the parts that are blocks give their own probe rows)",
+    ),
     **dict.fromkeys(["gat", "gatv2", "han"], "weights per edge (or per meta-path) of a graph"),
     "axial": "two maps, along the row and along the column, each O(HW (H + W))",
     "stand_alone": "k x k windows per pixel, O(HW k^2)",
@@ -41,7 +61,8 @@ def test_probe_rows_equal_the_rows_of_the_eager_map(name, device, monkeypatch):
         monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     whole = probe_rows_match_the_full_map(name, device)
     assert bool(whole) == (name in KEPT_WHOLE), (
-        f"{name}: records kept whole: {sorted(set(whole))}; KEPT_WHOLE says {KEPT_WHOLE.get(name, 'none')}")
+        f"{name}: records kept whole: {sorted(set(whole))}; KEPT_WHOLE says {KEPT_WHOLE.get(name, 'none')}"
+    )
 
 
 def _check_rows(block, x, probes, **kwargs):
@@ -81,11 +102,14 @@ def test_flex_attention_rows_come_from_the_kernels_log_sum_exp(causal):
     torch.testing.assert_close(record.lse[real], want[real], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("name, width, x, options", [
-    ("mhsa", 16, (2, 9, 16), {"num_heads": 2}),
-    ("non_local", 8, (2, 8, 5, 6), {}),
-    ("criss_cross", 16, (2, 16, 5, 6), {}),
-])
+@pytest.mark.parametrize(
+    "name, width, x, options",
+    [
+        ("mhsa", 16, (2, 9, 16), {"num_heads": 2}),
+        ("non_local", 8, (2, 8, 5, 6), {}),
+        ("criss_cross", 16, (2, 16, 5, 6), {}),
+    ],
+)
 def test_compiled_blocks_give_the_same_rows(name, width, x, options):
     torch.manual_seed(0)
     block = randomize_(create(name, width, **options), scale=0.3).eval()
@@ -110,7 +134,11 @@ def test_an_ablated_block_gives_the_rows_of_the_weights_it_uses(name):
     with ablation(block, "uniform"):
         records = _check_rows(block, x, 5)
     for record in records:
-        valid = record.valid.expand_as(record.weights) if record.valid is not None else torch.ones_like(record.weights).bool()
+        valid = (
+            record.valid.expand_as(record.weights)
+            if record.valid is not None
+            else torch.ones_like(record.weights).bool()
+        )
         torch.testing.assert_close(record.weights, valid / valid.sum(-1, keepdim=True))
 
 
@@ -144,7 +172,9 @@ def test_looks_at_a_query_that_is_no_probe_names_the_probes():
         block(torch.randn(1, 8, 5, 6))
     record = rows["non_local"][0]
     assert block.looks(record, (3, 4)).shape == (1, 5, 6)
-    with pytest.raises(ValueError, match=r"query \(2, 2\) is not among the record's 2 probe queries \(\(1, 1\), \(3, 4\)\)"):
+    with pytest.raises(
+        ValueError, match=r"query \(2, 2\) is not among the record's 2 probe queries \(\(1, 1\), \(3, 4\)\)"
+    ):
         block.looks(record, (2, 2))
 
 
@@ -155,6 +185,9 @@ def test_a_picture_of_probe_rows_draws_the_probe_nearest_the_middle():
     record = rows["non_local"][0]
     assert record.weights.shape == (1, 4, 12 * 16) and isinstance(record, Record)
     picture = block.weights_picture(record, "example 0")
-    assert "where query pixel (3, 4) of 12 x 16 looks" in " ".join(picture.get_suptitle().split())  # probes (3 | 9, 4 | 12)
-    torch.testing.assert_close(torch.as_tensor(picture.axes[0].images[0].get_array().data),
-                               record.weights[0, 0].reshape(12, 16).double())
+    assert "where query pixel (3, 4) of 12 x 16 looks" in " ".join(
+        picture.get_suptitle().split()
+    )  # probes (3 | 9, 4 | 12)
+    torch.testing.assert_close(
+        torch.as_tensor(picture.axes[0].images[0].get_array().data), record.weights[0, 0].reshape(12, 16).double()
+    )

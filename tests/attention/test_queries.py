@@ -53,7 +53,9 @@ def bilinear(score, query, keys):
 
 def additive(score, query, keys):
     """w^T tanh(W_q q + W_k k_l + b) from an AdditiveScore's parameters."""
-    return torch.tanh(query @ score.query_weight[0] + keys @ score.key_weight[0] + score.bias[0, 0]) @ score.out[0, :, 0]
+    return (
+        torch.tanh(query @ score.query_weight[0] + keys @ score.key_weight[0] + score.bias[0, 0]) @ score.out[0, :, 0]
+    )
 
 
 def _pair_inputs(d2: int = D):
@@ -85,11 +87,20 @@ def test_attention_over_attention_matches_reference(device):
     block = AttentionOverAttention(D)
     x1, x2, mask1, mask2 = _pair_inputs()
     for i in range(2):
-        assert_matches_reference(block, lambda *a, i=i: aoa_reference(*a)[i], x1, x2, mask1, mask2,
-                                 output=lambda out, i=i: out[i], device=device)
+        assert_matches_reference(
+            block,
+            lambda *a, i=i: aoa_reference(*a)[i],
+            x1,
+            x2,
+            mask1,
+            mask2,
+            output=lambda out, i=i: out[i],
+            device=device,
+        )
     full = torch.ones(B, 5, dtype=torch.bool), torch.ones(B, 4, dtype=torch.bool)
-    assert_matches_reference(block, lambda b, x1, x2: aoa_reference(b, x1, x2, *full)[0], x1, x2,
-                             output=lambda out: out[0], device=device)  # no masks
+    assert_matches_reference(
+        block, lambda b, x1, x2: aoa_reference(b, x1, x2, *full)[0], x1, x2, output=lambda out: out[0], device=device
+    )  # no masks
 
 
 def test_attention_over_attention_weights_are_distributions():
@@ -119,8 +130,16 @@ def test_interactive_co_attention_matches_reference(score, device):
     x1, x2, mask1, mask2 = _pair_inputs(6)
     formula = activated_general if score == "activated_general" else bilinear
     for i in range(2):
-        assert_matches_reference(block, lambda *a, i=i: interactive_reference(*a, score=formula)[i], x1, x2, mask1, mask2,
-                                 output=lambda out, i=i: out[i], device=device)
+        assert_matches_reference(
+            block,
+            lambda *a, i=i: interactive_reference(*a, score=formula)[i],
+            x1,
+            x2,
+            mask1,
+            mask2,
+            output=lambda out, i=i: out[i],
+            device=device,
+        )
 
 
 def multi_grained_reference(block, x1, x2, mask1, mask2):
@@ -145,8 +164,16 @@ def test_multi_grained_co_attention_matches_reference(device):
     block = randomize_(MultiGrainedCoAttention(D))
     x1, x2, mask1, mask2 = _pair_inputs()
     for i in range(2):
-        assert_matches_reference(block, lambda *a, i=i: multi_grained_reference(*a)[i], x1, x2, mask1, mask2,
-                                 output=lambda out, i=i: out[i], device=device)
+        assert_matches_reference(
+            block,
+            lambda *a, i=i: multi_grained_reference(*a)[i],
+            x1,
+            x2,
+            mask1,
+            mask2,
+            output=lambda out, i=i: out[i],
+            device=device,
+        )
 
 
 def test_co_attention_blocks_capture_their_documented_weights():
@@ -208,8 +235,9 @@ def test_capsule_attention_matches_reference(device):
     block = randomize_(CapsuleAttention(D, num_capsules=3))
     x, mask = torch.randn(B, 5, D).double(), lengths([5, 2, 1], 5)
     for i in range(2):
-        assert_matches_reference(block, lambda *a, i=i: capsule_reference(*a)[i], x, mask,
-                                 output=lambda out, i=i: out[i], device=device)
+        assert_matches_reference(
+            block, lambda *a, i=i: capsule_reference(*a)[i], x, mask, output=lambda out, i=i: out[i], device=device
+        )
     with capture(block, "capsule") as maps:
         block(x, mask)
     weights = maps["capsule"][0].weights
@@ -224,7 +252,9 @@ def test_capsule_losses_are_the_hinge_terms():
     probability, reconstruction = capsule_losses(p, r, summary, target)
     want_j = [max(0.0, 1 - 0.9 + 0.2 + 0.1), max(0.0, 1 - 0.6 + 0.4 + 0.7)]
     agree = torch.einsum("bcd,bd->bc", r, summary)
-    want_u = [max(0.0, float(1 - agree[b, y] + sum(agree[b, c] for c in range(3) if c != y))) for b, y in enumerate([0, 2])]
+    want_u = [
+        max(0.0, float(1 - agree[b, y] + sum(agree[b, c] for c in range(3) if c != y))) for b, y in enumerate([0, 2])
+    ]
     torch.testing.assert_close(probability, torch.tensor(sum(want_j) / 2))
     torch.testing.assert_close(reconstruction, torch.tensor(sum(want_u) / 2))
     probability.backward()
@@ -260,7 +290,9 @@ def deep_reference(block, query, key, value, *, key_padding_mask):
     outputs = []
     for head in range(h):
         q, k, v = (x.chunk(h, -1)[head] for x in (query, key, value))
-        hidden = torch.tanh((q @ s.query_weight[head])[:, :, None] + (k @ s.key_weight[head])[:, None] + s.bias[head, 0])
+        hidden = torch.tanh(
+            (q @ s.query_weight[head])[:, :, None] + (k @ s.key_weight[head])[:, None] + s.bias[head, 0]
+        )
         for weight, bias in zip(s.hidden_weights, s.hidden_biases):
             hidden = torch.tanh(hidden @ weight[head] + bias[head, 0, 0])
         e = (hidden @ s.out[head])[..., 0] + s.out_bias[head, 0, 0, 0]  # (B, M, N)
@@ -272,10 +304,22 @@ def deep_reference(block, query, key, value, *, key_padding_mask):
     return torch.cat(outputs, -1)
 
 
-@pytest.mark.parametrize("layers, heads, distribution", [(1, 1, "softmax"), (3, 1, "softmax"), (2, 2, "softmax"), (2, 1, "sigmoid")])
+@pytest.mark.parametrize(
+    "layers, heads, distribution", [(1, 1, "softmax"), (3, 1, "softmax"), (2, 2, "softmax"), (2, 1, "sigmoid")]
+)
 def test_deep_alignment_score_matches_reference(layers, heads, distribution, device):
-    block = randomize_(Attention(6, 4, 4, score="deep", project=False, num_heads=heads, distribution=distribution,
-                                 score_kwargs={"hidden": 5, "layers": layers}))
+    block = randomize_(
+        Attention(
+            6,
+            4,
+            4,
+            score="deep",
+            project=False,
+            num_heads=heads,
+            distribution=distribution,
+            score_kwargs={"hidden": 5, "layers": layers},
+        )
+    )
     query, key, value = torch.randn(2, 3, 6).double(), torch.randn(2, 5, 4).double(), torch.randn(2, 5, 4).double()
     mask = lengths([5, 3], 5)
     assert_matches_reference(block, deep_reference, query, key, value, key_padding_mask=mask, device=device)
@@ -284,8 +328,9 @@ def test_deep_alignment_score_matches_reference(layers, heads, distribution, dev
 def test_deep_alignment_preset_is_the_deep_score_without_projections():
     block = create("deep_alignment", 6, 4)
     assert type(block.score).__name__ == "DeepScore" and block.score.layers == 2 and block.out_dim == 4
-    weights = create("deep_alignment", 6, 4, multi_dimensional=True)(torch.randn(2, 3, 6), torch.randn(2, 5, 4),
-                                                                     need_weights=True).weights
+    weights = create("deep_alignment", 6, 4, multi_dimensional=True)(
+        torch.randn(2, 3, 6), torch.randn(2, 5, 4), need_weights=True
+    ).weights
     assert weights.shape == (2, 1, 3, 5, 4)  # feature-wise, like the additive score
     with pytest.raises(ValueError, match="layers must be at least 1"):
         create("deep_alignment", 6, score_kwargs={"layers": 0})
@@ -297,14 +342,32 @@ def test_deep_alignment_preset_is_the_deep_score_without_projections():
 @pytest.mark.parametrize(
     "block, args, message",
     [
-        (AttentionOverAttention(D), (torch.randn(2, 5, D), torch.randn(2, 3, 4)), r"attention_over_attention: x2 must have shape \(2, N2, 8\)"),
-        (InteractiveCoAttention(D), (torch.randn(2, 5, D), torch.randn(2, 3, D), torch.ones(2, 4, dtype=torch.bool)),
-         r"interactive_co_attention: mask1 must have shape \(2, 5\), got \(2, 4\)"),
-        (MultiGrainedCoAttention(D), (torch.randn(2, 5, 6), torch.randn(2, 3, D)), r"multi_grained_co_attention: x1 must have shape \(B, N1, 8\)"),
-        (AttentionViaAttention(D, 6, 4), (torch.randn(2, D), torch.randn(2, 5, 6), torch.randn(2, 7, 5)),
-         r"attention_via_attention: chars must have shape \(2, N, 4\), got \(2, 7, 5\)"),
+        (
+            AttentionOverAttention(D),
+            (torch.randn(2, 5, D), torch.randn(2, 3, 4)),
+            r"attention_over_attention: x2 must have shape \(2, N2, 8\)",
+        ),
+        (
+            InteractiveCoAttention(D),
+            (torch.randn(2, 5, D), torch.randn(2, 3, D), torch.ones(2, 4, dtype=torch.bool)),
+            r"interactive_co_attention: mask1 must have shape \(2, 5\), got \(2, 4\)",
+        ),
+        (
+            MultiGrainedCoAttention(D),
+            (torch.randn(2, 5, 6), torch.randn(2, 3, D)),
+            r"multi_grained_co_attention: x1 must have shape \(B, N1, 8\)",
+        ),
+        (
+            AttentionViaAttention(D, 6, 4),
+            (torch.randn(2, D), torch.randn(2, 5, 6), torch.randn(2, 7, 5)),
+            r"attention_via_attention: chars must have shape \(2, N, 4\), got \(2, 7, 5\)",
+        ),
         (CapsuleAttention(D), (torch.randn(2, 5, 4),), r"capsule: x must have shape \(B, N, 8\), got \(2, 5, 4\)"),
-        (MetaEmbedding(D, [4, 6]), (torch.randn(2, 5, 4), torch.randn(2, 3, 6)), r"meta_embedding: embedding 1 must have shape \(2, 5, 6\)"),
+        (
+            MetaEmbedding(D, [4, 6]),
+            (torch.randn(2, 5, 4), torch.randn(2, 3, 6)),
+            r"meta_embedding: embedding 1 must have shape \(2, 5, 6\)",
+        ),
     ],
 )
 def test_errors_name_the_block_the_tensor_and_the_shapes(block, args, message):

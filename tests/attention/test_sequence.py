@@ -10,7 +10,12 @@ from torch import nn
 from torch.func import functional_call
 
 from framework.attention import AttentionOutput, ShapeError, available, capture, create, info, sequence_mask
-from framework.attention.cross import AlternatingCoAttention, LuongLocalAttention, ParallelCoAttention, RotatoryAttention
+from framework.attention.cross import (
+    AlternatingCoAttention,
+    LuongLocalAttention,
+    ParallelCoAttention,
+    RotatoryAttention,
+)
 from framework.attention.pooling import AttentionPooling, HierarchicalAttention, frobenius_penalty
 from framework.attention.sequence import LocalAttention, MultiHeadSelfAttention, band_mask
 from tests.attention.cases import case
@@ -97,7 +102,9 @@ def torch_mha_reference(block, x, mask, *, need_weights=False):
     n = x.shape[1]
     causal = torch.ones(n, n, dtype=torch.bool).triu(1) if block.causal else None
     out, weights = functional_call(
-        mha, params, (x, x, x),
+        mha,
+        params,
+        (x, x, x),
         {"key_padding_mask": ~mask, "attn_mask": causal, "need_weights": need_weights, "average_attn_weights": False},
     )
     return AttentionOutput(out, weights) if need_weights else out
@@ -202,7 +209,9 @@ def test_local_p_matches_reference(position, device):
     block = randomize_(LuongLocalAttention(D, key_dim=6, window=2, position=position), scale=1.0).double()
     query, keys, mask = torch.randn(B, 4, D).double(), torch.randn(B, 7, 6).double(), lengths_mask([7, 4, 0], 7)
     assert_matches_reference(block, luong_reference, query, keys, key_padding_mask=mask, device=device)
-    assert_matches_reference(block, field(luong_reference, "weights"), query, keys, key_padding_mask=mask, **WEIGHTS, device=device)
+    assert_matches_reference(
+        block, field(luong_reference, "weights"), query, keys, key_padding_mask=mask, **WEIGHTS, device=device
+    )
     assert_matches_reference(block, luong_reference, query[:, 0], keys, key_padding_mask=mask, device=device)
     weights = block(query, keys, key_padding_mask=mask, need_weights=True).weights
     assert weights.shape == (B, 4, 7) and not weights[2].any() and not weights[1, :, 4:].any()
@@ -272,7 +281,9 @@ class MaskedLinear(nn.Linear):
 
 @pytest.mark.parametrize("encoder", [False, True])
 def test_hierarchical_matches_reference(encoder, device):
-    block = randomize_(HierarchicalAttention(D, hidden=6, sentence_encoder=MaskedLinear(D, D) if encoder else None)).double()
+    block = randomize_(
+        HierarchicalAttention(D, hidden=6, sentence_encoder=MaskedLinear(D, D) if encoder else None)
+    ).double()
     x = torch.randn(B, 3, 4, D).double()
     mask = torch.stack([lengths_mask([4, 2, 0], 4), lengths_mask([1, 3, 4], 4), lengths_mask([0, 0, 0], 4)])
     assert_matches_reference(block, hierarchical_reference, x, mask, device=device)
@@ -330,7 +341,9 @@ def test_co_attention_matches_reference(cls, reference, device):
     x1, x2 = torch.randn(B, 5, D).double(), torch.randn(B, 4, 6).double()
     mask1, mask2 = lengths_mask([5, 3, 0], 5), lengths_mask([4, 1, 2], 4)
     for i in range(2):
-        assert_matches_reference(block, lambda *a: reference(*a)[i], x1, x2, mask1, mask2, output=lambda out, i=i: out[i], device=device)
+        assert_matches_reference(
+            block, lambda *a: reference(*a)[i], x1, x2, mask1, mask2, output=lambda out, i=i: out[i], device=device
+        )
     c1, c2 = block(x1, x2, mask1, mask2)
     assert c1.shape == (B, D) and c2.shape == (B, 6) and not c1[2].any()
 
@@ -409,15 +422,39 @@ def test_capture_records_documented_weights():
 @pytest.mark.parametrize(
     "block, args, message",
     [
-        (MultiHeadSelfAttention(D, 2), (torch.randn(2, 5, 7),), r"mhsa: x must have shape \(B, N, 8\), got \(2, 5, 7\)"),
+        (
+            MultiHeadSelfAttention(D, 2),
+            (torch.randn(2, 5, 7),),
+            r"mhsa: x must have shape \(B, N, 8\), got \(2, 5, 7\)",
+        ),
         (LocalAttention(D), (torch.randn(5, D),), r"local: x must have shape \(B, N, 8\), got \(5, 8\)"),
-        (MultiHeadSelfAttention(D, 2), (torch.randn(2, 5, D), torch.ones(2, 4, dtype=torch.bool)), r"mhsa: mask must have shape \(2, 5\), got \(2, 4\)"),
-        (LuongLocalAttention(D), (torch.randn(2, 3, D), torch.randn(3, 4, D)), r"local_p: keys must have shape \(2, N, 8\)"),
+        (
+            MultiHeadSelfAttention(D, 2),
+            (torch.randn(2, 5, D), torch.ones(2, 4, dtype=torch.bool)),
+            r"mhsa: mask must have shape \(2, 5\), got \(2, 4\)",
+        ),
+        (
+            LuongLocalAttention(D),
+            (torch.randn(2, 3, D), torch.randn(3, 4, D)),
+            r"local_p: keys must have shape \(2, N, 8\)",
+        ),
         (AttentionPooling(D), (torch.randn(2, 5, 4),), r"pooling: x must have shape \(B, N, 8\), got \(2, 5, 4\)"),
         (HierarchicalAttention(D), (torch.randn(2, 5, D),), r"hierarchical: x must have shape \(B, S, W, 8\)"),
-        (ParallelCoAttention(D, 4), (torch.randn(2, 5, D), torch.randn(2, 3, D)), r"parallel_co_attention: x2 must have shape \(2, N2, 4\)"),
-        (AlternatingCoAttention(D), (torch.randn(2, 5, D), torch.randn(2, 3, D), torch.ones(2, 4, dtype=torch.bool)), r"alternating_co_attention: mask1 must have shape \(2, 5\), got \(2, 4\)"),
-        (RotatoryAttention(D), (torch.randn(2, 5, D), torch.randn(2, 3, D), torch.randn(2, 4, 6)), r"rotatory: right must have shape \(2, N, 8\)"),
+        (
+            ParallelCoAttention(D, 4),
+            (torch.randn(2, 5, D), torch.randn(2, 3, D)),
+            r"parallel_co_attention: x2 must have shape \(2, N2, 4\)",
+        ),
+        (
+            AlternatingCoAttention(D),
+            (torch.randn(2, 5, D), torch.randn(2, 3, D), torch.ones(2, 4, dtype=torch.bool)),
+            r"alternating_co_attention: mask1 must have shape \(2, 5\), got \(2, 4\)",
+        ),
+        (
+            RotatoryAttention(D),
+            (torch.randn(2, 5, D), torch.randn(2, 3, D), torch.randn(2, 4, 6)),
+            r"rotatory: right must have shape \(2, N, 8\)",
+        ),
     ],
 )
 def test_shape_errors_name_block_tensor_and_shapes(block, args, message):
@@ -429,11 +466,15 @@ def test_sequence_mask_checks_the_inputs_and_ands_the_masks():
     """The one helper of the sequence blocks: attn_mask's shape and dtype named with the block;
     padding, attn_mask, the block's structure and the causal triangle and-ed, (B|1, h|1, N|1, N)."""
     block, x = MultiHeadSelfAttention(D, 2), torch.randn(2, 5, D)
-    with pytest.raises(ShapeError, match=r"mhsa: attn_mask must have shape \(5, 5\), \(2, 5, 5\) or \(2, 2, 5, 5\), got \(5, 4\)"):
+    with pytest.raises(
+        ShapeError, match=r"mhsa: attn_mask must have shape \(5, 5\), \(2, 5, 5\) or \(2, 2, 5, 5\), got \(5, 4\)"
+    ):
         block(x, attn_mask=torch.ones(5, 4, dtype=torch.bool))
     with pytest.raises(ShapeError, match=r"sparse_strided: attn_mask must have shape .* got \(2, 3, 5, 5\)"):
         create("sparse_strided", D, num_heads=2)(x, attn_mask=torch.ones(2, 3, 5, 5, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"synthesizer_dense: attn_mask must be boolean \(True = may attend\), got torch.float32"):
+    with pytest.raises(
+        ValueError, match=r"synthesizer_dense: attn_mask must be boolean \(True = may attend\), got torch.float32"
+    ):
         create("synthesizer_dense", D, num_heads=2, max_len=8)(x, attn_mask=torch.ones(5, 5))
 
     mask, attn_mask = lengths_mask([5, 3], 5), torch.rand(2, 5, 5) > 0.3

@@ -78,16 +78,25 @@ def test_mab_matches_reference(layer_norm_, masked, device):
     x, y, mask = inputs()
     y = y[..., :6]
     kwargs = {"key_padding_mask": mask} if masked else {}
-    assert_matches_reference(block, lambda b, x, y, key_padding_mask=None: mab_reference(b, x, y, key_padding_mask),
-                             x, y, device=device, **kwargs)
+    assert_matches_reference(
+        block,
+        lambda b, x, y, key_padding_mask=None: mab_reference(b, x, y, key_padding_mask),
+        x,
+        y,
+        device=device,
+        **kwargs,
+    )
 
 
-@pytest.mark.parametrize("name, reference, options", [
-    ("sab", sab_reference, {}),
-    ("isab", isab_reference, {"num_inducing": 3}),
-    ("pma", pma_reference, {"num_seeds": 1}),
-    ("pma", pma_reference, {"num_seeds": 3}),
-])
+@pytest.mark.parametrize(
+    "name, reference, options",
+    [
+        ("sab", sab_reference, {}),
+        ("isab", isab_reference, {"num_inducing": 3}),
+        ("pma", pma_reference, {"num_seeds": 1}),
+        ("pma", pma_reference, {"num_seeds": 3}),
+    ],
+)
 def test_set_blocks_match_reference(name, reference, options, device):
     block = randomize_(create(name, D, num_heads=2, hidden=5, **options))
     _, x, mask = inputs()

@@ -26,8 +26,13 @@ def reference(weights, energies, allowed, real_queries, k=3):
     keep = real_queries[:, None, :].expand_as(entropy)
     choice = keep & (allowed.sum(-1) > 1)  # a query with one key has no choice: no ratio
     mean = lambda v, keep=keep: torch.stack([v[:, h][keep[:, h]].mean() for h in range(v.shape[1])])  # noqa: E731
-    return {"entropy": mean(entropy), "entropy_ratio": mean(ratio, choice), "max_weight": mean(probs.max(-1).values),
-            f"top{k}_mass": mean(top), "max_logit": mean(largest_energy)}
+    return {
+        "entropy": mean(entropy),
+        "entropy_ratio": mean(ratio, choice),
+        "max_weight": mean(probs.max(-1).values),
+        f"top{k}_mass": mean(top),
+        "max_logit": mean(largest_energy),
+    }
 
 
 @pytest.mark.parametrize("probes", [64, [0, 2, 5, 6]])
@@ -43,7 +48,9 @@ def test_statistics_of_self_attention_equal_the_full_maps(probes, device):
             block(x, mask)  # the fused path
         q, k = (block._split(p(x)) for p in (block.q_proj, block.k_proj))
     chosen = torch.arange(7) if probes == 64 else torch.tensor(probes)
-    allowed = (mask[:, None, None, :] & torch.ones(7, 7, dtype=torch.bool, device=device).tril())[:, :, chosen.to(device)]
+    allowed = (mask[:, None, None, :] & torch.ones(7, 7, dtype=torch.bool, device=device).tril())[
+        :, :, chosen.to(device)
+    ]
     energies = (q @ k.transpose(-1, -2) / math.sqrt(8))[:, :, chosen.to(device)]
     weights = full["mhsa"][0].weights[:, :, chosen.to(device)]
     want = reference(weights, energies, allowed.expand_as(weights), mask[:, chosen.to(device)], k=3)
@@ -62,8 +69,11 @@ def test_criss_cross_statistics_and_its_kernels_log_sum_exp(device):
             block(x)
         with capture(block, probes=64) as rows:
             block(x)
-        qkv = torch.nn.functional.conv2d(x, torch.cat([block.query_conv.weight, block.key_conv.weight]),
-                                         torch.cat([block.query_conv.bias, block.key_conv.bias]))
+        qkv = torch.nn.functional.conv2d(
+            x,
+            torch.cat([block.query_conv.weight, block.key_conv.weight]),
+            torch.cat([block.query_conv.bias, block.key_conv.bias]),
+        )
     q, k = qkv.split(block.inner, dim=1)
     energies = torch.einsum("bcij,bcuv->bijuv", q, k).flatten(3).flatten(1, 2)[:, None]  # (B, 1, HW, HW): every pair
     cross = torch.zeros(5, 6, 5, 6, dtype=torch.bool, device=device)
@@ -85,13 +95,17 @@ def test_uniform_and_one_hot_rows_are_told_apart():
     with torch.no_grad(), capture(block, probes=6) as rows:
         block(torch.randn(3, 8, 4, 5))
     record = rows["non_local"][0]
-    uniform = row_statistics(record.__class__(torch.full_like(record.weights, 1 / 20), record.queries, record.keys,
-                                              probes=record.probes))
+    uniform = row_statistics(
+        record.__class__(torch.full_like(record.weights, 1 / 20), record.queries, record.keys, probes=record.probes)
+    )
     torch.testing.assert_close(uniform.entropy_ratio, torch.ones(1, dtype=torch.float64))
     one_hot = torch.zeros_like(record.weights)
     one_hot[..., 7] = 1.0  # every row on key 7: a sink
-    sink = row_statistics(record.__class__(one_hot, record.queries, record.keys, probes=record.probes,
-                                           valid=torch.ones_like(one_hot, dtype=torch.bool)))
+    sink = row_statistics(
+        record.__class__(
+            one_hot, record.queries, record.keys, probes=record.probes, valid=torch.ones_like(one_hot, dtype=torch.bool)
+        )
+    )
     assert sink.entropy_ratio.item() == 0.0 and sink.max_weight.item() == 1.0 and sink.same_key.item() == 1.0
     assert uniform.same_key.item() == 1.0  # ties: the first key everywhere (entropy tells them apart)
 

@@ -51,11 +51,15 @@ def axis_ref(layer, lines: list[Tensor], heads: int) -> list[Tensor]:
     weight, bias = layer.qkv.weight, layer.qkv.bias
     results = []
     for line in lines:
-        q, k, v = (project(weight[part * channels:(part + 1) * channels], line, bias[part * channels:(part + 1) * channels])
-                   for part in range(3))
+        q, k, v = (
+            project(
+                weight[part * channels : (part + 1) * channels], line, bias[part * channels : (part + 1) * channels]
+            )
+            for part in range(3)
+        )
         context = []
         for n in range(heads):
-            qn, kn, vn = (t[:, n * d:(n + 1) * d] for t in (q, k, v))
+            qn, kn, vn = (t[:, n * d : (n + 1) * d] for t in (q, k, v))
             a = softmax(torch.einsum("bdl,bdm->blm", qn, kn) / math.sqrt(d))
             context.append(torch.einsum("blm,bdm->bdl", a, vn))
         results.append(line + layer.gamma * project(layer.out.weight, torch.cat(context, 1), layer.out.bias))
@@ -75,7 +79,7 @@ def stand_alone_ref(block, x):
     heads, k = block.num_heads, block.kernel_size
     batch, channels, height, width = x.shape
     d, r = channels // heads, k // 2
-    q, key, value = (project(block.qkv.weight[p * channels:(p + 1) * channels], x) for p in range(3))
+    q, key, value = (project(block.qkv.weight[p * channels : (p + 1) * channels], x) for p in range(3))
     out = torch.zeros_like(x)
     rows = []
     for i in range(height):
@@ -102,11 +106,24 @@ def stand_alone_ref(block, x):
 
 REFERENCES = {  # case: (name, constructor arguments, input, reference)
     "sagan": ("sagan", dict(reduction=4, value_reduction=4), feature_map(channels=16), sagan_ref),
-    "sagan_biggan": ("sagan", dict(value_reduction=2, pool=True), feature_map(channels=16, height=5, width=7), sagan_ref),
+    "sagan_biggan": (
+        "sagan",
+        dict(value_reduction=2, pool=True),
+        feature_map(channels=16, height=5, width=7),
+        sagan_ref,
+    ),
     "axial": ("axial", dict(num_heads=2), feature_map(), axial_ref),
     "axial_one_head": ("axial", dict(num_heads=1), feature_map(height=3, width=6), axial_ref),
     "stand_alone": ("stand_alone", dict(kernel_size=3, num_heads=2), feature_map(), stand_alone_ref),
-    "stand_alone_window_beyond_map": ("stand_alone", dict(kernel_size=7, num_heads=1, ), feature_map(channels=4), stand_alone_ref),
+    "stand_alone_window_beyond_map": (
+        "stand_alone",
+        dict(
+            kernel_size=7,
+            num_heads=1,
+        ),
+        feature_map(channels=4),
+        stand_alone_ref,
+    ),
 }
 
 
@@ -133,8 +150,10 @@ def test_weights_path_matches_reference_and_the_fused_path(case, device):
     explicit = block(x2, need_weights=True).output
     torch.testing.assert_close(fused, explicit)
     cotangent = torch.randn_like(fused)
-    for f, e in zip(torch.autograd.grad(fused, [x1, *block.parameters()], cotangent),
-                    torch.autograd.grad(explicit, [x2, *block.parameters()], cotangent)):
+    for f, e in zip(
+        torch.autograd.grad(fused, [x1, *block.parameters()], cotangent),
+        torch.autograd.grad(explicit, [x2, *block.parameters()], cotangent),
+    ):
         torch.testing.assert_close(f, e)
 
 
@@ -218,10 +237,14 @@ def test_where_a_pixel_looks():
     assert stand_alone.weights_image(record).shape == (H, W)
 
 
-@pytest.mark.parametrize("name, gates", [("sagan", ["gamma"]), ("axial", ["rows.gamma", "columns.gamma"]),
-                                         ("stand_alone", ["gamma"])])
+@pytest.mark.parametrize(
+    "name, gates", [("sagan", ["gamma"]), ("axial", ["rows.gamma", "columns.gamma"]), ("stand_alone", ["gamma"])]
+)
 def test_blocks_start_as_the_identity_and_their_gates_learn(name, gates):
-    block, x = create(name, 16, **({} if name == "sagan" else {"num_heads": 2})), feature_map(channels=16).requires_grad_()
+    block, x = (
+        create(name, 16, **({} if name == "sagan" else {"num_heads": 2})),
+        feature_map(channels=16).requires_grad_(),
+    )
     out = block(x)
     assert torch.equal(out, x)
     out.square().sum().backward()

@@ -13,5 +13,12 @@ from .frontend import Frontend
 from .las import ListenAttendSpell, PyramidalEncoder, RecognizerOutput
 from .transformer import SpectrogramTransformer
 
-__all__ = ["CRNN", "Frontend", "ListenAttendSpell", "PyramidalEncoder", "RecognizerOutput", "SpectrogramCNN",
-           "SpectrogramTransformer"]
+__all__ = [
+    "CRNN",
+    "Frontend",
+    "ListenAttendSpell",
+    "PyramidalEncoder",
+    "RecognizerOutput",
+    "SpectrogramCNN",
+    "SpectrogramTransformer",
+]

@@ -33,8 +33,14 @@ class SpectrogramCNN(nn.Module):
     Shapes: waveform (B, T), lengths (B,) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: Optional[int] = None, frontend: Optional[Frontend] = None, widths: Sequence[int] = (16, 32, 64),
-                 attention: FeatureMapBlock = "none", dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        frontend: Optional[Frontend] = None,
+        widths: Sequence[int] = (16, 32, 64),
+        attention: FeatureMapBlock = "none",
+        dropout: float = 0.1,
+    ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         self.frontend = frontend or Frontend()

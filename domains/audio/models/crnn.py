@@ -39,9 +39,16 @@ class CRNN(nn.Module):
     Shapes: waveform (B, T), lengths (B,) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: Optional[int] = None, frontend: Optional[Frontend] = None, widths: Sequence[int] = (16, 32),
-                 attention: FeatureMapBlock = "none", hidden: int = 64, pooling: PoolingBlock = "pooling",
-                 dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        frontend: Optional[Frontend] = None,
+        widths: Sequence[int] = (16, 32),
+        attention: FeatureMapBlock = "none",
+        hidden: int = 64,
+        pooling: PoolingBlock = "pooling",
+        dropout: float = 0.1,
+    ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         if not widths:
@@ -51,8 +58,9 @@ class CRNN(nn.Module):
         channels = [1, *widths]
         self.stages = nn.Sequential(*(ConvStage(a, b, attention) for a, b in zip(channels, channels[1:])))
         self.reduction = 2 ** len(widths)
-        self.rnn = nn.GRU(widths[-1] * (self.frontend.num_features // self.reduction), hidden, batch_first=True,
-                          bidirectional=True)
+        self.rnn = nn.GRU(
+            widths[-1] * (self.frontend.num_features // self.reduction), hidden, batch_first=True, bidirectional=True
+        )
         self.pool = build(pooling, 2 * hidden, kind="pooling")
         self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(2 * hidden, num_classes))
 

@@ -21,6 +21,8 @@ def shrink_mask(mask: Optional[Tensor], factor: int, length: int) -> Optional[Te
 def check_frequency_bins(frontend: Frontend, stages: int) -> None:
     """The frequency axis must survive ``stages`` halvings."""
     if frontend.num_features < 2**stages:
-        raise ConfigError(f"model.widths: {stages} stages halve the frequency axis {stages} times, but the front end "
-                         f"gives {frontend.num_features} bins; raise model.frontend.n_mels (or n_mfcc) to at least "
-                         f"{2**stages} or use fewer stages")
+        raise ConfigError(
+            f"model.widths: {stages} stages halve the frequency axis {stages} times, but the front end "
+            f"gives {frontend.num_features} bins; raise model.frontend.n_mels (or n_mfcc) to at least "
+            f"{2**stages} or use fewer stages"
+        )

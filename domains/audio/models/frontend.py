@@ -49,8 +49,10 @@ def check_sample_rate(model: nn.Module, data: object) -> None:
     """A model's front end must expect the data's sample rate (its mel scale depends on it)."""
     frontend, rate = getattr(model, "frontend", None), getattr(data, "sample_rate", None)
     if frontend is not None and rate is not None and frontend.sample_rate != rate:
-        raise ConfigError(f"model.frontend.init_args.sample_rate is {frontend.sample_rate} Hz but "
-                         f"data.sample_rate is {rate} Hz: set both to the recordings' rate")
+        raise ConfigError(
+            f"model.frontend.init_args.sample_rate is {frontend.sample_rate} Hz but "
+            f"data.sample_rate is {rate} Hz: set both to the recordings' rate"
+        )
 
 
 class Frontend(nn.Module):
@@ -85,10 +87,22 @@ class Frontend(nn.Module):
     frame; None when lengths is None).
     """
 
-    def __init__(self, sample_rate: int = 8000, n_fft: int = 256, hop_length: int = 128, n_mels: int = 32,
-                 features: str = "mel", n_mfcc: int = 20, f_min: float = 0.0, f_max: Optional[float] = None,
-                 normalize: str = "clip", time_masks: int = 2, time_mask_param: int = 5, freq_masks: int = 2,
-                 freq_mask_param: int = 4) -> None:
+    def __init__(
+        self,
+        sample_rate: int = 8000,
+        n_fft: int = 256,
+        hop_length: int = 128,
+        n_mels: int = 32,
+        features: str = "mel",
+        n_mfcc: int = 20,
+        f_min: float = 0.0,
+        f_max: Optional[float] = None,
+        normalize: str = "clip",
+        time_masks: int = 2,
+        time_mask_param: int = 5,
+        freq_masks: int = 2,
+        freq_mask_param: int = 4,
+    ) -> None:
         super().__init__()
         if features not in FEATURES:
             raise ConfigError(f"model.frontend.features must be one of {FEATURES}, got {features!r}")
@@ -96,8 +110,15 @@ class Frontend(nn.Module):
             raise ConfigError(f"model.frontend.normalize must be one of {NORMALIZE}, got {normalize!r}")
         if features == "mfcc" and not 1 <= n_mfcc <= n_mels:
             raise ConfigError(f"model.frontend.n_mfcc must be in 1..n_mels={n_mels}, got {n_mfcc}")
-        mel = dict(sample_rate=sample_rate, n_fft=n_fft, hop_length=hop_length, n_mels=n_mels, f_min=f_min,
-                   f_max=f_max, pad_mode="constant")
+        mel = dict(
+            sample_rate=sample_rate,
+            n_fft=n_fft,
+            hop_length=hop_length,
+            n_mels=n_mels,
+            f_min=f_min,
+            f_max=f_max,
+            pad_mode="constant",
+        )
         self.sample_rate, self.hop_length, self.features, self.normalize = sample_rate, hop_length, features, normalize
         self.num_features = n_mels if features == "mel" else n_mfcc
         if features == "mel":
@@ -105,8 +126,9 @@ class Frontend(nn.Module):
         else:
             melkwargs = {k: v for k, v in mel.items() if k != "sample_rate"}
             self.transform = T.MFCC(sample_rate, n_mfcc, log_mels=True, melkwargs=melkwargs)
-        self.spec_augment = T.SpecAugment(time_masks, time_mask_param, freq_masks, freq_mask_param,
-                                          iid_masks=True, zero_masking=True)
+        self.spec_augment = T.SpecAugment(
+            time_masks, time_mask_param, freq_masks, freq_mask_param, iid_masks=True, zero_masking=True
+        )
         self.augments = time_masks > 0 or freq_masks > 0
 
     def forward(self, waveform: Tensor, lengths: Optional[Tensor] = None) -> tuple[Tensor, Optional[Tensor]]:

@@ -43,16 +43,19 @@ class PyramidalEncoder(nn.Module):
     N' = ceil(N / 2^s) / 2^l (an odd frame at the end of a layer is dropped).
     """
 
-    def __init__(self, num_features: int, dim: int, stem_layers: int = 1, pyramid_layers: int = 1,
-                 stem_channels: int = 16) -> None:
+    def __init__(
+        self, num_features: int, dim: int, stem_layers: int = 1, pyramid_layers: int = 1, stem_channels: int = 16
+    ) -> None:
         super().__init__()
         if dim % 2:
             raise ConfigError(f"model.dim must be even (two directions of dim / 2), got {dim}")
         if pyramid_layers < 0:
             raise ConfigError(f"model.pyramid_layers must be >= 0, got {pyramid_layers}")
         self.stem = ConvSubsampling(num_features, dim, stem_channels, stem_layers)
-        self.layers = nn.ModuleList(nn.GRU(dim if i == 0 else 2 * dim, dim // 2, batch_first=True, bidirectional=True)
-                                    for i in range(pyramid_layers + 1))
+        self.layers = nn.ModuleList(
+            nn.GRU(dim if i == 0 else 2 * dim, dim // 2, batch_first=True, bidirectional=True)
+            for i in range(pyramid_layers + 1)
+        )
 
     def forward(self, features: Tensor, mask: Optional[Tensor]) -> tuple[Tensor, Optional[Tensor]]:
         x, mask = self.stem(features, mask)
@@ -93,16 +96,26 @@ class ListenAttendSpell(nn.Module):
     ``start``/``step`` decode one token at a time (:mod:`framework.decoding`).
     """
 
-    def __init__(self, vocab_size: int = 13, frontend: Optional[Frontend] = None, dim: int = 128, embed_dim: int = 32,
-                 stem_layers: int = 1, pyramid_layers: int = 1, attention: CrossBlock = "location_aware",
-                 dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        vocab_size: int = 13,
+        frontend: Optional[Frontend] = None,
+        dim: int = 128,
+        embed_dim: int = 32,
+        stem_layers: int = 1,
+        pyramid_layers: int = 1,
+        attention: CrossBlock = "location_aware",
+        dropout: float = 0.1,
+    ) -> None:
         super().__init__()
         self.vocab_size = vocab_size
         self.frontend = frontend or Frontend()
         self.encoder = PyramidalEncoder(self.frontend.num_features, dim, stem_layers, pyramid_layers)
         self.attention = build(attention, dim, dim, kind="cross")
         if isinstance(self.attention, NoAttention):
-            raise ConfigError("model.attention: the recogniser reads the frames only through attention; none is not an option")
+            raise ConfigError(
+                "model.attention: the recogniser reads the frames only through attention; none is not an option"
+            )
         self.embed = nn.Embedding(vocab_size, embed_dim)
         self.bridge = nn.Linear(dim, dim)
         self.rnn = nn.GRUCell(embed_dim + dim, dim)
@@ -126,8 +139,9 @@ class ListenAttendSpell(nn.Module):
         """The context (B, D) of the decoder state, its weights (B, N') when wanted, the state."""
         query, memory, mask = state["hidden"], state["memory"], state["mask"]
         if isinstance(self.attention, RecurrentAlignment):
-            context, weights, alignment = self.attention.attend(query.unsqueeze(1), memory, key_padding_mask=mask,
-                                                                state=state["alignment"])
+            context, weights, alignment = self.attention.attend(
+                query.unsqueeze(1), memory, key_padding_mask=mask, state=state["alignment"]
+            )
             weights = weights.reshape(len(query), -1, weights.shape[-1]).mean(1)  # heads averaged, one step
             return context[:, 0], weights, dict(state, alignment=alignment)
         result = self.attention(query, memory, key_padding_mask=mask, need_weights=want)
@@ -136,7 +150,9 @@ class ListenAttendSpell(nn.Module):
         weights = result[1]
         return result[0], weights.reshape(len(query), -1, weights.shape[-1]).mean(1), state
 
-    def decode(self, state: State, inputs: Tensor, need_weights: bool = False) -> tuple[Tensor, Optional[Tensor], State]:
+    def decode(
+        self, state: State, inputs: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, Optional[Tensor], State]:
         """Logits (B, M, V) for decoder inputs (B, M), the (B, M, N') weights when wanted, the next state."""
         embedded = self.dropout(self.embed(inputs))
         steps, alignment = [], []
@@ -154,7 +170,8 @@ class ListenAttendSpell(nn.Module):
         logits, _, state = self.decode(state, previous.unsqueeze(1))
         return logits[:, 0], state
 
-    def forward(self, waveform: Tensor, lengths: Optional[Tensor], target_in: Tensor,
-                need_weights: bool = False) -> Union[Tensor, RecognizerOutput]:
+    def forward(
+        self, waveform: Tensor, lengths: Optional[Tensor], target_in: Tensor, need_weights: bool = False
+    ) -> Union[Tensor, RecognizerOutput]:
         logits, weights, _ = self.decode(self.start(waveform, lengths), target_in, need_weights)
         return RecognizerOutput(logits, weights) if need_weights else logits

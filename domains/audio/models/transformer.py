@@ -31,8 +31,9 @@ class ConvSubsampling(nn.Module):
         super().__init__()
         if layers < 0:
             raise ConfigError(f"model.stem_layers must be >= 0, got {layers}")
-        self.convs = nn.ModuleList(nn.Conv2d(1 if i == 0 else channels, channels, 3, stride=2, padding=1)
-                                   for i in range(layers))
+        self.convs = nn.ModuleList(
+            nn.Conv2d(1 if i == 0 else channels, channels, 3, stride=2, padding=1) for i in range(layers)
+        )
         bins = num_features
         for _ in range(layers):
             bins = (bins + 1) // 2
@@ -70,9 +71,19 @@ class SpectrogramTransformer(nn.Module):
     Shapes: waveform (B, T), lengths (B,) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: Optional[int] = None, frontend: Optional[Frontend] = None, dim: int = 64, depth: int = 2,
-                 attention: SequenceBlock = "mhsa", pooling: PoolingBlock = "pooling", stem_channels: int = 16,
-                 stem_layers: int = 2, max_len: int = 512, dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        frontend: Optional[Frontend] = None,
+        dim: int = 64,
+        depth: int = 2,
+        attention: SequenceBlock = "mhsa",
+        pooling: PoolingBlock = "pooling",
+        stem_channels: int = 16,
+        stem_layers: int = 2,
+        max_len: int = 512,
+        dropout: float = 0.1,
+    ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         self.frontend = frontend or Frontend()

@@ -50,9 +50,16 @@ class AudioClassification(Classification):
             pooled = maps["pool"][-1].weights[0].float().mean(0)  # (N',)
             weights = F.interpolate(pooled.view(1, 1, -1), size=features.shape[-1], mode="nearest").view(-1)
         frames = features.shape[-1] if mask is None else int(mask[0].sum())
-        title = "first validation clip" + (", weights of the pooling over time (heads averaged)" if weights is not None else "")
-        return {"time_attention": [spectrogram_with_attention(features[0, :, :frames],
-                                                              None if weights is None else weights[:frames], title)]}
+        title = "first validation clip" + (
+            ", weights of the pooling over time (heads averaged)" if weights is not None else ""
+        )
+        return {
+            "time_attention": [
+                spectrogram_with_attention(
+                    features[0, :, :frames], None if weights is None else weights[:frames], title
+                )
+            ]
+        }
 
     # ------------------------------------------------------------------ evaluation hooks
 

@@ -40,13 +40,22 @@ class SequenceRecognition(Task):
         monitor: the validation metric that picks the best checkpoint.
     """
 
-    def __init__(self, vocab_size: int = VOCAB_SIZE, decoding: str = "greedy", beam_size: int = 4, max_length: int = 10,
-                 label_smoothing: float = 0.0, monitor: str = "val/wer") -> None:
+    def __init__(
+        self,
+        vocab_size: int = VOCAB_SIZE,
+        decoding: str = "greedy",
+        beam_size: int = 4,
+        max_length: int = 10,
+        label_smoothing: float = 0.0,
+        monitor: str = "val/wer",
+    ) -> None:
         super().__init__()
         if decoding not in DECODINGS:
             raise ConfigError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
         if beam_size < 1 or max_length < 1:
-            raise ConfigError(f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}")
+            raise ConfigError(
+                f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}"
+            )
         self.vocab_size, self.decoding, self.beam_size, self.max_length = vocab_size, decoding, beam_size, max_length
         self.label_smoothing, self.monitor = label_smoothing, monitor
         self.mode = "max" if monitor.endswith("acc") else "min"
@@ -56,8 +65,13 @@ class SequenceRecognition(Task):
         super().check(model, data)
 
     def metrics(self) -> MetricCollection:
-        return MetricCollection({"token_acc": MulticlassAccuracy(num_classes=self.vocab_size, average="micro",
-                                                                 ignore_index=PAD, multidim_average="global")})
+        return MetricCollection(
+            {
+                "token_acc": MulticlassAccuracy(
+                    num_classes=self.vocab_size, average="micro", ignore_index=PAD, multidim_average="global"
+                )
+            }
+        )
 
     def generation_metrics(self) -> MetricCollection:
         # two edit distances with equal state names: no compute groups, which would merge them
@@ -75,7 +89,9 @@ class SequenceRecognition(Task):
         return model(batch["waveform"], batch["lengths"], shift_right(batch["target"], BOS))
 
     def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        return F.cross_entropy(output.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing), {}
+        return F.cross_entropy(
+            output.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing
+        ), {}
 
     def preds(self, output: Tensor) -> Tensor:
         return output.argmax(-1)
@@ -84,8 +100,9 @@ class SequenceRecognition(Task):
         """Output ids (B, L) by the configured decoding."""
         if self.decoding == "greedy":
             return greedy_decode(model, batch["waveform"], batch["lengths"], self.max_length, specials=SPECIALS)
-        return beam_search(model, batch["waveform"], batch["lengths"], self.beam_size, self.max_length,
-                           specials=SPECIALS)[0]
+        return beam_search(
+            model, batch["waveform"], batch["lengths"], self.beam_size, self.max_length, specials=SPECIALS
+        )[0]
 
     def transcribe(self, model: nn.Module, batch: Any) -> list[str]:
         """The decoded transcripts of a batch, as words."""
@@ -109,5 +126,13 @@ class SequenceRecognition(Task):
         frames = int(mask[0].sum()) if mask is not None else features.shape[-1]
         keep = -(-frames * alignment.shape[-1] // features.shape[-1])  # the encoder frames of the real audio
         tokens = [transcript([t]) or {SPECIALS.eos: "</s>", PAD: "<pad>"}.get(t, "?") for t in output[0].tolist()]
-        return {"alignment": [spectrogram_with_alignment(features[0, :, :frames], alignment[0, :, :keep], tokens,
-                                                         "first validation utterance: attention of each decoded token")]}
+        return {
+            "alignment": [
+                spectrogram_with_alignment(
+                    features[0, :, :frames],
+                    alignment[0, :, :keep],
+                    tokens,
+                    "first validation utterance: attention of each decoded token",
+                )
+            ]
+        }

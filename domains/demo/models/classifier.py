@@ -26,11 +26,24 @@ class SequenceClassifier(nn.Module):
     Shapes: tokens (B, N) long, mask (B, N) bool (True = token) -> logits (B, num_classes).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, dim: int = 64, depth: int = 2,
-                 attention: SequenceBlock = "mhsa", max_len: int = 64, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        dim: int = 64,
+        depth: int = 2,
+        attention: SequenceBlock = "mhsa",
+        max_len: int = 64,
+        dropout: float = 0.0,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
-        for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("max_len", max_len)):
+        for key, value in (
+            ("vocab_size", vocab_size),
+            ("num_classes", num_classes),
+            ("dim", dim),
+            ("max_len", max_len),
+        ):
             if value < 1:
                 raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.vocab_size, self.num_classes = vocab_size, num_classes

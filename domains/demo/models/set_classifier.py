@@ -49,9 +49,16 @@ class SetClassifier(nn.Module):
     Shapes: tokens (B, N) long, mask (B, N) bool (True = an element) -> logits (B, num_classes).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, dim: int = 64,
-                 depth: int = 2, attention: SequenceBlock = "isab", pooling: PoolingBlock = "pma",
-                 num_heads: int = 4) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        dim: int = 64,
+        depth: int = 2,
+        attention: SequenceBlock = "isab",
+        pooling: PoolingBlock = "pma",
+        num_heads: int = 4,
+    ) -> None:
         super().__init__()
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("depth", depth)):
@@ -60,8 +67,11 @@ class SetClassifier(nn.Module):
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.tokens = nn.Embedding(vocab_size, dim)
         self.encoder = nn.ModuleList(
-            RowwiseFeedForward(dim) if attention == NONE else build(attention, dim, num_heads=num_heads, kind="sequence")
-            for _ in range(depth))
+            RowwiseFeedForward(dim)
+            if attention == NONE
+            else build(attention, dim, num_heads=num_heads, kind="sequence")
+            for _ in range(depth)
+        )
         self.pool = build(pooling, dim, kind="pooling")
         self.head = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, num_classes))
 

@@ -55,13 +55,28 @@ class HANClassifier(nn.Module):
     Shapes: x (N, F), edge_index_dict {meta-path name: (2, E)} -> logits (N, K).
     """
 
-    def __init__(self, in_channels: Optional[int] = None, num_classes: Optional[int] = None, *,
-                 metapaths: Optional[Sequence[str]] = None, attention: GraphBlock = "han", hidden_channels: int = 8,
-                 heads: int = 8, num_layers: int = 1, dropout: float = 0.6, attention_dropout: float = 0.6) -> None:
+    def __init__(
+        self,
+        in_channels: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        *,
+        metapaths: Optional[Sequence[str]] = None,
+        attention: GraphBlock = "han",
+        hidden_channels: int = 8,
+        heads: int = 8,
+        num_layers: int = 1,
+        dropout: float = 0.6,
+        attention_dropout: float = 0.6,
+    ) -> None:
         super().__init__()
         require_sizes("model", in_channels=in_channels, num_classes=num_classes, metapaths=metapaths)
-        for key, value in dict(in_channels=in_channels, num_classes=num_classes, hidden_channels=hidden_channels,
-                               heads=heads, num_layers=num_layers).items():
+        for key, value in dict(
+            in_channels=in_channels,
+            num_classes=num_classes,
+            hidden_channels=hidden_channels,
+            heads=heads,
+            num_layers=num_layers,
+        ).items():
             if value < 1:
                 raise ConfigError(f"model.{key} must be at least 1, got {value}")
         for key, value in dict(dropout=dropout, attention_dropout=attention_dropout).items():
@@ -73,10 +88,19 @@ class HANClassifier(nn.Module):
         self.metapaths = list(metapaths)
         width = heads * hidden_channels
         self.layers = nn.ModuleList(
-            FeaturesOnly(size, width) if attention == NONE else
-            build(attention, size, hidden_channels, kind="graph", metadata=self.metapaths, heads=heads,
-                  dropout=attention_dropout)
-            for size in [in_channels] + [width] * (num_layers - 1))
+            FeaturesOnly(size, width)
+            if attention == NONE
+            else build(
+                attention,
+                size,
+                hidden_channels,
+                kind="graph",
+                metadata=self.metapaths,
+                heads=heads,
+                dropout=attention_dropout,
+            )
+            for size in [in_channels] + [width] * (num_layers - 1)
+        )
         self.classifier = nn.Linear(width, num_classes)
 
     def forward(self, x: Tensor, edge_index_dict: Mapping[str, Tensor]) -> Tensor:

@@ -49,13 +49,29 @@ class NodeClassifier(nn.Module):
     Shapes: x (N, F), edge_index (2, E) of (source, target) -> logits (N, K).
     """
 
-    def __init__(self, in_channels: Optional[int] = None, num_classes: Optional[int] = None, attention: GraphBlock = "gat", hidden_channels: int = 8,
-                 heads: int = 8, output_heads: int = 1, concat_hidden: bool = True, num_layers: int = 2,
-                 dropout: float = 0.6, attention_dropout: float = 0.6) -> None:
+    def __init__(
+        self,
+        in_channels: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        attention: GraphBlock = "gat",
+        hidden_channels: int = 8,
+        heads: int = 8,
+        output_heads: int = 1,
+        concat_hidden: bool = True,
+        num_layers: int = 2,
+        dropout: float = 0.6,
+        attention_dropout: float = 0.6,
+    ) -> None:
         require_sizes("model", in_channels=in_channels, num_classes=num_classes)
         super().__init__()
-        for key, value in dict(in_channels=in_channels, num_classes=num_classes, hidden_channels=hidden_channels,
-                               heads=heads, output_heads=output_heads, num_layers=num_layers).items():
+        for key, value in dict(
+            in_channels=in_channels,
+            num_classes=num_classes,
+            hidden_channels=hidden_channels,
+            heads=heads,
+            output_heads=output_heads,
+            num_layers=num_layers,
+        ).items():
             if value < 1:
                 raise ConfigError(f"model.{key} must be at least 1, got {value}")
         for key, value in dict(dropout=dropout, attention_dropout=attention_dropout).items():
@@ -65,17 +81,22 @@ class NodeClassifier(nn.Module):
         width = hidden_channels * heads if concat_hidden else hidden_channels
         sizes = [in_channels] + [width] * (num_layers - 1)
         self.layers = nn.ModuleList(
-            [self._layer(attention, size, hidden_channels, heads, concat_hidden, attention_dropout) for size in sizes[:-1]]
+            [
+                self._layer(attention, size, hidden_channels, heads, concat_hidden, attention_dropout)
+                for size in sizes[:-1]
+            ]
             + [self._layer(attention, sizes[-1], num_classes, output_heads, False, attention_dropout)]
         )
 
     @staticmethod
-    def _layer(attention: GraphBlock, in_channels: int, out_channels: int, heads: int, concat: bool,
-               attention_dropout: float) -> nn.Module:
+    def _layer(
+        attention: GraphBlock, in_channels: int, out_channels: int, heads: int, concat: bool, attention_dropout: float
+    ) -> nn.Module:
         if attention == NONE:
             return GCNConv(in_channels, out_channels * heads if concat else out_channels)
-        return build(attention, in_channels, out_channels, kind="graph", heads=heads, concat=concat,
-                     dropout=attention_dropout)
+        return build(
+            attention, in_channels, out_channels, kind="graph", heads=heads, concat=concat, dropout=attention_dropout
+        )
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         for index, layer in enumerate(self.layers):

@@ -28,8 +28,11 @@ def target_inputs(batch: HeteroData) -> tuple[str, Tensor, dict[str, Tensor]]:
     """The node type a batch scores (the one with a ``target_mask``), its features (N, F) and its
     meta-path edges by name, {relation: (2, E)}, as ``data/hetero.py`` builds the batches."""
     node = next(t for t in batch.node_types if "target_mask" in batch[t])
-    edges = {relation: batch[source, relation, target].edge_index for source, relation, target in batch.edge_types
-             if source == target == node}
+    edges = {
+        relation: batch[source, relation, target].edge_index
+        for source, relation, target in batch.edge_types
+        if source == target == node
+    }
     return node, batch[node].x, edges
 
 
@@ -79,11 +82,23 @@ class HeteroNodeClassification(Classification):
     gold_data = "meta-path graphs with planted gold meta-paths (domains.graph.PlantedAuthors with APA)"
     gold_model = "a model with semantic attention (model.attention=han)"
 
-    def __init__(self, num_classes: Optional[int] = None, image_node: int = 0, max_drawn_neighbours: int = 16,
-                 label_smoothing: float = 0.0, attention_supervision: float = 0.0, decouple_attention: float = 0.0,
-                 random_attention: bool = False) -> None:
-        super().__init__(num_classes, label_smoothing=label_smoothing, attention_supervision=attention_supervision,
-                         decouple_attention=decouple_attention, random_attention=random_attention)
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        image_node: int = 0,
+        max_drawn_neighbours: int = 16,
+        label_smoothing: float = 0.0,
+        attention_supervision: float = 0.0,
+        decouple_attention: float = 0.0,
+        random_attention: bool = False,
+    ) -> None:
+        super().__init__(
+            num_classes,
+            label_smoothing=label_smoothing,
+            attention_supervision=attention_supervision,
+            decouple_attention=decouple_attention,
+            random_attention=random_attention,
+        )
         if image_node < 0:
             raise ConfigError(f"task.image_node must be a node id (>= 0), got {image_node}")
         if max_drawn_neighbours < 1:
@@ -117,12 +132,20 @@ class HeteroNodeClassification(Classification):
         for name, records in maps.items():
             node_level = [r.weights for r in records if isinstance(r.weights, tuple)]
             semantic = [r.weights for r in records if not isinstance(r.weights, tuple)]
-            views = [(relation, *node_coefficients(edge_index, alpha, self.image_node))
-                     for relation, (edge_index, alpha) in zip(edges, node_level)]
+            views = [
+                (relation, *node_coefficients(edge_index, alpha, self.image_node))
+                for relation, (edge_index, alpha) in zip(edges, node_level)
+            ]
             if views:
-                pictures.append(metapath_attention(self.image_node, semantic[0] if semantic else None, views,
-                                                   f"{name}: {node} node {self.image_node}, heads averaged",
-                                                   self.max_drawn_neighbours))
+                pictures.append(
+                    metapath_attention(
+                        self.image_node,
+                        semantic[0] if semantic else None,
+                        views,
+                        f"{name}: {node} node {self.image_node}, heads averaged",
+                        self.max_drawn_neighbours,
+                    )
+                )
         return {"metapath_attention": pictures} if pictures else {}
 
     # ------------------------------------------------------------------ evaluation hooks
@@ -164,7 +187,9 @@ class HeteroNodeClassification(Classification):
         along which it has neighbours, and those meta-paths (B, P) bool."""
         rows, edges = self._rows(batch), target_inputs(batch)[2]
         size = int((rows >= 0).sum())
-        valid = torch.stack([torch.bincount(rows[e[1]][rows[e[1]] >= 0], minlength=size) > 0 for e in edges.values()], 1)
+        valid = torch.stack(
+            [torch.bincount(rows[e[1]][rows[e[1]] >= 0], minlength=size) > 0 for e in edges.values()], 1
+        )
         weights = semantic.float() * valid
         return weights / weights.sum(-1, keepdim=True).clamp(min=1e-12), valid
 
@@ -204,12 +229,24 @@ class HeteroNodeClassification(Classification):
         levels = self._levels(model, batch, watched)
         views = []
         for index, (name, (node_level, semantic)) in enumerate(levels.items()):
-            views += [agreement_view(f"layer{index} ({name}) {relation} vs same-class neighbours",
-                                     Data(edge_index=edges[relation], y=y, target_mask=mask, num_nodes=len(x)), weights)
-                      for relation, weights in zip(edges, node_level)]
+            views += [
+                agreement_view(
+                    f"layer{index} ({name}) {relation} vs same-class neighbours",
+                    Data(edge_index=edges[relation], y=y, target_mask=mask, num_nodes=len(x)),
+                    weights,
+                )
+                for relation, weights in zip(edges, node_level)
+            ]
             if gold is not None:
                 weights, valid = self._per_node(batch, semantic)
-                views.append(GoldView(f"layer{index} ({name}) semantic vs planted meta-paths", weights[:, None],
-                                      gold[:, None], valid[:, None], (gold & valid).any(-1, keepdim=True),
-                                      trained=index == len(levels) - 1))
+                views.append(
+                    GoldView(
+                        f"layer{index} ({name}) semantic vs planted meta-paths",
+                        weights[:, None],
+                        gold[:, None],
+                        valid[:, None],
+                        (gold & valid).any(-1, keepdim=True),
+                        trained=index == len(levels) - 1,
+                    )
+                )
         return views

@@ -18,7 +18,6 @@ from framework.tasks import Classification
 
 from ..pictures import draw_neighbourhood, node_coefficients
 
-
 #: Scored nodes the faithfulness and intrinsic tests take from a test batch (evenly spaced).
 EVALUATED_NODES = 128
 
@@ -82,8 +81,9 @@ def agreement_view(name: str, batch: Data, weights: tuple[Tensor, Tensor]) -> Go
     same[slots.rows, slots.places] = batch.y[slots.sources] == batch.y[centres][slots.rows]
     coefficients = coefficients_of(batch, weights, slots)
     coefficients = coefficients / coefficients.sum(-1, keepdim=True).clamp(min=1e-12)
-    return GoldView(name, coefficients.unsqueeze(1), same.unsqueeze(1), slots.valid.unsqueeze(1),
-                    slots.valid.any(-1, keepdim=True))
+    return GoldView(
+        name, coefficients.unsqueeze(1), same.unsqueeze(1), slots.valid.unsqueeze(1), slots.valid.any(-1, keepdim=True)
+    )
 
 
 class NodeClassification(Classification):
@@ -113,8 +113,13 @@ class NodeClassification(Classification):
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
     """
 
-    def __init__(self, num_classes: Optional[int] = None, image_node: int = 0, max_drawn_neighbours: int = 24,
-                 label_smoothing: float = 0.0) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        image_node: int = 0,
+        max_drawn_neighbours: int = 24,
+        label_smoothing: float = 0.0,
+    ) -> None:
         super().__init__(num_classes, label_smoothing=label_smoothing)
         if image_node < 0:
             raise ConfigError(f"task.image_node must be a node id (>= 0), got {image_node}")
@@ -130,12 +135,18 @@ class NodeClassification(Classification):
         features, classes = graph.num_features, int(graph.y.max()) + 1
         given = getattr(model, "in_channels", features)
         if given != features:
-            raise ConfigError(f"model.in_channels is {given} but the graph's nodes have {features} features: "
-                             f"set model.in_channels={features}")
-        for key, value in (("task.num_classes", self.num_classes),
-                           ("model.num_classes", getattr(model, "num_classes", classes))):
+            raise ConfigError(
+                f"model.in_channels is {given} but the graph's nodes have {features} features: "
+                f"set model.in_channels={features}"
+            )
+        for key, value in (
+            ("task.num_classes", self.num_classes),
+            ("model.num_classes", getattr(model, "num_classes", classes)),
+        ):
             if value < classes:
-                raise ConfigError(f"{key} is {value} but the graph's labels go up to {classes - 1}: set {key}={classes}")
+                raise ConfigError(
+                    f"{key} is {value} but the graph's labels go up to {classes - 1}: set {key}={classes}"
+                )
         super().check(model, data)
 
     def split(self, batch: Data) -> tuple[Data, Tensor]:
@@ -155,8 +166,11 @@ class NodeClassification(Classification):
         """``predictions.csv``: node id (in the whole graph), predicted class and its probability."""
         score, label = prediction["logits"].float().softmax(-1).max(-1)
         sink.take(len(label))
-        sink.rows("predictions.csv", ["node", "class", "score"],
-                  zip(prediction["node"].tolist(), label.tolist(), (f"{s:.6f}" for s in score.tolist())))
+        sink.rows(
+            "predictions.csv",
+            ["node", "class", "score"],
+            zip(prediction["node"].tolist(), label.tolist(), (f"{s:.6f}" for s in score.tolist())),
+        )
 
     def images(self, model: nn.Module, batch: Data) -> dict[str, list[Tensor]]:
         local = self._local_index(batch)
@@ -169,10 +183,15 @@ class NodeClassification(Classification):
         for name, records in maps.items():
             edge_index, alpha = records[0].weights
             sources, coefficients = node_coefficients(edge_index, alpha, local)
-            pictures.append(draw_neighbourhood(
-                self.image_node, sources if ids is None else ids[sources].cpu(), coefficients,
-                title=f"{name}: node {self.image_node} attending its neighbours", max_neighbours=self.max_drawn_neighbours,
-            ))
+            pictures.append(
+                draw_neighbourhood(
+                    self.image_node,
+                    sources if ids is None else ids[sources].cpu(),
+                    coefficients,
+                    title=f"{name}: node {self.image_node} attending its neighbours",
+                    max_neighbours=self.max_drawn_neighbours,
+                )
+            )
         return {"neighbourhood_attention": pictures} if pictures else {}
 
     def _local_index(self, batch: Data) -> Optional[int]:
@@ -184,7 +203,6 @@ class NodeClassification(Classification):
             raise ConfigError(f"task.image_node={self.image_node}, but the graph has {batch.num_nodes} nodes")
         return self.image_node
 
-
     # ------------------------------------------------------------------ evaluation hooks
 
     def evaluation_batch(self, model: nn.Module, batch: Data) -> Data:
@@ -193,17 +211,23 @@ class NodeClassification(Classification):
         hops = len(getattr(model, "layers", ())) or 2
         graphs = []
         for node in evaluated_nodes(batch.target_mask).tolist():
-            subset, edge_index, mapping, _ = k_hop_subgraph(node, hops, batch.edge_index, relabel_nodes=True,
-                                                            num_nodes=batch.num_nodes)
+            subset, edge_index, mapping, _ = k_hop_subgraph(
+                node, hops, batch.edge_index, relabel_nodes=True, num_nodes=batch.num_nodes
+            )
             mask = torch.zeros(len(subset), dtype=torch.bool, device=subset.device)
             mask[mapping] = True
             graphs.append(Data(x=batch.x[subset], edge_index=edge_index, y=batch.y[subset], target_mask=mask))
         return Batch.from_data_list(graphs)
 
-    def _layers(self, model: nn.Module, batch: Data, watched: Optional[Watched] = None) -> dict[str, tuple[Tensor, Tensor]]:
+    def _layers(
+        self, model: nn.Module, batch: Data, watched: Optional[Watched] = None
+    ) -> dict[str, tuple[Tensor, Tensor]]:
         """Every attention layer's (edge_index, alpha) in one decision (of the pass ``watched``, where given)."""
-        return {name: records[-1].weights for name, records in (watched or self.watch(model, batch)).maps.items()
-                if records and isinstance(records[-1].weights, tuple)}
+        return {
+            name: records[-1].weights
+            for name, records in (watched or self.watch(model, batch)).maps.items()
+            if records and isinstance(records[-1].weights, tuple)
+        }
 
     def item_attention(self, model: nn.Module, batch: Data) -> Optional[ItemAttention]:
         """The last attention layer's coefficients of each scored node's in-neighbours."""
@@ -235,7 +259,7 @@ class NodeClassification(Classification):
         def forward(given: Tensor) -> Tensor:
             outputs = []
             for start in range(0, len(given), size):
-                part = given[start:start + size]
+                part = given[start : start + size]
                 x = batch.x.index_put((slots.sources,), part[slots.rows, slots.places].to(batch.x.dtype))
                 outputs.append(model(x, batch.edge_index)[batch.target_mask])
             return torch.cat(outputs)
@@ -245,5 +269,7 @@ class NodeClassification(Classification):
     def gold_views(self, model: nn.Module, batch: Data, watched: Optional[Watched] = None) -> list[GoldView]:
         """Per attention layer, the scored nodes' coefficients over their neighbours (heads
         averaged) against label agreement (a neighbour of the node's own class); none trained."""
-        return [agreement_view(f"layer{index} ({name}) vs same-class neighbours", batch, weights)
-                for index, (name, weights) in enumerate(self._layers(model, batch, watched).items())]
+        return [
+            agreement_view(f"layer{index} ({name}) vs same-class neighbours", batch, weights)
+            for index, (name, weights) in enumerate(self._layers(model, batch, watched).items())
+        ]

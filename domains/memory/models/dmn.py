@@ -46,9 +46,18 @@ class DMN(nn.Module):
     logits (B, V); with ``need_weights=True`` also the gates (B, T, N) of every pass.
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, dim: int = 80, passes: int = 3, episode: str = "attention_gru",
-                 update: str = "relu", position_encoding: bool = True, dropout: float = 0.1,
-                 attention: MemoryBlock = "episodic_memory", init_std: float = 1.0) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        dim: int = 80,
+        passes: int = 3,
+        episode: str = "attention_gru",
+        update: str = "relu",
+        position_encoding: bool = True,
+        dropout: float = 0.1,
+        attention: MemoryBlock = "episodic_memory",
+        init_std: float = 1.0,
+    ) -> None:
         super().__init__()
         if vocab_size is None:
             raise ConfigError("model.vocab_size is not set: set it, or leave it to the CLI, which takes the data's")
@@ -64,7 +73,9 @@ class DMN(nn.Module):
         self.memory = build(attention, dim, passes=passes, episode=episode, update=update, kind="memory")
         self.answer = nn.Linear(2 * dim, vocab_size)
 
-    def forward(self, story: Tensor, question: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, Optional[Tensor]]:
+    def forward(
+        self, story: Tensor, question: Tensor, need_weights: bool = False
+    ) -> Tensor | tuple[Tensor, Optional[Tensor]]:
         mask = story.ne(PAD).any(-1)  # (B, N), the real sentences: a prefix of each story
         sentences = self.words(story)[:, :, 0]  # (B, N, d)
         fused, _ = run_packed(self.fusion, sentences, mask.sum(1))

@@ -42,7 +42,9 @@ class SentenceEmbedding(nn.Module):
     Shapes: tokens (..., L) long -> (..., tables, d).
     """
 
-    def __init__(self, vocab_size: int, dim: int, tables: int = 1, position: bool = True, init_std: float = 0.1) -> None:
+    def __init__(
+        self, vocab_size: int, dim: int, tables: int = 1, position: bool = True, init_std: float = 0.1
+    ) -> None:
         super().__init__()
         self.dim, self.tables, self.position = dim, tables, position
         self.words = nn.Embedding(vocab_size, tables * dim, padding_idx=PAD)
@@ -90,7 +92,9 @@ def memory_ages(mask: Tensor, noise: float = 0.0, generator: torch.Generator | N
     total = counts + blanks
     width = slots + int(math.ceil(slots * noise))
     places = torch.arange(width, device=mask.device)
-    draw = torch.rand(batch, width, generator=generator, device=mask.device).masked_fill(places >= total.unsqueeze(1), 2.0)
+    draw = torch.rand(batch, width, generator=generator, device=mask.device).masked_fill(
+        places >= total.unsqueeze(1), 2.0
+    )
     order = draw.argsort(1)  # a random order of the n + b places, the others last
     chosen = torch.zeros_like(draw, dtype=torch.bool).scatter(1, order, places < counts.unsqueeze(1))
     taken = torch.where(chosen, places, width).sort(1).values[:, :slots]  # n places in increasing order

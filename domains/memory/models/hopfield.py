@@ -44,24 +44,46 @@ class HopfieldReader(nn.Module):
     (B, heads, 1, T) (None without attention).
     """
 
-    def __init__(self, input_size: int, output_size: int, answer_length: int, hidden: int = 64, context: int = 8,
-                 num_heads: int = 1,
-                 steps: int = 1, beta: Optional[float] = None, attention: MemoryBlock = "hopfield") -> None:
+    def __init__(
+        self,
+        input_size: int,
+        output_size: int,
+        answer_length: int,
+        hidden: int = 64,
+        context: int = 8,
+        num_heads: int = 1,
+        steps: int = 1,
+        beta: Optional[float] = None,
+        attention: MemoryBlock = "hopfield",
+    ) -> None:
         super().__init__()
-        for key, value in (("input_size", input_size), ("output_size", output_size), ("answer_length", answer_length),
-                           ("hidden", hidden), ("context", context)):
+        for key, value in (
+            ("input_size", input_size),
+            ("output_size", output_size),
+            ("answer_length", answer_length),
+            ("hidden", hidden),
+            ("context", context),
+        ):
             if value < 1:
                 raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.input_size, self.output_size, self.answer_length = input_size, output_size, answer_length
-        self.encoder = nn.Sequential(nn.ConstantPad1d((context - 1, 0), 0.0), nn.Conv1d(input_size, hidden, context),
-                                     nn.ReLU(), nn.Conv1d(hidden, hidden, 1))
+        self.encoder = nn.Sequential(
+            nn.ConstantPad1d((context - 1, 0), 0.0),
+            nn.Conv1d(input_size, hidden, context),
+            nn.ReLU(),
+            nn.Conv1d(hidden, hidden, 1),
+        )
         self.memory = build(attention, hidden, num_heads=num_heads, steps=steps, beta=beta, kind="memory")
         self.output = nn.Linear(2 * hidden, answer_length * output_size)
 
-    def forward(self, inputs: Tensor, mask: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, Optional[Tensor]]:
+    def forward(
+        self, inputs: Tensor, mask: Tensor, need_weights: bool = False
+    ) -> Tensor | tuple[Tensor, Optional[Tensor]]:
         states = self.encoder((inputs * mask.unsqueeze(-1)).transpose(1, 2)).transpose(1, 2)  # (B, T, hidden)
         query = states[torch.arange(len(states), device=states.device), mask.sum(1) - 1]  # the last real step
         read = self.memory(query.unsqueeze(1), states, mask, need_weights=need_weights)
         retrieved, weights = (read.output, read.weights) if isinstance(read, AttentionOutput) else (read, None)
-        logits = self.output(torch.cat([retrieved.squeeze(1), query], -1)).view(-1, self.answer_length, self.output_size)
+        logits = self.output(torch.cat([retrieved.squeeze(1), query], -1)).view(
+            -1, self.answer_length, self.output_size
+        )
         return (logits, weights) if need_weights else logits

@@ -42,9 +42,19 @@ class KVMemNN(MemoryReader):
     ``need_weights=True`` also the hop weights (B, H, N).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, dim: int = 20, hops: int = 2, memory_size: int = 50,
-                 position_encoding: bool = True, temporal_encoding: bool = True, random_noise: float = 0.1,
-                 linear_start: bool = False, attention: MemoryBlock = "memory_read", init_std: float = 0.1) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        dim: int = 20,
+        hops: int = 2,
+        memory_size: int = 50,
+        position_encoding: bool = True,
+        temporal_encoding: bool = True,
+        random_noise: float = 0.1,
+        linear_start: bool = False,
+        attention: MemoryBlock = "memory_read",
+        init_std: float = 0.1,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         super().__init__(vocab_size, dim, hops, "per_hop", attention, linear_start)
         self.words = SentenceEmbedding(vocab_size, dim, 1, position_encoding, init_std)  # A

@@ -69,8 +69,14 @@ class MatchingReader(nn.Module):
     words summed per sentence, (B, 1, N) (None for ``none`` and for class paths).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, dim: int = 64, embed_dim: int = 64,
-                 matching: CrossBlock = "attention_over_attention", dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        dim: int = 64,
+        embed_dim: int = 64,
+        matching: CrossBlock = "attention_over_attention",
+        dropout: float = 0.1,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         super().__init__()
         for key, value in (("vocab_size", vocab_size), ("dim", dim), ("embed_dim", embed_dim)):
@@ -79,8 +85,10 @@ class MatchingReader(nn.Module):
         if dim % 2:
             raise ConfigError(f"model.dim must be even (two GRU directions of dim / 2), got {dim}")
         if isinstance(matching, str) and matching != NONE and "." not in matching and matching not in STORY_WEIGHTS:
-            raise ConfigError(f"model.matching must be a co-attention block ({', '.join(STORY_WEIGHTS)}), a class path "
-                             f"with their signature, or 'none'; got {matching!r}")
+            raise ConfigError(
+                f"model.matching must be a co-attention block ({', '.join(STORY_WEIGHTS)}), a class path "
+                f"with their signature, or 'none'; got {matching!r}"
+            )
         self.vocab_size, self.dim = vocab_size, dim
         self.story_weights = STORY_WEIGHTS.get(matching) if isinstance(matching, str) else None
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
@@ -88,14 +96,21 @@ class MatchingReader(nn.Module):
         self.question_encoder = nn.GRU(embed_dim, dim // 2, batch_first=True, bidirectional=True)
         self.matching = None if matching == NONE else build(matching, dim, kind="cross")
         with torch.no_grad():  # the read-out's width, from one call
-            width = sum(c.shape[-1] for c in self._match(torch.zeros(1, 1, dim), torch.zeros(1, 1, dim),
-                                                         torch.ones(1, 1, dtype=torch.bool),
-                                                         torch.ones(1, 1, dtype=torch.bool)))
+            width = sum(
+                c.shape[-1]
+                for c in self._match(
+                    torch.zeros(1, 1, dim),
+                    torch.zeros(1, 1, dim),
+                    torch.ones(1, 1, dtype=torch.bool),
+                    torch.ones(1, 1, dtype=torch.bool),
+                )
+            )
         self.dropout = nn.Dropout(dropout)
         self.output = nn.Linear(width, vocab_size)
 
-    def _match(self, story: Tensor, question: Tensor, story_mask: Tensor, question_mask: Tensor,
-               need_weights: bool = False) -> tuple[Tensor, ...]:
+    def _match(
+        self, story: Tensor, question: Tensor, story_mask: Tensor, question_mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, ...]:
         """``(c_D, c_Q)``, and the block's weights when asked (None for ``none``)."""
         if self.matching is None:
             pair = (masked_mean(story, story_mask), masked_mean(question, question_mask))
@@ -108,7 +123,9 @@ class MatchingReader(nn.Module):
         records = maps.get("matching")
         return (*pair, records[0].weights if records else None)
 
-    def forward(self, story: Tensor, question: Tensor, need_weights: bool = False) -> Union[Tensor, tuple[Tensor, Optional[Tensor]]]:
+    def forward(
+        self, story: Tensor, question: Tensor, need_weights: bool = False
+    ) -> Union[Tensor, tuple[Tensor, Optional[Tensor]]]:
         words, story_mask, sentence = compact(story)
         question_mask = question.ne(PAD)
         d = run_packed(self.story_encoder, self.dropout(self.embed(words)), story_mask.sum(1))[0]

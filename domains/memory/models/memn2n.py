@@ -50,10 +50,20 @@ class MemN2N(MemoryReader):
     -> logits (B, V); with ``need_weights=True`` also the hop weights (B, K, N).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, dim: int = 20, hops: int = 3, memory_size: int = 50,
-                 tying: Literal["adjacent", "layerwise"] = "adjacent", position_encoding: bool = True,
-                 temporal_encoding: bool = True, random_noise: float = 0.1, linear_start: bool = False,
-                 attention: MemoryBlock = "memory_read", init_std: float = 0.1) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        dim: int = 20,
+        hops: int = 3,
+        memory_size: int = 50,
+        tying: Literal["adjacent", "layerwise"] = "adjacent",
+        position_encoding: bool = True,
+        temporal_encoding: bool = True,
+        random_noise: float = 0.1,
+        linear_start: bool = False,
+        attention: MemoryBlock = "memory_read",
+        init_std: float = 0.1,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         if tying not in TYINGS:
             raise ConfigError(f"model.tying must be one of {TYINGS}, got {tying!r}")

@@ -43,17 +43,40 @@ class NTM(nn.Module):
     (B, W + R, T + answer_length, N) of every head at every step (None without memory).
     """
 
-    def __init__(self, input_size: int, output_size: int, answer_length: int, hidden: int = 100,
-                 memory_slots: int = 128, memory_width: int = 20, read_heads: int = 1, write_heads: int = 1,
-                 max_shift: int = 1, attention: MemoryBlock = "ntm") -> None:
+    def __init__(
+        self,
+        input_size: int,
+        output_size: int,
+        answer_length: int,
+        hidden: int = 100,
+        memory_slots: int = 128,
+        memory_width: int = 20,
+        read_heads: int = 1,
+        write_heads: int = 1,
+        max_shift: int = 1,
+        attention: MemoryBlock = "ntm",
+    ) -> None:
         super().__init__()
-        for key, value in (("input_size", input_size), ("output_size", output_size), ("answer_length", answer_length),
-                           ("hidden", hidden), ("memory_slots", memory_slots), ("memory_width", memory_width)):
+        for key, value in (
+            ("input_size", input_size),
+            ("output_size", output_size),
+            ("answer_length", answer_length),
+            ("hidden", hidden),
+            ("memory_slots", memory_slots),
+            ("memory_width", memory_width),
+        ):
             if value < 1:
                 raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.input_size, self.answer_length = input_size, answer_length
-        self.heads = build(attention, hidden, memory_width=memory_width, read_heads=read_heads,
-                           write_heads=write_heads, max_shift=max_shift, kind="memory")
+        self.heads = build(
+            attention,
+            hidden,
+            memory_width=memory_width,
+            read_heads=read_heads,
+            write_heads=write_heads,
+            max_shift=max_shift,
+            kind="memory",
+        )
         self.memory = not isinstance(self.heads, NoAttention)
         reads = read_heads * memory_width if self.memory else 0
         self.read_heads, self.memory_width = read_heads, memory_width
@@ -63,7 +86,9 @@ class NTM(nn.Module):
             self.initial_memory = nn.Parameter(torch.empty(memory_slots, memory_width).uniform_(-0.1, 0.1))
             self.initial_weights = nn.Parameter(torch.zeros(read_heads + write_heads, memory_slots))
 
-    def forward(self, inputs: Tensor, mask: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, Optional[Tensor]]:
+    def forward(
+        self, inputs: Tensor, mask: Tensor, need_weights: bool = False
+    ) -> Tensor | tuple[Tensor, Optional[Tensor]]:
         batch, steps, _ = inputs.shape
         x = torch.cat([inputs * mask.unsqueeze(-1), inputs.new_zeros(batch, self.answer_length, inputs.shape[-1])], 1)
         h = c = inputs.new_zeros(batch, self.controller.hidden_size)

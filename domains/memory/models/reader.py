@@ -33,8 +33,9 @@ class MemoryReader(nn.Module):
         linear_start: start without the softmax in the hops.
     """
 
-    def __init__(self, vocab_size: int, dim: int, hops: int, update: str, attention: MemoryBlock,
-                 linear_start: bool) -> None:
+    def __init__(
+        self, vocab_size: int, dim: int, hops: int, update: str, attention: MemoryBlock, linear_start: bool
+    ) -> None:
         super().__init__()
         for key, value in (("vocab_size", vocab_size), ("dim", dim), ("hops", hops)):
             if value < 1:
@@ -62,8 +63,9 @@ class MemoryReader(nn.Module):
         if hasattr(self.read, "linear_start"):
             self.read.linear_start = bool(self.softmax_removed)
 
-    def attend(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor,
-               need_weights: bool = False) -> tuple[Tensor, Optional[Tensor]]:
+    def attend(
+        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, Optional[Tensor]]:
         """The block's read of the memory: final state u^{K+1} (B, d), and the weights
         (B, K, N) of every hop when asked (None for the no-attention baseline)."""
         out = self.read(query, keys, values, mask, need_weights=need_weights)

@@ -98,10 +98,22 @@ class CharacterWordClassifier(nn.Module):
     averaged); with ``capsules=True`` a :class:`CapsuleOutput`.
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, embed_dim: int = 64, dim: int = 128,
-                 embeddings: Sequence[str] = ("word", "ngrams"), combine: str = "meta_embedding", ngram: int = 3,
-                 ngram_buckets: int = 4096, attention: str = "capsule", char_dim: int = 32, score: str = "additive",
-                 score_kwargs: Optional[dict] = None, dropout: float = 0.3) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        embed_dim: int = 64,
+        dim: int = 128,
+        embeddings: Sequence[str] = ("word", "ngrams"),
+        combine: str = "meta_embedding",
+        ngram: int = 3,
+        ngram_buckets: int = 4096,
+        attention: str = "capsule",
+        char_dim: int = 32,
+        score: str = "additive",
+        score_kwargs: Optional[dict] = None,
+        dropout: float = 0.3,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         embeddings = list(embeddings)
@@ -122,8 +134,11 @@ class CharacterWordClassifier(nn.Module):
         self.combine: Optional[nn.Module] = None
         if len(embeddings) > 1:
             widths = [embed_dim] * len(embeddings)
-            self.combine = (build("meta_embedding", embed_dim, embedding_dims=widths, kind="pooling")
-                            if combine == "meta_embedding" else nn.Linear(sum(widths), embed_dim))
+            self.combine = (
+                build("meta_embedding", embed_dim, embedding_dims=widths, kind="pooling")
+                if combine == "meta_embedding"
+                else nn.Linear(sum(widths), embed_dim)
+            )
         self.dropout = nn.Dropout(dropout)
         self.encoder = RecurrentEncoder(embed_dim, dim, "lstm")
         width = dim
@@ -137,8 +152,9 @@ class CharacterWordClassifier(nn.Module):
             self.query = nn.Parameter(torch.randn(dim) / dim**0.5)
             self.chars_embed = nn.Embedding(CHARACTER_VOCAB, char_dim, padding_idx=PAD)
             self.char_encoder = nn.Conv1d(char_dim, char_dim, 3, padding=1)
-            self.attention = build("attention_via_attention", dim, dim, char_dim, score=score,
-                                   score_kwargs=score_kwargs, kind="cross")
+            self.attention = build(
+                "attention_via_attention", dim, dim, char_dim, score=score, score_kwargs=score_kwargs, kind="cross"
+            )
             width = dim + char_dim
         else:
             self.attention = None
@@ -166,15 +182,25 @@ class CharacterWordClassifier(nn.Module):
         states = torch.relu(self.char_encoder(embedded)).transpose(1, 2) * char_mask.reshape(b * n, c, 1)
         return states.reshape(b, n * c, -1), char_mask.reshape(b, n * c)
 
-    def forward(self, tokens: Tensor, mask: Tensor, chars: Optional[Tensor] = None, need_weights: bool = False,
-                capsules: bool = False) -> Union[Tensor, ClassifierOutput, CapsuleOutput]:
+    def forward(
+        self,
+        tokens: Tensor,
+        mask: Tensor,
+        chars: Optional[Tensor] = None,
+        need_weights: bool = False,
+        capsules: bool = False,
+    ) -> Union[Tensor, ClassifierOutput, CapsuleOutput]:
         if self.needs_chars and (chars is None or chars.shape[:2] != tokens.shape):
             got = "none" if chars is None else tuple(chars.shape)
-            raise ValueError(f"CharacterWordClassifier: embeddings {self.embedding_names} with attention "
-                             f"{self.readout!r} read the characters of the tokens, chars (B, N, C) with (B, N) = "
-                             f"{tuple(tokens.shape)}; got {got} (set data.characters, e.g. 16)")
+            raise ValueError(
+                f"CharacterWordClassifier: embeddings {self.embedding_names} with attention "
+                f"{self.readout!r} read the characters of the tokens, chars (B, N, C) with (B, N) = "
+                f"{tuple(tokens.shape)}; got {got} (set data.characters, e.g. 16)"
+            )
         if capsules and self.readout != "capsule":
-            raise ValueError(f"CharacterWordClassifier: capsules=True needs model.attention=capsule, got {self.readout!r}")
+            raise ValueError(
+                f"CharacterWordClassifier: capsules=True needs model.attention=capsule, got {self.readout!r}"
+            )
         states, _ = self.encoder(self.dropout(self._tokens(tokens, chars)), mask)
         rows: Optional[Tensor] = None
         if self.readout == "capsule":

@@ -58,27 +58,42 @@ class HierarchicalAttentionNetwork(nn.Module):
     :class:`ClassifierOutput` whose token weights (B, S, W) are word weight x sentence weight.
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, embed_dim: int = 100, dim: int = 100,
-                 attention: PoolingBlock = "hierarchical", attention_hidden: int = 100, cell: str = "gru",
-                 dropout: float = 0.2) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        embed_dim: int = 100,
+        dim: int = 100,
+        attention: PoolingBlock = "hierarchical",
+        attention_hidden: int = 100,
+        cell: str = "gru",
+        dropout: float = 0.2,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if isinstance(attention, str) and attention in available("pooling") and attention != "hierarchical":
-            raise ConfigError(f"model.attention: the hierarchical attention network takes 'hierarchical' (or a block "
-                             f"with its signature) or 'none', got {attention!r}")
+            raise ConfigError(
+                f"model.attention: the hierarchical attention network takes 'hierarchical' (or a block "
+                f"with its signature) or 'none', got {attention!r}"
+            )
         self.vocab_size = vocab_size
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
         self.words = RecurrentEncoder(embed_dim, dim, cell)
         self.sentence_encoder = SentenceEncoder(dim, cell)
-        self.attention = (build(attention, dim, hidden=attention_hidden, sentence_encoder=self.sentence_encoder,
-                                kind="pooling") if attention != NONE else None)
+        self.attention = (
+            build(attention, dim, hidden=attention_hidden, sentence_encoder=self.sentence_encoder, kind="pooling")
+            if attention != NONE
+            else None
+        )
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(dim, num_classes)
 
     def forward(self, tokens: Tensor, mask: Tensor, need_weights: bool = False) -> Union[Tensor, ClassifierOutput]:
         if tokens.dim() != 3:
-            raise ValueError(f"HierarchicalAttentionNetwork: tokens must have shape (B, S, W) (sentences of words; "
-                             f"set data.sentences=true), got {tuple(tokens.shape)}")
+            raise ValueError(
+                f"HierarchicalAttentionNetwork: tokens must have shape (B, S, W) (sentences of words; "
+                f"set data.sentences=true), got {tuple(tokens.shape)}"
+            )
         b, s, w = tokens.shape
         words = self.words(self.dropout(self.embed(tokens.reshape(b * s, w))), mask.reshape(b * s, w))[0]
         words = words.reshape(b, s, w, -1)

@@ -50,7 +50,9 @@ class PointerNetwork(nn.Module):
     with ``need_weights=True``. :meth:`point` decodes greedily: (B, N) positions.
     """
 
-    def __init__(self, dim: int = 128, embed_dim: int = 32, score: str = "additive", exclude_chosen: bool = False) -> None:
+    def __init__(
+        self, dim: int = 128, embed_dim: int = 32, score: str = "additive", exclude_chosen: bool = False
+    ) -> None:
         super().__init__()
         self.embed = nn.Linear(1, embed_dim)
         self.encoder = RecurrentEncoder(embed_dim, dim, cell="lstm")
@@ -70,10 +72,14 @@ class PointerNetwork(nn.Module):
         """(B, M, N) positions step i may point at: valid, and (``exclude_chosen``) not chosen before."""
         return ~chosen & mask.unsqueeze(1) if self.exclude_chosen else None
 
-    def forward(self, values: Tensor, mask: Tensor, target: Tensor, need_weights: bool = False) -> Tensor | PointerOutput:
+    def forward(
+        self, values: Tensor, mask: Tensor, target: Tensor, need_weights: bool = False
+    ) -> Tensor | PointerOutput:
         if values.shape != mask.shape or target.shape != mask.shape:
-            raise ValueError(f"PointerNetwork: values, mask and target must have one shape (B, N), got "
-                             f"{tuple(values.shape)}, {tuple(mask.shape)} and {tuple(target.shape)}")
+            raise ValueError(
+                f"PointerNetwork: values, mask and target must have one shape (B, N), got "
+                f"{tuple(values.shape)}, {tuple(mask.shape)} and {tuple(target.shape)}"
+            )
         inputs, states, hx = self.encode(values, mask)
         pointed = target.clamp(min=0)
         previous = inputs.gather(1, pointed.unsqueeze(-1).expand(-1, -1, inputs.shape[-1]))[:, :-1]
@@ -81,8 +87,9 @@ class PointerNetwork(nn.Module):
         decoded, _ = self.decoder(torch.cat([start, previous], dim=1), hx)  # (B, N, D): d_1 .. d_N
         chosen = torch.nn.functional.one_hot(pointed, mask.shape[1]).bool() & (target >= 0).unsqueeze(-1)
         chosen = (chosen.cumsum(1) - chosen.long()) > 0  # positions chosen before step i
-        result = self.pointer(decoded, states, key_padding_mask=mask, attn_mask=self._allowed(chosen, mask),
-                              need_weights=need_weights)
+        result = self.pointer(
+            decoded, states, key_padding_mask=mask, attn_mask=self._allowed(chosen, mask), need_weights=need_weights
+        )
         return PointerOutput(result.output, result.weights) if need_weights else result
 
     @torch.no_grad()
@@ -95,7 +102,9 @@ class PointerNetwork(nn.Module):
         positions = []
         for _ in range(mask.shape[1]):
             decoded, hx = self.decoder(step_input, hx)
-            log_p = self.pointer(decoded, states, key_padding_mask=mask, attn_mask=self._allowed(chosen.unsqueeze(1), mask))
+            log_p = self.pointer(
+                decoded, states, key_padding_mask=mask, attn_mask=self._allowed(chosen.unsqueeze(1), mask)
+            )
             position = log_p[:, 0].argmax(-1)
             positions.append(position)
             chosen = chosen | torch.nn.functional.one_hot(position, mask.shape[1]).bool()

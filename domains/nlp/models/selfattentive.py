@@ -29,8 +29,10 @@ def _kind(attention: Union[str, object]) -> str:
         return "pooling"  # a class path or factory: called like the pooling blocks
     kind = info(attention).kind
     if kind not in POOLING_KINDS or attention == "hierarchical":
-        raise ConfigError(f"model.attention: {attention!r} ({kind}) cannot pool one sequence; use a pooling block "
-                         "('pooling') or a cross block queried by learned vectors ('multi_dimensional', 'additive' ...)")
+        raise ConfigError(
+            f"model.attention: {attention!r} ({kind}) cannot pool one sequence; use a pooling block "
+            "('pooling') or a cross block queried by learned vectors ('multi_dimensional', 'additive' ...)"
+        )
     return kind
 
 
@@ -59,9 +61,19 @@ class SelfAttentiveClassifier(nn.Module):
     ``need_weights=True`` a :class:`ClassifierOutput` (token weights = A averaged over rows).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, embed_dim: int = 100, dim: int = 200,
-                 attention: BlockSpec = "pooling", num_queries: int = 4, attention_hidden: int = 100,
-                 hidden: int = 200, cell: str = "lstm", dropout: float = 0.2) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        embed_dim: int = 100,
+        dim: int = 200,
+        attention: BlockSpec = "pooling",
+        num_queries: int = 4,
+        attention_hidden: int = 100,
+        hidden: int = 200,
+        cell: str = "lstm",
+        dropout: float = 0.2,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if num_queries < 1:
@@ -79,7 +91,9 @@ class SelfAttentiveClassifier(nn.Module):
         self.returns_attention_rows = self.kind != NONE
         rows = 1 if self.kind == NONE else num_queries
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Sequential(nn.Linear(rows * dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes))
+        self.head = nn.Sequential(
+            nn.Linear(rows * dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes)
+        )
 
     def _pool(self, states: Tensor, mask: Tensor, want: bool) -> tuple[Tensor, Optional[Tensor]]:
         """(summary (B, r, D) or (B, D), attention rows (B, r, N) when wanted)."""

@@ -65,9 +65,17 @@ class RecurrentSeq2Seq(nn.Module):
     :class:`Seq2SeqOutput` with the alignment (B, M, N).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, dim: int = 128, embed_dim: int = 64, cell: str = "gru",
-                 attention: CrossBlock = "additive", style: str = "bahdanau", dropout: float = 0.1,
-                 copy: bool = False) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        dim: int = 128,
+        embed_dim: int = 64,
+        cell: str = "gru",
+        attention: CrossBlock = "additive",
+        style: str = "bahdanau",
+        dropout: float = 0.1,
+        copy: bool = False,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         super().__init__()
         if style not in STYLES:
@@ -85,8 +93,10 @@ class RecurrentSeq2Seq(nn.Module):
         self.copy = None
         if copy:
             if isinstance(self.attention, NoAttention) or hasattr(self.attention, "position_weights"):
-                raise ConfigError(f"model.copy needs attention weights over the source tokens; model.attention={attention!r} "
-                                 "has none (no attention, or weights over areas)")
+                raise ConfigError(
+                    f"model.copy needs attention weights over the source tokens; model.attention={attention!r} "
+                    "has none (no attention, or weights over areas)"
+                )
             self.copy = PointerGenerator(self.readout.in_features)
 
     def start(self, tokens: Tensor, mask: Tensor) -> State:
@@ -109,8 +119,9 @@ class RecurrentSeq2Seq(nn.Module):
         if isinstance(self.attention, NoAttention):
             return state["summary"].unsqueeze(1).expand_as(query), None, state
         if isinstance(self.attention, RecurrentAlignment):
-            context, weights, alignment = self.attention.attend(query, memory, key_padding_mask=mask,
-                                                                state=state["alignment"])
+            context, weights, alignment = self.attention.attend(
+                query, memory, key_padding_mask=mask, state=state["alignment"]
+            )
             return context, query_key_weights(weights) if want else None, dict(state, alignment=alignment)
         result = self.attention(query, memory, key_padding_mask=mask, need_weights=want)
         if not want:
@@ -130,7 +141,9 @@ class RecurrentSeq2Seq(nn.Module):
             new["cell"] = hx[1][0]
         return outputs, new
 
-    def decode(self, state: State, inputs: Tensor, need_weights: bool = False) -> tuple[Tensor, Optional[Tensor], State]:
+    def decode(
+        self, state: State, inputs: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, Optional[Tensor], State]:
         """Logits (B, M, V) (log-probabilities with ``copy``) for decoder inputs (B, M), the
         (B, M, N) weights when wanted, the next state."""
         embedded = self.dropout(self.embed(inputs))
@@ -158,7 +171,8 @@ class RecurrentSeq2Seq(nn.Module):
         logits, _, state = self.decode(state, previous.unsqueeze(1))
         return logits[:, 0], state
 
-    def forward(self, tokens: Tensor, mask: Tensor, target_in: Tensor,
-                need_weights: bool = False) -> Union[Tensor, Seq2SeqOutput]:
+    def forward(
+        self, tokens: Tensor, mask: Tensor, target_in: Tensor, need_weights: bool = False
+    ) -> Union[Tensor, Seq2SeqOutput]:
         logits, weights, _ = self.decode(self.start(tokens, mask), target_in, need_weights)
         return Seq2SeqOutput(logits, weights) if need_weights else logits

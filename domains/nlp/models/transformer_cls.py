@@ -41,9 +41,19 @@ class TransformerClassifier(nn.Module):
     [CLS] column left out and the rest renormalised).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, num_classes: Optional[int] = None, dim: int = 128, depth: int = 2,
-                 attention: SequenceBlock = "mhsa", readout: str = "pooling", pooling: PoolingBlock = "pooling",
-                 mlp_ratio: float = 2.0, max_len: int = 128, dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        dim: int = 128,
+        depth: int = 2,
+        attention: SequenceBlock = "mhsa",
+        readout: str = "pooling",
+        pooling: PoolingBlock = "pooling",
+        mlp_ratio: float = 2.0,
+        max_len: int = 128,
+        dropout: float = 0.1,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         if readout not in READOUTS:

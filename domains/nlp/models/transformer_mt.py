@@ -34,8 +34,14 @@ class DecoderLayer(nn.Module):
     ``need_weights=True`` also the cross-attention weights (B, M, N), heads averaged.
     """
 
-    def __init__(self, dim: int, self_attention: SequenceBlock = "mhsa", cross_attention: CrossBlock = "multi_head",
-                 mlp_ratio: float = 4.0, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        self_attention: SequenceBlock = "mhsa",
+        cross_attention: CrossBlock = "multi_head",
+        mlp_ratio: float = 4.0,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
         causal = {} if self_attention == NONE else {"causal": True}
@@ -45,8 +51,9 @@ class DecoderLayer(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, dim))
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, memory: Tensor, memory_mask: Tensor,
-                need_weights: bool = False) -> Union[Tensor, tuple[Tensor, Tensor]]:
+    def forward(
+        self, x: Tensor, memory: Tensor, memory_mask: Tensor, need_weights: bool = False
+    ) -> Union[Tensor, tuple[Tensor, Tensor]]:
         x = x + self.dropout(self.self_attention(self.norm1(x), None))
         cross = self.cross_attention(self.norm2(x), memory, key_padding_mask=memory_mask, need_weights=need_weights)
         x = x + self.dropout(cross[0] if need_weights else cross)
@@ -72,16 +79,26 @@ class TransformerSeq2Seq(nn.Module):
     the prefix (no key-value cache).
     """
 
-    def __init__(self, vocab_size: Optional[int] = None, dim: int = 128, depth: int = 2, attention: SequenceBlock = "mhsa",
-                 cross_attention: CrossBlock = "multi_head", mlp_ratio: float = 4.0, max_len: int = 128,
-                 dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        vocab_size: Optional[int] = None,
+        dim: int = 128,
+        depth: int = 2,
+        attention: SequenceBlock = "mhsa",
+        cross_attention: CrossBlock = "multi_head",
+        mlp_ratio: float = 4.0,
+        max_len: int = 128,
+        dropout: float = 0.1,
+    ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         super().__init__()
         self.vocab_size, self.scale = vocab_size, math.sqrt(dim)
         self.embed = scaled_embedding(vocab_size, dim)
         self.positions = PositionalEncoding(dim, max_len, dropout=dropout)
         self.encoder = AttentionEncoder(dim, depth, attention, mlp_ratio, dropout)
-        self.decoder = nn.ModuleList(DecoderLayer(dim, attention, cross_attention, mlp_ratio, dropout) for _ in range(depth))
+        self.decoder = nn.ModuleList(
+            DecoderLayer(dim, attention, cross_attention, mlp_ratio, dropout) for _ in range(depth)
+        )
         self.norm = nn.LayerNorm(dim)
         self.output = nn.Linear(dim, vocab_size, bias=False)
         self.output.weight = self.embed.weight
@@ -110,7 +127,8 @@ class TransformerSeq2Seq(nn.Module):
         logits, _ = self.decode(state, prefix)
         return logits[:, -1], dict(state, prefix=prefix)
 
-    def forward(self, tokens: Tensor, mask: Tensor, target_in: Tensor,
-                need_weights: bool = False) -> Union[Tensor, Seq2SeqOutput]:
+    def forward(
+        self, tokens: Tensor, mask: Tensor, target_in: Tensor, need_weights: bool = False
+    ) -> Union[Tensor, Seq2SeqOutput]:
         logits, weights = self.decode(self.start(tokens, mask), target_in, need_weights)
         return Seq2SeqOutput(logits, weights) if need_weights else logits

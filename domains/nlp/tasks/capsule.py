@@ -51,9 +51,11 @@ class CapsuleClassification(TextClassification):
     def check(self, model: nn.Module, data: Any) -> None:
         super().check(model, data)
         if getattr(model, "readout", None) != "capsule":
-            raise ConfigError(f"domains.nlp.CapsuleClassification trains capsules: the model must read out with them "
-                             f"(domains.nlp.CharacterWordClassifier with model.attention=capsule); {type(model).__name__} "
-                             f"reads out with {getattr(model, 'readout', 'something else')!r}")
+            raise ConfigError(
+                f"domains.nlp.CapsuleClassification trains capsules: the model must read out with them "
+                f"(domains.nlp.CharacterWordClassifier with model.attention=capsule); {type(model).__name__} "
+                f"reads out with {getattr(model, 'readout', 'something else')!r}"
+            )
 
     def run_model(self, model: nn.Module, inputs: Any) -> Any:
         return call_model(model, {**inputs, "capsules": True})

@@ -63,17 +63,23 @@ class TextClassification(TokenizerState, Classification):
         penalty has attention rows to act on."""
         labels = list(data.labels()) if callable(getattr(data, "labels", None)) else []
         if labels and len(labels) != self.num_classes:
-            raise ConfigError(f"task.num_classes={self.num_classes} but {type(data).__name__} has {len(labels)} classes "
-                             f"({', '.join(labels[:8])}{' ...' if len(labels) > 8 else ''})")
+            raise ConfigError(
+                f"task.num_classes={self.num_classes} but {type(data).__name__} has {len(labels)} classes "
+                f"({', '.join(labels[:8])}{' ...' if len(labels) > 8 else ''})"
+            )
         super().check(model, data)
         rows = getattr(model, "returns_attention_rows", None)
         if self.penalty and rows is None:
-            raise ConfigError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
-                             f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not: set "
-                             "task.penalty=0")
+            raise ConfigError(
+                f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
+                f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not: set "
+                "task.penalty=0"
+            )
         if self.penalty and not rows:
-            rank_zero_warn(f"task.penalty={self.penalty} is skipped: the model's attention is off, so it has no "
-                           "attention rows to penalise")
+            rank_zero_warn(
+                f"task.penalty={self.penalty} is skipped: the model's attention is off, so it has no "
+                "attention rows to penalise"
+            )
 
     def run_model(self, model: nn.Module, inputs: Any) -> Any:
         """Logits, or with the penalty on a :class:`ClassifierOutput` that carries the attention rows."""
@@ -81,8 +87,10 @@ class TextClassification(TokenizerState, Classification):
             return call_model(model, inputs)
         output = call_model(model, {**inputs, "need_weights": True})
         if getattr(output, "attention", None) is None:
-            raise ConfigError(f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
-                             f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not")
+            raise ConfigError(
+                f"task.penalty={self.penalty} needs a model that returns attention rows (B, r, N) with "
+                f"need_weights=True (SelfAttentiveClassifier); {type(model).__name__} does not"
+            )
         return output
 
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
@@ -117,8 +125,10 @@ class TextClassification(TokenizerState, Classification):
         tokens, weights = first["tokens"][0], output.token_weights[0]
         rows = [(tokens, weights)] if tokens.dim() == 1 else list(zip(tokens, weights))
         lines = [list(zip(tokens_of(self.tokenizer, ids.tolist()), w.tolist())) for ids, w in rows]
-        title = (f"first validation text, the read-out's weight of each word: true {self._name(int(target[0]))}, "
-                 f"predicted {self._name(int(output.logits[0].argmax()))}")
+        title = (
+            f"first validation text, the read-out's weight of each word: true {self._name(int(target[0]))}, "
+            f"predicted {self._name(int(output.logits[0].argmax()))}"
+        )
         return {"word_attention": [highlight_image([line for line in lines if line], title)]}
 
     # Evaluation hooks: the items are the tokens (the words of a document's sentences for HAN).

@@ -17,7 +17,6 @@ from ..metrics import TokenAccuracy
 from ..pictures import alignment_image
 
 
-
 class Ordering(Task):
     """Train a pointer network with teacher forcing; judge it by the permutations it decodes.
 
@@ -44,15 +43,21 @@ class Ordering(Task):
         super().check(model, data)
         length = getattr(data, "max_length", None)
         if isinstance(length, int) and length != self.max_length:
-            raise ConfigError(f"task.max_length is {self.max_length} but data.max_length is {length}: set both to {length}")
+            raise ConfigError(
+                f"task.max_length is {self.max_length} but data.max_length is {length}: set both to {length}"
+            )
 
     def metrics(self) -> MetricCollection:
         return MetricCollection({"step_acc": TokenAccuracy(IGNORE)})
 
     def generation_metrics(self) -> MetricCollection:
         options = dict(num_classes=self.max_length, ignore_index=IGNORE, multidim_average="global")
-        return MetricCollection({"position_acc": MulticlassAccuracy(average="micro", **options),
-                                 "sequence_acc": MulticlassExactMatch(**options)})
+        return MetricCollection(
+            {
+                "position_acc": MulticlassAccuracy(average="micro", **options),
+                "sequence_acc": MulticlassExactMatch(**options),
+            }
+        )
 
     def decode(self, model: nn.Module, batch: Any) -> tuple[Tensor, Tensor]:
         """The greedily decoded permutations (B, N) and the target ones."""
@@ -84,5 +89,13 @@ class Ordering(Task):
         values, target = batch["values"][:1, :length], batch["target"][:1, :length]
         weights = model(values, batch["mask"][:1, :length], target, need_weights=True).weights[0]
         inputs = [f"{v:.2f}" for v in values[0].tolist()]
-        return {"alignment": [alignment_image(weights, inputs, [inputs[j] for j in target[0].tolist()],
-                                              "first validation list: where each output step points")]}
+        return {
+            "alignment": [
+                alignment_image(
+                    weights,
+                    inputs,
+                    [inputs[j] for j in target[0].tolist()],
+                    "first validation list: where each output step points",
+                )
+            ]
+        }

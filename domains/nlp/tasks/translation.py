@@ -14,8 +14,8 @@ from torchmetrics.text import Perplexity, SacreBLEUScore
 from framework.attention import capture
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, erase_tokens, replaying
-from framework.tasks.attention_training import AttentionTraining
 from framework.tasks import Task
+from framework.tasks.attention_training import AttentionTraining
 
 from ..data.tokenization import EOS, PAD, token_names
 from ..decoding import beam_search, greedy_decode
@@ -33,8 +33,9 @@ SATURATED = 1e-6
 def cross_blocks(model: nn.Module) -> list[str]:
     """The names of a model's cross-attention blocks, one per decoder layer (the Transformer's
     ``decoder.<l>.cross_attention``; none in the recurrent models)."""
-    return [name for name, m in model.named_modules()
-            if getattr(m, "block_name", None) and name.endswith("cross_attention")]
+    return [
+        name for name, m in model.named_modules() if getattr(m, "block_name", None) and name.endswith("cross_attention")
+    ]
 
 
 def alignment_blocks(model: nn.Module) -> tuple[str, ...]:
@@ -121,15 +122,26 @@ class Translation(AttentionTraining, TokenizerState, Task):
 
     gold_data = "data with gold alignments (domains.nlp.DateNormalization)"
 
-    def __init__(self, decoding: str = "greedy", beam_size: int = 4, length_penalty: float = 0.0, max_length: int = 64,
-                 label_smoothing: float = 0.0, monitor: str = "val/bleu", attention_supervision: float = 0.0,
-                 decouple_attention: float = 0.0, random_attention: bool = False) -> None:
+    def __init__(
+        self,
+        decoding: str = "greedy",
+        beam_size: int = 4,
+        length_penalty: float = 0.0,
+        max_length: int = 64,
+        label_smoothing: float = 0.0,
+        monitor: str = "val/bleu",
+        attention_supervision: float = 0.0,
+        decouple_attention: float = 0.0,
+        random_attention: bool = False,
+    ) -> None:
         super().__init__()
         self.attention_options(attention_supervision, decouple_attention, random_attention)
         if decoding not in DECODINGS:
             raise ConfigError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
         if beam_size < 1 or max_length < 1:
-            raise ConfigError(f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}")
+            raise ConfigError(
+                f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}"
+            )
         self.decoding, self.beam_size, self.length_penalty = decoding, beam_size, length_penalty
         self.max_length, self.label_smoothing = max_length, label_smoothing
         self.monitor, self.mode = monitor, "min" if monitor.endswith(("loss", "ppl")) else "max"
@@ -158,7 +170,9 @@ class Translation(AttentionTraining, TokenizerState, Task):
 
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits = self.preds(output)
-        return F.cross_entropy(logits.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing), {}
+        return F.cross_entropy(
+            logits.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing
+        ), {}
 
     def watch(self, model: nn.Module, batch: Any, detach: bool = True) -> Watched:
         """The pass that :meth:`gold_views` reads: the model's :class:`Seq2SeqOutput` under teacher
@@ -257,8 +271,11 @@ class Translation(AttentionTraining, TokenizerState, Task):
             return layer.register_forward_hook(source_only)
 
         size = len(vectors)
-        return ItemForward(vectors.detach(), replaying(batch, size, swap, lambda b: self.decision(model, b)),
-                           replaying(batch, size, swap, lambda b: self.item_attention(model, b).weights))
+        return ItemForward(
+            vectors.detach(),
+            replaying(batch, size, swap, lambda b: self.decision(model, b)),
+            replaying(batch, size, swap, lambda b: self.item_attention(model, b).weights),
+        )
 
     def generate(self, model: nn.Module, tokens: Tensor, mask: Tensor) -> Tensor:
         """Output ids (B, L) by the configured decoding."""
@@ -292,5 +309,13 @@ class Translation(AttentionTraining, TokenizerState, Task):
         if alignment is None:
             return {}
         source, target = token_names(self.tokenizer, tokens[0][mask[0]].tolist()), token_names(self.tokenizer, output)
-        return {"alignment": [alignment_image(alignment[0, :, : len(source)], source, target,
-                                              "first validation example: attention of each decoded token")]}
+        return {
+            "alignment": [
+                alignment_image(
+                    alignment[0, :, : len(source)],
+                    source,
+                    target,
+                    "first validation example: attention of each decoded token",
+                )
+            ]
+        }

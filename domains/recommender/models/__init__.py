@@ -6,5 +6,13 @@ from .gru4rec import GRU4Rec
 from .popularity import MostPopular
 from .self_attentive import BERT4Rec, SASRec, SelfAttentiveRecommender
 
-__all__ = ["BERT4Rec", "DIN", "GRU4Rec", "MostPopular", "SASRec", "SelfAttentiveRecommender",
-           "SequentialRecommender", "check_history"]
+__all__ = [
+    "BERT4Rec",
+    "DIN",
+    "GRU4Rec",
+    "MostPopular",
+    "SASRec",
+    "SelfAttentiveRecommender",
+    "SequentialRecommender",
+    "check_history",
+]

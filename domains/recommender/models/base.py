@@ -33,12 +33,15 @@ from framework.errors import ConfigError
 def check_history(model: nn.Module, history: Tensor, vocabulary: int) -> None:
     """History ids must lie in ``0 .. vocabulary - 1``: a clear error instead of an index error."""
     if history.dim() != 2 or history.dtype != torch.long:
-        raise ValueError(f"{type(model).__name__}: history must be (B, N) int64 item ids, got "
-                         f"{tuple(history.shape)} {history.dtype}")
+        raise ValueError(
+            f"{type(model).__name__}: history must be (B, N) int64 item ids, got {tuple(history.shape)} {history.dtype}"
+        )
     if history.numel() and (int(history.max()) >= vocabulary or int(history.min()) < 0):
-        raise ConfigError(f"{type(model).__name__}: history holds item id {int(history.max())} but "
-                         f"model.num_items={model.num_items}; set model.num_items to the data's item count "
-                         "(printed when the data is set up)")
+        raise ConfigError(
+            f"{type(model).__name__}: history holds item id {int(history.max())} but "
+            f"model.num_items={model.num_items}; set model.num_items to the data's item count "
+            "(printed when the data is set up)"
+        )
 
 
 def leading_padding(history: Tensor, where: Optional[Tensor] = None) -> int:
@@ -78,8 +81,9 @@ class SequentialRecommender(nn.Module):
         ``offset`` (the columns before it were padding and were cut)."""
         raise TypeError(f"{type(self).__name__} must define encode(history, offset=0)")
 
-    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False,
-                where: Optional[Tensor] = None) -> Tensor:
+    def forward(
+        self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False, where: Optional[Tensor] = None
+    ) -> Tensor:
         check_history(self, history, self.items.num_embeddings)
         start = leading_padding(history, None if last else where)
         states = self.encode(history[:, start:], offset=start)

@@ -45,8 +45,14 @@ class DIN(nn.Module):
     Shapes: as :mod:`.base`: history (B, N); candidates None, (B, N, C) or (B, C).
     """
 
-    def __init__(self, num_items: Optional[int] = None, dim: int = 64, attention: CrossBlock = "additive",
-                 hidden: Sequence[int] = (80, 40), chunk_size: int = 256) -> None:
+    def __init__(
+        self,
+        num_items: Optional[int] = None,
+        dim: int = 64,
+        attention: CrossBlock = "additive",
+        hidden: Sequence[int] = (80, 40),
+        chunk_size: int = 256,
+    ) -> None:
         require_sizes("model", num_items=num_items)
         super().__init__()
         if num_items < 1:
@@ -62,8 +68,9 @@ class DIN(nn.Module):
             layers += [nn.Linear(a, b), nn.PReLU()]
         self.mlp = nn.Sequential(*layers, nn.Linear(widths[-1], 1))
 
-    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False,
-                where: Optional[Tensor] = None) -> Tensor:
+    def forward(
+        self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False, where: Optional[Tensor] = None
+    ) -> Tensor:
         check_history(self, history, self.num_items + 1)
         if last or where is not None:  # the columns that are padding in every row attend nothing
             start = leading_padding(history, None if last else where)

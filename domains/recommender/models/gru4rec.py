@@ -40,7 +40,9 @@ class GRU4Rec(SequentialRecommender):
     Shapes: see :mod:`.base`.
     """
 
-    def __init__(self, num_items: Optional[int] = None, dim: int = 64, hidden: int = 100, layers: int = 1, dropout: float = 0.2) -> None:
+    def __init__(
+        self, num_items: Optional[int] = None, dim: int = 64, hidden: int = 100, layers: int = 1, dropout: float = 0.2
+    ) -> None:
         super().__init__(num_items, dim)
         self.dropout = nn.Dropout(dropout)
         self.gru = nn.GRU(dim, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)

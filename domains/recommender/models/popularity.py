@@ -56,8 +56,9 @@ class MostPopular(nn.Module):
         self.counts.copy_(torch.bincount(items.flatten(), minlength=self.num_items + 1)[: self.num_items + 1])
         self.counts[0] = 0
 
-    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False,
-                where: Optional[Tensor] = None) -> Tensor:
+    def forward(
+        self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False, where: Optional[Tensor] = None
+    ) -> Tensor:
         check_history(self, history, self.num_items + 1)
         scores = F.softplus(self.temperature) * torch.log1p(self.counts)
         if candidates is not None:

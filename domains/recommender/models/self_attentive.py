@@ -38,9 +38,18 @@ class SelfAttentiveRecommender(SequentialRecommender):
     Shapes: see :mod:`.base`; the padding mask of the encoder is ``history > 0``.
     """
 
-    def __init__(self, num_items: Optional[int] = None, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
-                 max_len: int = 50, mlp_ratio: float = 1.0, dropout: float = 0.2, causal: bool = True,
-                 extra_tokens: int = 0) -> None:
+    def __init__(
+        self,
+        num_items: Optional[int] = None,
+        dim: int = 64,
+        depth: int = 2,
+        attention: SequenceBlock = "mhsa",
+        max_len: int = 50,
+        mlp_ratio: float = 1.0,
+        dropout: float = 0.2,
+        causal: bool = True,
+        extra_tokens: int = 0,
+    ) -> None:
         super().__init__(num_items, dim, extra_tokens)
         self.positions = PositionalEncoding(dim, max_len, learned=True, dropout=dropout)
         self.encoder = AttentionEncoder(dim, depth, attention, mlp_ratio, dropout, causal)
@@ -56,8 +65,16 @@ class SASRec(SelfAttentiveRecommender):
     product with the shared item embeddings. Arguments as in :class:`SelfAttentiveRecommender`
     (point-wise MLP of width D, as in the paper)."""
 
-    def __init__(self, num_items: Optional[int] = None, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
-                 max_len: int = 50, mlp_ratio: float = 1.0, dropout: float = 0.2) -> None:
+    def __init__(
+        self,
+        num_items: Optional[int] = None,
+        dim: int = 64,
+        depth: int = 2,
+        attention: SequenceBlock = "mhsa",
+        max_len: int = 50,
+        mlp_ratio: float = 1.0,
+        dropout: float = 0.2,
+    ) -> None:
         super().__init__(num_items, dim, depth, attention, max_len, mlp_ratio, dropout, causal=True)
 
 
@@ -74,8 +91,16 @@ class BERT4Rec(SelfAttentiveRecommender):
     Arguments as in :class:`SelfAttentiveRecommender` (MLP width 4 D, as in BERT).
     """
 
-    def __init__(self, num_items: Optional[int] = None, dim: int = 64, depth: int = 2, attention: SequenceBlock = "mhsa",
-                 max_len: int = 50, mlp_ratio: float = 4.0, dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        num_items: Optional[int] = None,
+        dim: int = 64,
+        depth: int = 2,
+        attention: SequenceBlock = "mhsa",
+        max_len: int = 50,
+        mlp_ratio: float = 4.0,
+        dropout: float = 0.1,
+    ) -> None:
         super().__init__(num_items, dim, depth, attention, max_len, mlp_ratio, dropout, causal=False, extra_tokens=1)
         self.mask_token = num_items + 1
         self.head = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.LayerNorm(dim))
@@ -84,8 +109,9 @@ class BERT4Rec(SelfAttentiveRecommender):
     def encode(self, history: Tensor, offset: int = 0) -> Tensor:
         return self.head(super().encode(history, offset))
 
-    def forward(self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False,
-                where: Optional[Tensor] = None) -> Tensor:
+    def forward(
+        self, history: Tensor, candidates: Optional[Tensor] = None, last: bool = False, where: Optional[Tensor] = None
+    ) -> Tensor:
         if last:  # the oldest item makes room for the [mask] whose filling is the prediction
             mask = history.new_full((len(history), 1), self.mask_token)
             history = torch.cat([history[:, 1:], mask], 1)

@@ -4,5 +4,12 @@ from .resnet import AttentionResNet, create_resnet
 from .segmentation import AttentionHead, SegmentationNet, SegmentationOutput
 from .vit import ViTClassifier, attention_rollout
 
-__all__ = ["AttentionHead", "AttentionResNet", "SegmentationNet", "SegmentationOutput", "ViTClassifier",
-           "attention_rollout", "create_resnet"]
+__all__ = [
+    "AttentionHead",
+    "AttentionResNet",
+    "SegmentationNet",
+    "SegmentationOutput",
+    "ViTClassifier",
+    "attention_rollout",
+    "create_resnet",
+]

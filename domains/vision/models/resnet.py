@@ -48,9 +48,15 @@ def _block_factory(attention: FeatureMapBlock, options: dict[str, Any]):
     return make
 
 
-def create_resnet(name: str, *, attention: FeatureMapBlock = "none", placement: Placement = "auto",
-                  stages: Sequence[int] = (1, 2, 3, 4), attention_args: Optional[dict[str, Any]] = None,
-                  **timm_args: Any) -> nn.Module:
+def create_resnet(
+    name: str,
+    *,
+    attention: FeatureMapBlock = "none",
+    placement: Placement = "auto",
+    stages: Sequence[int] = (1, 2, 3, 4),
+    attention_args: Optional[dict[str, Any]] = None,
+    **timm_args: Any,
+) -> nn.Module:
     """A timm ResNet (``resnet18``, ``resnet50``, ``resnet26d`` ...) with ``attention`` inserted.
 
     Args:
@@ -65,7 +71,9 @@ def create_resnet(name: str, *, attention: FeatureMapBlock = "none", placement: 
     """
     if not name.startswith(("resnet", "resnext", "seresnet", "wide_resnet")) or name not in timm.list_models():
         close = [n for n in timm.list_models("*resnet*") if n.startswith(name[:6])][:8]
-        raise ConfigError(f"model.backbone must be a timm ResNet name, got {name!r}; e.g. {', '.join(close) or 'resnet18, resnet50'}")
+        raise ConfigError(
+            f"model.backbone must be a timm ResNet name, got {name!r}; e.g. {', '.join(close) or 'resnet18, resnet50'}"
+        )
     if not set(stages) <= {1, 2, 3, 4}:
         raise ConfigError(f"model.stages must be among 1, 2, 3, 4, got {list(stages)}")
     options = attention_args or {}
@@ -113,16 +121,35 @@ class AttentionResNet(nn.Module):
     Shapes: x (B, in_chans, H, W) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: Optional[int] = None, backbone: str = "resnet18", attention: FeatureMapBlock = "none",
-                 placement: Placement = "auto", stages: Sequence[int] = (1, 2, 3, 4),
-                 attention_args: Optional[dict[str, Any]] = None, in_chans: int = 3,
-                 channels: Optional[Sequence[int]] = None, stem_width: Optional[int] = None, small_input: bool = False,
-                 drop_rate: float = 0.0, pretrained: bool = False) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        backbone: str = "resnet18",
+        attention: FeatureMapBlock = "none",
+        placement: Placement = "auto",
+        stages: Sequence[int] = (1, 2, 3, 4),
+        attention_args: Optional[dict[str, Any]] = None,
+        in_chans: int = 3,
+        channels: Optional[Sequence[int]] = None,
+        stem_width: Optional[int] = None,
+        small_input: bool = False,
+        drop_rate: float = 0.0,
+        pretrained: bool = False,
+    ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
-        self.net = create_resnet(backbone, attention=attention, placement=placement, stages=stages,
-                                 attention_args=attention_args, num_classes=num_classes, in_chans=in_chans,
-                                 drop_rate=drop_rate, pretrained=pretrained, **width_args(channels, stem_width))
+        self.net = create_resnet(
+            backbone,
+            attention=attention,
+            placement=placement,
+            stages=stages,
+            attention_args=attention_args,
+            num_classes=num_classes,
+            in_chans=in_chans,
+            drop_rate=drop_rate,
+            pretrained=pretrained,
+            **width_args(channels, stem_width),
+        )
         if small_input:
             self.net.conv1 = nn.Conv2d(in_chans, self.net.bn1.num_features, 3, padding=1, bias=False)
             self.net.maxpool = nn.Identity()

@@ -29,8 +29,11 @@ from .resnet import create_resnet, make_block, width_args
 
 def conv_bn_relu(in_channels: int, out_channels: int, kernel_size: int = 3) -> nn.Sequential:
     """Convolution (same padding, no bias), BatchNorm, ReLU."""
-    return nn.Sequential(nn.Conv2d(in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=False),
-                         nn.BatchNorm2d(out_channels), nn.ReLU(inplace=True))
+    return nn.Sequential(
+        nn.Conv2d(in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=False),
+        nn.BatchNorm2d(out_channels),
+        nn.ReLU(inplace=True),
+    )
 
 
 class AttentionHead(nn.Module):
@@ -48,9 +51,15 @@ class AttentionHead(nn.Module):
         attention_args: keyword arguments of the block (``{"recurrence": 2}`` for criss-cross).
     """
 
-    def __init__(self, in_channels: int, num_classes: int, attention: FeatureMapBlock = "criss_cross",
-                 inner_channels: Optional[int] = None, dropout: float = 0.1,
-                 attention_args: Optional[dict[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        num_classes: int,
+        attention: FeatureMapBlock = "criss_cross",
+        inner_channels: Optional[int] = None,
+        dropout: float = 0.1,
+        attention_args: Optional[dict[str, Any]] = None,
+    ) -> None:
         super().__init__()
         inner = inner_channels or in_channels // 4
         self.reduce = conv_bn_relu(in_channels, inner)
@@ -89,21 +98,44 @@ class SegmentationNet(nn.Module):
     Shapes: x (B, in_chans, H, W) -> :class:`SegmentationOutput` with logits (B, K, H, W).
     """
 
-    def __init__(self, num_classes: Optional[int] = None, attention: FeatureMapBlock = "criss_cross", backbone: str = "resnet50",
-                 output_stride: int = 8, channels: Optional[Sequence[int]] = None, stem_width: Optional[int] = None,
-                 in_chans: int = 3, inner_channels: Optional[int] = None, dropout: float = 0.1,
-                 attention_args: Optional[dict[str, Any]] = None, aux: bool = True, pretrained: bool = False) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        attention: FeatureMapBlock = "criss_cross",
+        backbone: str = "resnet50",
+        output_stride: int = 8,
+        channels: Optional[Sequence[int]] = None,
+        stem_width: Optional[int] = None,
+        in_chans: int = 3,
+        inner_channels: Optional[int] = None,
+        dropout: float = 0.1,
+        attention_args: Optional[dict[str, Any]] = None,
+        aux: bool = True,
+        pretrained: bool = False,
+    ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ConfigError(f"model.output_stride must be 8, 16 or 32, got {output_stride}")
         self.output_stride = output_stride
-        self.backbone = create_resnet(backbone, features_only=True, out_indices=(3, 4), output_stride=output_stride,
-                                      in_chans=in_chans, pretrained=pretrained, **width_args(channels, stem_width))
+        self.backbone = create_resnet(
+            backbone,
+            features_only=True,
+            out_indices=(3, 4),
+            output_stride=output_stride,
+            in_chans=in_chans,
+            pretrained=pretrained,
+            **width_args(channels, stem_width),
+        )
         stage3, stage4 = self.backbone.feature_info.channels()
         self.head = AttentionHead(stage4, num_classes, attention, inner_channels, dropout, attention_args)
-        self.aux_head = (nn.Sequential(conv_bn_relu(stage3, stage3 // 2), nn.Dropout2d(dropout),
-                                       nn.Conv2d(stage3 // 2, num_classes, 1)) if aux else None)
+        self.aux_head = (
+            nn.Sequential(
+                conv_bn_relu(stage3, stage3 // 2), nn.Dropout2d(dropout), nn.Conv2d(stage3 // 2, num_classes, 1)
+            )
+            if aux
+            else None
+        )
 
     def forward(self, x: Tensor) -> SegmentationOutput:
         if x.ndim != 4:
@@ -113,4 +145,6 @@ class SegmentationNet(nn.Module):
         logits = F.interpolate(self.head(f4), size=size, mode="bilinear", align_corners=False)
         if not (self.training and self.aux_head is not None):
             return SegmentationOutput(logits)
-        return SegmentationOutput(logits, F.interpolate(self.aux_head(f3), size=size, mode="bilinear", align_corners=False))
+        return SegmentationOutput(
+            logits, F.interpolate(self.aux_head(f3), size=size, mode="bilinear", align_corners=False)
+        )

@@ -67,9 +67,20 @@ class ViTClassifier(nn.Module):
     Shapes: x (B, in_chans, image_size, image_size) -> logits (B, K).
     """
 
-    def __init__(self, num_classes: Optional[int] = None, image_size: int = 32, patch_size: int = 4, in_chans: int = 1, dim: int = 64,
-                 depth: int = 4, num_heads: int = 4, mlp_ratio: float = 2.0, attention: SequenceBlock = "mhsa",
-                 attention_args: Optional[dict[str, Any]] = None, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        num_classes: Optional[int] = None,
+        image_size: int = 32,
+        patch_size: int = 4,
+        in_chans: int = 1,
+        dim: int = 64,
+        depth: int = 4,
+        num_heads: int = 4,
+        mlp_ratio: float = 2.0,
+        attention: SequenceBlock = "mhsa",
+        attention_args: Optional[dict[str, Any]] = None,
+        dropout: float = 0.0,
+    ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         if patch_size < 1 or image_size % patch_size:
@@ -79,8 +90,9 @@ class ViTClassifier(nn.Module):
         self.patches = nn.Conv2d(in_chans, dim, patch_size, stride=patch_size)  # one linear map per patch
         self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
         self.positions = PositionalEncoding(dim, 1 + self.grid[0] * self.grid[1], learned=True, dropout=dropout)
-        self.encoder = AttentionEncoder(dim, depth, _with_heads(attention, num_heads, attention_args or {}), mlp_ratio,
-                                        dropout)
+        self.encoder = AttentionEncoder(
+            dim, depth, _with_heads(attention, num_heads, attention_args or {}), mlp_ratio, dropout
+        )
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(dim, num_classes)
 
@@ -91,8 +103,10 @@ class ViTClassifier(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         expected = (self.in_chans, self.image_size, self.image_size)
         if x.ndim != 4 or tuple(x.shape[1:]) != expected:
-            raise ValueError(f"ViTClassifier: x must have shape (B, {', '.join(map(str, expected))}) "
-                             f"(model.in_chans, model.image_size), got {tuple(x.shape)}")
+            raise ValueError(
+                f"ViTClassifier: x must have shape (B, {', '.join(map(str, expected))}) "
+                f"(model.in_chans, model.image_size), got {tuple(x.shape)}"
+            )
         tokens = self.patches(x).flatten(2).transpose(1, 2)  # (B, N, D), patches in row-major order
         tokens = self.positions(torch.cat([self.cls.expand(len(x), -1, -1), tokens], dim=1))
         return self.head(self.dropout(self.encoder(tokens)[:, 0]))
@@ -116,7 +130,9 @@ def _with_heads(attention: SequenceBlock, num_heads: int, options: dict[str, Any
         try:
             return build(attention, dim, kind="sequence", num_heads=num_heads, **options)
         except (TypeError, BlockArgumentsError) as err:
-            raise ConfigError(f"model.attention {attention!r} does not take num_heads={num_heads} and "
-                             f"model.attention_args {options}: {err}") from None
+            raise ConfigError(
+                f"model.attention {attention!r} does not take num_heads={num_heads} and "
+                f"model.attention_args {options}: {err}"
+            ) from None
 
     return make

@@ -29,8 +29,27 @@ from .rotatory import RotatoryAttention
 from .score import SCORES, Score
 from .set_attention import MultiheadAttentionBlock
 
-__all__ = ["DISTRIBUTIONS", "SCORES", "AlternatingCoAttention", "AreaAttention", "Attention", "AttentionOverAttention",
-           "AttentionViaAttention", "Distribution", "GRUGatedAttention", "InteractiveCoAttention", "LocationAwareAttention",
-           "LuongLocalAttention", "MonotonicAttention", "MultiGrainedCoAttention", "MultiheadAttentionBlock",
-           "ParallelCoAttention", "PointerAttention", "PointerGenerator", "RecurrentAlignment", "RotatoryAttention", "Score",
-           "causal_mask"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "SCORES",
+    "AlternatingCoAttention",
+    "AreaAttention",
+    "Attention",
+    "AttentionOverAttention",
+    "AttentionViaAttention",
+    "Distribution",
+    "GRUGatedAttention",
+    "InteractiveCoAttention",
+    "LocationAwareAttention",
+    "LuongLocalAttention",
+    "MonotonicAttention",
+    "MultiGrainedCoAttention",
+    "MultiheadAttentionBlock",
+    "ParallelCoAttention",
+    "PointerAttention",
+    "PointerGenerator",
+    "RecurrentAlignment",
+    "RotatoryAttention",
+    "Score",
+    "causal_mask",
+]

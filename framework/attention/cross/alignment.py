@@ -66,8 +66,14 @@ class RecurrentAlignment(AttentionBlock):
         """All M queries in order from ``state`` (inputs already checked)."""
         raise TypeError(f"{type(self).__name__} must define run(query, keys, values, valid, state)")
 
-    def _checked(self, query: Tensor, keys: Tensor, values: Optional[Tensor], key_padding_mask: Optional[Tensor],
-                 state: Optional[Tensor]) -> Aligned:
+    def _checked(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        values: Optional[Tensor],
+        key_padding_mask: Optional[Tensor],
+        state: Optional[Tensor],
+    ) -> Aligned:
         self.expect("query", query, "B M Dq", Dq=self.dim)
         b, n = query.shape[0], keys.shape[1]
         self.expect("keys", keys, "B N Dk", B=b, Dk=self.key_dim)
@@ -82,25 +88,42 @@ class RecurrentAlignment(AttentionBlock):
         if state is None:
             state = initial
         elif state.shape != initial.shape:
-            raise ValueError(f"{self.block_name}: state must have shape {tuple(initial.shape)} (what initial_state "
-                             f"or the previous attend gives), got {tuple(state.shape)}")
+            raise ValueError(
+                f"{self.block_name}: state must have shape {tuple(initial.shape)} (what initial_state "
+                f"or the previous attend gives), got {tuple(state.shape)}"
+            )
         return self.run(query, keys, values, valid, state)
 
-    def attend(self, query: Tensor, keys: Tensor, values: Optional[Tensor] = None, *,
-               key_padding_mask: Optional[Tensor] = None, state: Optional[Tensor] = None) -> Aligned:
+    def attend(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        values: Optional[Tensor] = None,
+        *,
+        key_padding_mask: Optional[Tensor] = None,
+        state: Optional[Tensor] = None,
+    ) -> Aligned:
         """The queries (B, M, Dq) in order from ``state`` (default the initial state): their
         outputs and weights, and the state after the last one, to pass to the next call."""
         result = self._checked(query, keys, values, key_padding_mask, state)
         self.record(result.weights, queries=(query.shape[1],), keys=(keys.shape[1],))
         return result
 
-    def forward(self, query: Tensor, keys: Tensor, values: Optional[Tensor] = None, *,
-                key_padding_mask: Optional[Tensor] = None, state: Optional[Tensor] = None,
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        values: Optional[Tensor] = None,
+        *,
+        key_padding_mask: Optional[Tensor] = None,
+        state: Optional[Tensor] = None,
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         single = query.dim() == 2
         result = self._checked(query.unsqueeze(1) if single else query, keys, values, key_padding_mask, state)
         output, weights = result.output, result.weights
         if single:
             output, weights = output[:, 0], weights.select(-2, 0)
-        return self.finish(output, weights, need_weights, queries=None if single else (query.shape[1],),
-                           keys=(keys.shape[1],))
+        return self.finish(
+            output, weights, need_weights, queries=None if single else (query.shape[1],), keys=(keys.shape[1],)
+        )

@@ -35,7 +35,7 @@ def area_sums(x: Tensor, grid: tuple[int, int], sizes: list[tuple[int, int]]) ->
     table = F.pad(x.reshape(b, height, width, d).cumsum(1).cumsum(2), (0, 0, 1, 0, 1, 0))  # (B, H + 1, W + 1, D)
     areas = []
     for h, w in sizes:
-        total = (table[:, h:, w:] - table[:, :-h, w:] - table[:, h:, :-w] + table[:, :-h, :-w])
+        total = table[:, h:, w:] - table[:, :-h, w:] - table[:, h:, :-w] + table[:, :-h, :-w]
         areas.append(total.reshape(b, -1, d))
     return torch.cat(areas, dim=1)
 
@@ -81,8 +81,17 @@ class AreaAttention(Attention):
     Captured weights: the (B, h, M, K) weights over the areas of every call.
     """
 
-    def __init__(self, dim: int, key_dim: Optional[int] = None, value_dim: Optional[int] = None, *,
-                 max_width: int = 3, max_height: int = 1, key_features: str = "mean", **options: Any) -> None:
+    def __init__(
+        self,
+        dim: int,
+        key_dim: Optional[int] = None,
+        value_dim: Optional[int] = None,
+        *,
+        max_width: int = 3,
+        max_height: int = 1,
+        key_features: str = "mean",
+        **options: Any,
+    ) -> None:
         super().__init__(dim, key_dim, value_dim, **options)
         if max_width < 1 or max_height < 1:
             raise ValueError(f"area: max_width and max_height must be at least 1, got {max_width} and {max_height}")
@@ -100,9 +109,17 @@ class AreaAttention(Attention):
         """The area shapes of this block on ``grid``, in the order of the weights' last axis."""
         return area_sizes(grid, self.max_height, self.max_width)
 
-    def forward(self, query: Tensor, key: Optional[Tensor] = None, value: Optional[Tensor] = None, *,
-                key_padding_mask: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
-                grid: Optional[tuple[int, int]] = None, need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        query: Tensor,
+        key: Optional[Tensor] = None,
+        value: Optional[Tensor] = None,
+        *,
+        key_padding_mask: Optional[Tensor] = None,
+        attn_mask: Optional[Tensor] = None,
+        grid: Optional[tuple[int, int]] = None,
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         key = query if key is None else key
         value = key if value is None else value
         b, n = key.shape[0], key.shape[1]
@@ -114,13 +131,22 @@ class AreaAttention(Attention):
         if len(grid) != 2 or grid[0] * grid[1] != n:
             raise ValueError(f"area: grid must be (H, W) with H * W = {n} keys, got {grid}")
         sizes = self.areas(grid)
-        counts = torch.tensor([h * w for h, w in sizes for _ in range((grid[0] - h + 1) * (grid[1] - w + 1))],
-                              dtype=key.dtype, device=key.device)  # |r| of every area, (K,)
+        counts = torch.tensor(
+            [h * w for h, w in sizes for _ in range((grid[0] - h + 1) * (grid[1] - w + 1))],
+            dtype=key.dtype,
+            device=key.device,
+        )  # |r| of every area, (K,)
         mean = area_sums(key, grid, sizes) / counts[:, None]
         if self.key_features == "mean_std":
             variance = (area_sums(key.square(), grid, sizes) / counts[:, None] - mean.square()).clamp(min=0)
-            shape = torch.tensor([(h - 1) * self.max_width + w - 1 for h, w in sizes
-                                  for _ in range((grid[0] - h + 1) * (grid[1] - w + 1))], device=key.device)
+            shape = torch.tensor(
+                [
+                    (h - 1) * self.max_width + w - 1
+                    for h, w in sizes
+                    for _ in range((grid[0] - h + 1) * (grid[1] - w + 1))
+                ],
+                device=key.device,
+            )
             hidden = self.mean_map(mean) + self.std_map(torch.sqrt(variance + 1e-6)) + self.size_embedding(shape)
             area_keys = self.key_map(torch.relu(hidden))
         else:
@@ -130,8 +156,9 @@ class AreaAttention(Attention):
             self.expect("key_padding_mask", key_padding_mask, "B N", B=b, N=n)
             valid = area_sums(key_padding_mask.to(key.dtype).unsqueeze(-1), grid, sizes).squeeze(-1)
             area_mask = valid == counts  # every item of the area is valid
-        return super().forward(query, area_keys, area_sums(value, grid, sizes), key_padding_mask=area_mask,
-                               need_weights=need_weights)
+        return super().forward(
+            query, area_keys, area_sums(value, grid, sizes), key_padding_mask=area_mask, need_weights=need_weights
+        )
 
     def position_weights(self, weights: Tensor, grid: tuple[int, int]) -> Tensor:
         """Area weights (..., K) folded onto the items (..., H * W): each item gets the summed

@@ -133,7 +133,9 @@ class Attention(AttentionBlock):
         if multi_dimensional:
             if not score_cls.feature_wise:
                 feature_wise = sorted(n for n, c in SCORES.items() if c.feature_wise)
-                raise ValueError(f"attention: multi_dimensional needs a feature-wise score ({feature_wise}), got {score!r}")
+                raise ValueError(
+                    f"attention: multi_dimensional needs a feature-wise score ({feature_wise}), got {score!r}"
+                )
             options["value_dim"] = v_head
         self.score = score_cls(q_head, k_head, num_heads, **options)
         distribution_cls = _lookup(DISTRIBUTIONS, distribution, "distribution function")
@@ -141,9 +143,14 @@ class Attention(AttentionBlock):
         # rows of probe queries from the projections: not for weights per value feature, nor for sampled ones
         self.gives_probe_rows = not multi_dimensional and not isinstance(self.distribution, Hard)
         if distribution_cls.pairs != score_cls.pairs:
-            pairs = sorted(n for n, c in DISTRIBUTIONS.items() if c.pairs), sorted(n for n, c in SCORES.items() if c.pairs)
-            raise ValueError(f"attention: distribution {distribution!r} and score {score!r} do not fit: the pair "
-                             f"distributions {pairs[0]} take the pair scores {pairs[1]}, and only those")
+            pairs = (
+                sorted(n for n, c in DISTRIBUTIONS.items() if c.pairs),
+                sorted(n for n, c in SCORES.items() if c.pairs),
+            )
+            raise ValueError(
+                f"attention: distribution {distribution!r} and score {score!r} do not fit: the pair "
+                f"distributions {pairs[0]} take the pair scores {pairs[1]}, and only those"
+            )
 
     @property
     def backends(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -199,13 +206,24 @@ class Attention(AttentionBlock):
         """(B, L, h*d) -> (B, h, L, d)."""
         return x.unflatten(-1, (self.num_heads, -1)).transpose(1, 2)
 
-    def _mask(self, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], m: int, n: int, device: torch.device) -> Optional[Tensor]:
+    def _mask(
+        self, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], m: int, n: int, device: torch.device
+    ) -> Optional[Tensor]:
         """Key padding, explicit and causal masks combined into one (B|1, h|1, M|1, N) boolean mask
         (:func:`~framework.attention.masks.combine`)."""
-        return combine(self.block_name, key_padding_mask, attn_mask, m, n, causal_mask(m, n, device) if self.causal else None)
+        return combine(
+            self.block_name, key_padding_mask, attn_mask, m, n, causal_mask(m, n, device) if self.causal else None
+        )
 
-    def _attend(self, q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Optional[Tensor],
-                attn_mask: Optional[Tensor], want: bool) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+    def _attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        key_padding_mask: Optional[Tensor],
+        attn_mask: Optional[Tensor],
+        want: bool,
+    ) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
         """One hop for all heads: q (B, h, M, dq), k (B, h, N, dk), v (B, h, N, dv) -> c (B, h, M, dv)."""
         m, n = q.shape[-2], k.shape[-2]
         dropout = self.dropout if self.training else 0.0
@@ -243,8 +261,9 @@ class Attention(AttentionBlock):
             context = dropped @ v
         return context, weights, log_prob
 
-    def _row_mask(self, index: Tensor, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], m: int,
-                  n: int) -> Optional[Tensor]:
+    def _row_mask(
+        self, index: Tensor, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], m: int, n: int
+    ) -> Optional[Tensor]:
         """The rows ``index`` (P,) of :meth:`_mask`, (B|1, h|1, P|1, N), without building the (M, N) mask."""
         rows = None
         if attn_mask is not None:
@@ -253,8 +272,15 @@ class Attention(AttentionBlock):
         causal = torch.arange(n, device=index.device) <= index[:, None] if self.causal else None
         return combine(self.block_name, key_padding_mask, rows, len(index), n, causal)
 
-    def _probe(self, q: Tensor, k: Tensor, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor],
-               weights: Optional[Tensor] = None, energies: Optional[Tensor] = None) -> None:
+    def _probe(
+        self,
+        q: Tensor,
+        k: Tensor,
+        key_padding_mask: Optional[Tensor],
+        attn_mask: Optional[Tensor],
+        weights: Optional[Tensor] = None,
+        energies: Optional[Tensor] = None,
+    ) -> None:
         """Hand the captures with probes the rows of their probe queries: cut from ``weights``
         and ``energies`` where this pass computed them, else ``distribution(score(q_P, K))``."""
         if not self.probing():
@@ -298,24 +324,84 @@ _preset("additive", "general / scoring: additive", "Bahdanau, Cho & Bengio, ICLR
 _preset("dot", "general / scoring: multiplicative", "Luong, Pham & Manning, EMNLP 2015", score="dot", project=False)
 _preset("scaled_dot", "general / scoring: scaled multiplicative", "Vaswani et al., NeurIPS 2017", score="scaled_dot")
 _preset("general", "general / scoring: general", "Luong, Pham & Manning, EMNLP 2015", score="general", project=False)
-_preset("biased_general", "general / scoring: biased general", "Sordoni et al., arXiv:1606.02245, 2016", score="biased_general", project=False)
-_preset("activated_general", "general / scoring: activated general", "Ma et al., IJCAI 2017", score="activated_general", project=False)
+_preset(
+    "biased_general",
+    "general / scoring: biased general",
+    "Sordoni et al., arXiv:1606.02245, 2016",
+    score="biased_general",
+    project=False,
+)
+_preset(
+    "activated_general",
+    "general / scoring: activated general",
+    "Ma et al., IJCAI 2017",
+    score="activated_general",
+    project=False,
+)
 _preset("concat", "general / scoring: concat", "Luong, Pham & Manning, EMNLP 2015", score="concat", project=False)
-_preset("location", "general / scoring: location-based", "Luong, Pham & Manning, EMNLP 2015", score="location", project=False)
-_preset("cosine", "general / scoring: similarity (cosine)", "Graves, Wayne & Danihelka, arXiv:1410.5401, 2014", score="cosine", project=False)
-_preset("kernel", "general / scoring: kernel feature map (linear time)", "Katharopoulos et al., ICML 2020", score="kernel", distribution="normalize")
-_preset("sparsemax", "general / alignment: sparse (sparsemax)", "Martins & Astudillo, ICML 2016", distribution="sparsemax")
+_preset(
+    "location",
+    "general / scoring: location-based",
+    "Luong, Pham & Manning, EMNLP 2015",
+    score="location",
+    project=False,
+)
+_preset(
+    "cosine",
+    "general / scoring: similarity (cosine)",
+    "Graves, Wayne & Danihelka, arXiv:1410.5401, 2014",
+    score="cosine",
+    project=False,
+)
+_preset(
+    "kernel",
+    "general / scoring: kernel feature map (linear time)",
+    "Katharopoulos et al., ICML 2020",
+    score="kernel",
+    distribution="normalize",
+)
+_preset(
+    "sparsemax", "general / alignment: sparse (sparsemax)", "Martins & Astudillo, ICML 2016", distribution="sparsemax"
+)
 _preset("sigmoid", "general / alignment: sigmoid", "Kim, Denton, Hoang & Rush, ICLR 2017", distribution="sigmoid")
 _preset("hard", "general / alignment: hard (stochastic)", "Xu et al., ICML 2015", distribution="hard")
-_preset("entmax15", "general / alignment: sparse (1.5-entmax)",
-        "Peters, Niculae & Martins, Sparse Sequence-to-Sequence Models, ACL 2019", distribution="entmax15")
-_preset("adaptive_entmax", "general / alignment: sparse (alpha-entmax, alpha learned per head)",
-        "Correia, Niculae & Martins, Adaptively Sparse Transformers, EMNLP 2019", distribution="adaptive_entmax")
-_preset("quasi_attention", "general / alignment: quasi-attention (compositional de-attention)",
-        "Tay, Luu, Zhang, Wang & Hui, Compositional De-Attention Networks, NeurIPS 2019", score="coda", distribution="quasi")
-_preset("multi_dimensional", "general / dimensionality: multi-dimensional", "Shen et al., AAAI 2018", score="additive", multi_dimensional=True)
+_preset(
+    "entmax15",
+    "general / alignment: sparse (1.5-entmax)",
+    "Peters, Niculae & Martins, Sparse Sequence-to-Sequence Models, ACL 2019",
+    distribution="entmax15",
+)
+_preset(
+    "adaptive_entmax",
+    "general / alignment: sparse (alpha-entmax, alpha learned per head)",
+    "Correia, Niculae & Martins, Adaptively Sparse Transformers, EMNLP 2019",
+    distribution="adaptive_entmax",
+)
+_preset(
+    "quasi_attention",
+    "general / alignment: quasi-attention (compositional de-attention)",
+    "Tay, Luu, Zhang, Wang & Hui, Compositional De-Attention Networks, NeurIPS 2019",
+    score="coda",
+    distribution="quasi",
+)
+_preset(
+    "multi_dimensional",
+    "general / dimensionality: multi-dimensional",
+    "Shen et al., AAAI 2018",
+    score="additive",
+    multi_dimensional=True,
+)
 _preset("multi_head", "query-related / multiplicity: multi-head", "Vaswani et al., NeurIPS 2017", num_heads=8)
-_preset("deep_alignment", "general / scoring: deep alignment (multi-layer MLP)",
-        "Pavlopoulos, Malakasiotis & Androutsopoulos, Deeper Attention to Abusive User Content Moderation, EMNLP 2017",
-        score="deep", project=False)
-_preset("multi_hop", "query-related / multiplicity: multi-hop", "Yang et al., CVPR 2016; Sukhbaatar et al., NeurIPS 2015", hops=2)
+_preset(
+    "deep_alignment",
+    "general / scoring: deep alignment (multi-layer MLP)",
+    "Pavlopoulos, Malakasiotis & Androutsopoulos, Deeper Attention to Abusive User Content Moderation, EMNLP 2017",
+    score="deep",
+    project=False,
+)
+_preset(
+    "multi_hop",
+    "query-related / multiplicity: multi-hop",
+    "Yang et al., CVPR 2016; Sukhbaatar et al., NeurIPS 2015",
+    hops=2,
+)

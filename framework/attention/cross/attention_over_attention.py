@@ -53,12 +53,21 @@ class AttentionOverAttention(_CoAttention):
         super().__init__()
         self.dim1, self.dim2 = dim1, dim2 or dim1
         if self.dim2 != self.dim1:
-            raise ValueError(f"attention_over_attention: document and query features must match (a dot product), "
-                             f"got dim1={dim1} and dim2={dim2}")
+            raise ValueError(
+                f"attention_over_attention: document and query features must match (a dot product), "
+                f"got dim1={dim1} and dim2={dim2}"
+            )
         self.distribution = Softmax()
 
-    def forward(self, x1: Tensor, x2: Tensor, mask1: Optional[Tensor] = None, mask2: Optional[Tensor] = None, *,
-                need_weights: bool = False) -> tuple[Tensor, Tensor] | AttentionOutput:
+    def forward(
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        mask1: Optional[Tensor] = None,
+        mask2: Optional[Tensor] = None,
+        *,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor] | AttentionOutput:
         self._check(x1, x2, mask1, mask2)
         doc_valid = None if mask1 is None else mask1.bool().unsqueeze(1)  # (B, 1, N)
         query_valid = None if mask2 is None else mask2.bool().unsqueeze(1)  # (B, 1, M)

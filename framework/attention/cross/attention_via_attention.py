@@ -49,17 +49,32 @@ class AttentionViaAttention(AttentionBlock):
     Captured weights: ``(word weights (B, [M,] Nw), character weights (B, [M,] Nc))`` per call.
     """
 
-    def __init__(self, dim: int, word_dim: Optional[int] = None, char_dim: Optional[int] = None,
-                 score: str = "additive", score_kwargs: Optional[dict[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        word_dim: Optional[int] = None,
+        char_dim: Optional[int] = None,
+        score: str = "additive",
+        score_kwargs: Optional[dict[str, Any]] = None,
+    ) -> None:
         super().__init__()
         self.dim, self.word_dim = dim, word_dim or dim
         self.char_dim = char_dim or self.word_dim
         self.words = Attention(dim, self.word_dim, score=score, project=False, score_kwargs=score_kwargs)
-        self.characters = Attention(dim + self.word_dim, self.char_dim, score=score, project=False,
-                                    score_kwargs=score_kwargs)
+        self.characters = Attention(
+            dim + self.word_dim, self.char_dim, score=score, project=False, score_kwargs=score_kwargs
+        )
 
-    def forward(self, query: Tensor, words: Tensor, chars: Tensor, word_mask: Optional[Tensor] = None,
-                char_mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        query: Tensor,
+        words: Tensor,
+        chars: Tensor,
+        word_mask: Optional[Tensor] = None,
+        char_mask: Optional[Tensor] = None,
+        *,
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         self.expect("query", query, "B D" if query.dim() == 2 else "B M D", D=self.dim)
         batch = query.shape[0]
         self.expect("words", words, "B N D", B=batch, D=self.word_dim)

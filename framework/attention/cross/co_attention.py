@@ -28,7 +28,9 @@ class _CoAttention(AttentionBlock):
             self.expect("mask2", mask2, "B N2", B=x2.shape[0], N2=x2.shape[1])
 
 
-@register("parallel_co_attention", kind="cross", category="feature-related / multiplicity: parallel co-attention", paper=PAPER)
+@register(
+    "parallel_co_attention", kind="cross", category="feature-related / multiplicity: parallel co-attention", paper=PAPER
+)
 class ParallelCoAttention(_CoAttention):
     """Parallel co-attention: an affinity matrix carries each input into the other's space.
 
@@ -64,7 +66,9 @@ class ParallelCoAttention(_CoAttention):
         self.score1, self.score2 = nn.Linear(hidden, 1, bias=False), nn.Linear(hidden, 1, bias=False)
         self.distribution = Softmax()
 
-    def forward(self, x1: Tensor, x2: Tensor, mask1: Optional[Tensor] = None, mask2: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, x1: Tensor, x2: Tensor, mask1: Optional[Tensor] = None, mask2: Optional[Tensor] = None
+    ) -> tuple[Tensor, Tensor]:
         self._check(x1, x2, mask1, mask2)
         mask1 = None if mask1 is None else mask1.bool()
         mask2 = None if mask2 is None else mask2.bool()
@@ -81,7 +85,12 @@ class ParallelCoAttention(_CoAttention):
         return self.finish((c1, c2), (affinity, a1, a2) if self.wants_weights() else None)
 
 
-@register("alternating_co_attention", kind="cross", category="feature-related / multiplicity: alternating co-attention", paper=PAPER)
+@register(
+    "alternating_co_attention",
+    kind="cross",
+    category="feature-related / multiplicity: alternating co-attention",
+    paper=PAPER,
+)
 class AlternatingCoAttention(_CoAttention):
     """Alternating co-attention: summarise X1, attend X2 with it, then attend X1 with that.
 
@@ -116,7 +125,9 @@ class AlternatingCoAttention(_CoAttention):
         self.attend2 = Attention(self.dim1, self.dim2, score="additive", project=False, score_kwargs={"hidden": hidden})
         self.attend1 = Attention(self.dim2, self.dim1, score="additive", project=False, score_kwargs={"hidden": hidden})
 
-    def forward(self, x1: Tensor, x2: Tensor, mask1: Optional[Tensor] = None, mask2: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, x1: Tensor, x2: Tensor, mask1: Optional[Tensor] = None, mask2: Optional[Tensor] = None
+    ) -> tuple[Tensor, Tensor]:
         self._check(x1, x2, mask1, mask2)
         want = self.wants_weights()
         s = self.summary(x1, mask1, need_weights=want)

@@ -50,8 +50,14 @@ class GRUGatedAttention(AttentionBlock):
     Captured weights: the (B, M, N) weights a of each call.
     """
 
-    def __init__(self, dim: int, key_dim: Optional[int] = None, *, score: str = "additive",
-                 score_kwargs: Optional[dict[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        key_dim: Optional[int] = None,
+        *,
+        score: str = "additive",
+        score_kwargs: Optional[dict[str, Any]] = None,
+    ) -> None:
         super().__init__()
         if score not in SCORES:
             raise ValueError(unknown_name_message(score, sorted(SCORES), "score function"))
@@ -60,8 +66,9 @@ class GRUGatedAttention(AttentionBlock):
         self.score = SCORES[score](dim, self.key_dim, **(score_kwargs or {}))
         self.softmax = Softmax()
 
-    def forward(self, query: Tensor, keys: Tensor, *, key_padding_mask: Optional[Tensor] = None,
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self, query: Tensor, keys: Tensor, *, key_padding_mask: Optional[Tensor] = None, need_weights: bool = False
+    ) -> Tensor | AttentionOutput:
         single = query.dim() == 2
         if single:
             query = query.unsqueeze(1)

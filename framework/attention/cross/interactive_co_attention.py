@@ -60,15 +60,27 @@ class InteractiveCoAttention(_CoAttention):
     Captured weights: ``(a_1 (B, N1), a_2 (B, N2))`` per call.
     """
 
-    def __init__(self, dim1: int, dim2: Optional[int] = None, score: str = "activated_general",
-                 score_kwargs: Optional[dict[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        dim1: int,
+        dim2: Optional[int] = None,
+        score: str = "activated_general",
+        score_kwargs: Optional[dict[str, Any]] = None,
+    ) -> None:
         super().__init__()
         self.dim1, self.dim2 = dim1, dim2 or dim1
         self.attend1 = Attention(self.dim2, self.dim1, score=score, project=False, score_kwargs=score_kwargs)
         self.attend2 = Attention(self.dim1, self.dim2, score=score, project=False, score_kwargs=score_kwargs)
 
-    def forward(self, x1: Tensor, x2: Tensor, mask1: Optional[Tensor] = None, mask2: Optional[Tensor] = None, *,
-                need_weights: bool = False) -> tuple[Tensor, Tensor] | AttentionOutput:
+    def forward(
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        mask1: Optional[Tensor] = None,
+        mask2: Optional[Tensor] = None,
+        *,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor] | AttentionOutput:
         self._check(x1, x2, mask1, mask2)
         want = need_weights or self.wants_weights()
         c1 = self.attend1(_average(x2, mask2), x1, key_padding_mask=mask1, need_weights=want)
@@ -119,8 +131,10 @@ class MultiGrainedCoAttention(_CoAttention):
         super().__init__()
         self.dim1, self.dim2 = dim1, dim2 or dim1
         if self.dim2 != self.dim1:
-            raise ValueError(f"multi_grained_co_attention: the alignment multiplies the inputs element-wise, so their "
-                             f"features must match, got dim1={dim1} and dim2={dim2}")
+            raise ValueError(
+                f"multi_grained_co_attention: the alignment multiplies the inputs element-wise, so their "
+                f"features must match, got dim1={dim1} and dim2={dim2}"
+            )
         self.coarse = InteractiveCoAttention(dim1, dim1, score="general")
         self.align = nn.Linear(3 * dim1, 1)  # w_u over [x1_i; x2_j; x1_i * x2_j] (its bias cancels in the softmaxes)
         self.distribution = Softmax()
@@ -130,8 +144,15 @@ class MultiGrainedCoAttention(_CoAttention):
         w1, w2, w12 = self.align.weight[0].split(self.dim1)
         return (x1 @ w1).unsqueeze(-1) + (x2 @ w2).unsqueeze(-2) + (x1 * w12) @ x2.transpose(1, 2) + self.align.bias
 
-    def forward(self, x1: Tensor, x2: Tensor, mask1: Optional[Tensor] = None, mask2: Optional[Tensor] = None, *,
-                need_weights: bool = False) -> tuple[Tensor, Tensor] | AttentionOutput:
+    def forward(
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        mask1: Optional[Tensor] = None,
+        mask2: Optional[Tensor] = None,
+        *,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor] | AttentionOutput:
         self._check(x1, x2, mask1, mask2)
         want = need_weights or self.wants_weights()
         coarse = self.coarse(x1, x2, mask1, mask2, need_weights=want)
@@ -142,7 +163,9 @@ class MultiGrainedCoAttention(_CoAttention):
         valid2 = None if mask2 is None else mask2.bool().unsqueeze(1)  # (B, 1, N2)
         best = u if valid2 is None else u.masked_fill(~valid2, torch.finfo(u.dtype).min)
         a_fa, _ = self.distribution(best.amax(-1), valid1)  # (B, N1)
-        pairs = valid2 if valid1 is None else (valid1.unsqueeze(-1) if valid2 is None else valid1.unsqueeze(-1) & valid2)
+        pairs = (
+            valid2 if valid1 is None else (valid1.unsqueeze(-1) if valid2 is None else valid1.unsqueeze(-1) & valid2)
+        )
         rows, _ = self.distribution(u, pairs)  # (B, N1, N2), zero rows for padded x1_i
         a_fa, rows = self.ablate(a_fa, valid1), self.ablate(rows, pairs)
         m_fa = (a_fa.unsqueeze(1) @ x1).squeeze(1)

@@ -60,8 +60,15 @@ class LuongLocalAttention(AttentionBlock):
             self.position_hidden = nn.Linear(dim, dim, bias=False)  # W_p
             self.position_out = nn.Linear(dim, 1, bias=False)  # v_p
 
-    def forward(self, query: Tensor, keys: Tensor, *, key_padding_mask: Optional[Tensor] = None,
-                positions: Optional[Tensor] = None, need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        *,
+        key_padding_mask: Optional[Tensor] = None,
+        positions: Optional[Tensor] = None,
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         single = query.dim() == 2
         if single:
             query = query.unsqueeze(1)
@@ -71,7 +78,11 @@ class LuongLocalAttention(AttentionBlock):
         self.expect("keys", keys, "B N Dk", B=b, Dk=self.key_dim)
         if key_padding_mask is not None:
             self.expect("key_padding_mask", key_padding_mask, "B N", B=b, N=n)
-        valid = torch.ones(b, n, dtype=torch.bool, device=keys.device) if key_padding_mask is None else key_padding_mask.bool()
+        valid = (
+            torch.ones(b, n, dtype=torch.bool, device=keys.device)
+            if key_padding_mask is None
+            else key_padding_mask.bool()
+        )
         if positions is not None:
             if self.position != "monotonic":
                 raise ValueError("local_p: positions are given with position='monotonic' only")

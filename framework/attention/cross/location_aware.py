@@ -53,9 +53,18 @@ class LocationAwareAttention(RecurrentAlignment):
     Captured weights: the (B, M, N) alignments a_i of a call (M = 1 for one step).
     """
 
-    def __init__(self, dim: int, key_dim: Optional[int] = None, value_dim: Optional[int] = None, *,
-                 hidden: Optional[int] = None, filters: int = 10, kernel_size: int = 31,
-                 distribution: str = "softmax", sharpening: float = 1.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        key_dim: Optional[int] = None,
+        value_dim: Optional[int] = None,
+        *,
+        hidden: Optional[int] = None,
+        filters: int = 10,
+        kernel_size: int = 31,
+        distribution: str = "softmax",
+        sharpening: float = 1.0,
+    ) -> None:
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"location_aware: kernel_size must be odd and positive, got {kernel_size}")

@@ -169,13 +169,27 @@ class MonotonicAttention(RecurrentAlignment):
 
     block_name = "monotonic"
 
-    def __init__(self, dim: int, key_dim: Optional[int] = None, value_dim: Optional[int] = None, *,
-                 score: str = "additive", num_heads: int = 1, head_dim: Optional[int] = None,
-                 chunk_size: Optional[int] = 2, project: bool = False, out_dim: Optional[int] = None,
-                 energy_bias: float = -4.0, noise: float = 1.0, hard: Optional[bool] = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        key_dim: Optional[int] = None,
+        value_dim: Optional[int] = None,
+        *,
+        score: str = "additive",
+        num_heads: int = 1,
+        head_dim: Optional[int] = None,
+        chunk_size: Optional[int] = 2,
+        project: bool = False,
+        out_dim: Optional[int] = None,
+        energy_bias: float = -4.0,
+        noise: float = 1.0,
+        hard: Optional[bool] = None,
+    ) -> None:
         super().__init__()
         if chunk_size is not None and chunk_size < 1:
-            raise ValueError(f"{self.block_name}: chunk_size must be at least 1 (or None: infinite lookback), got {chunk_size}")
+            raise ValueError(
+                f"{self.block_name}: chunk_size must be at least 1 (or None: infinite lookback), got {chunk_size}"
+            )
         self.dim, self.key_dim = dim, key_dim or dim
         self.value_dim = value_dim or self.key_dim
         self.num_heads, self.chunk_size, self.noise, self.hard = num_heads, chunk_size, noise, hard
@@ -190,7 +204,9 @@ class MonotonicAttention(RecurrentAlignment):
             self.v_proj, self.out_proj = linear(self.value_dim), nn.Linear(num_heads * hd, out_dim or dim)
         else:
             if out_dim not in (None, self.value_dim):
-                raise ValueError(f"{self.block_name}: out_dim needs project=True (without it the output has value_dim features)")
+                raise ValueError(
+                    f"{self.block_name}: out_dim needs project=True (without it the output has value_dim features)"
+                )
             for name, size in (("dim", dim), ("key_dim", self.key_dim), ("value_dim", self.value_dim)):
                 if size % num_heads:
                     raise ValueError(f"{self.block_name}: {name}={size} is not divisible by num_heads={num_heads}")
@@ -236,11 +252,24 @@ def _preset(name: str, category: str, paper: str, **defaults: Any) -> None:
     register(name, kind="cross", category=category, paper=paper, **defaults)(MonotonicAttention)
 
 
-_preset("monotonic", "general / alignment: monotonic (hard, online)",
-        "Raffel, Luong, Liu, Weiss & Eck, Online and Linear-Time Attention by Enforcing Monotonic Alignments, "
-        "ICML 2017", chunk_size=1)
-_preset("mocha", "general / alignment: monotonic chunkwise (MoChA)",
-        "Chiu & Raffel, Monotonic Chunkwise Attention, ICLR 2018", chunk_size=2)
-_preset("monotonic_multi_head", "query-related / multiplicity: monotonic multi-head (infinite lookback)",
-        "Ma, Pino, Cross, Puzon & Gu, Monotonic Multihead Attention, ICLR 2020",
-        score="scaled_dot", num_heads=4, chunk_size=None, project=True)
+_preset(
+    "monotonic",
+    "general / alignment: monotonic (hard, online)",
+    "Raffel, Luong, Liu, Weiss & Eck, Online and Linear-Time Attention by Enforcing Monotonic Alignments, ICML 2017",
+    chunk_size=1,
+)
+_preset(
+    "mocha",
+    "general / alignment: monotonic chunkwise (MoChA)",
+    "Chiu & Raffel, Monotonic Chunkwise Attention, ICLR 2018",
+    chunk_size=2,
+)
+_preset(
+    "monotonic_multi_head",
+    "query-related / multiplicity: monotonic multi-head (infinite lookback)",
+    "Ma, Pino, Cross, Puzon & Gu, Monotonic Multihead Attention, ICLR 2020",
+    score="scaled_dot",
+    num_heads=4,
+    chunk_size=None,
+    project=True,
+)

@@ -49,16 +49,29 @@ class PointerAttention(AttentionBlock):
     Captured weights: the (B, M, N) distributions p of each call.
     """
 
-    def __init__(self, dim: int, key_dim: Optional[int] = None, *, score: str = "additive",
-                 score_kwargs: Optional[dict[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        key_dim: Optional[int] = None,
+        *,
+        score: str = "additive",
+        score_kwargs: Optional[dict[str, Any]] = None,
+    ) -> None:
         super().__init__()
         if score not in SCORES:
             raise ValueError(unknown_name_message(score, sorted(SCORES), "score function"))
         self.dim, self.key_dim = dim, key_dim or dim
         self.score = SCORES[score](dim, self.key_dim, **(score_kwargs or {}))
 
-    def forward(self, query: Tensor, keys: Tensor, *, key_padding_mask: Optional[Tensor] = None,
-                attn_mask: Optional[Tensor] = None, need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        *,
+        key_padding_mask: Optional[Tensor] = None,
+        attn_mask: Optional[Tensor] = None,
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         single = query.dim() == 2
         if single:
             query = query.unsqueeze(1)
@@ -71,7 +84,9 @@ class PointerAttention(AttentionBlock):
             allowed = allowed & key_padding_mask.bool().unsqueeze(1)
         if attn_mask is not None:
             if attn_mask.dtype != torch.bool:
-                raise ValueError(f"{self.block_name}: attn_mask must be boolean (True = may point), got {attn_mask.dtype}")
+                raise ValueError(
+                    f"{self.block_name}: attn_mask must be boolean (True = may point), got {attn_mask.dtype}"
+                )
             allowed = allowed & attn_mask.reshape(-1, m, n)
         energies = self.score(query.unsqueeze(1), keys.unsqueeze(1)).squeeze(1)  # (B, M, N)
         log_p = energies.masked_fill(~allowed, _lowest(energies)).log_softmax(-1)
@@ -125,9 +140,17 @@ class PointerGenerator(AttentionBlock):
         self.dim = dim
         self.gate = nn.Linear(dim, 1)  # w, b
 
-    def forward(self, features: Tensor, weights: Tensor, source: Tensor, vocab_logits: Tensor, *,
-                key_padding_mask: Optional[Tensor] = None, extended_vocab_size: Optional[int] = None,
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        features: Tensor,
+        weights: Tensor,
+        source: Tensor,
+        vocab_logits: Tensor,
+        *,
+        key_padding_mask: Optional[Tensor] = None,
+        extended_vocab_size: Optional[int] = None,
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         self.expect("features", features, "B M Df", Df=self.dim)
         (b, m, _), n, vocab = features.shape, source.shape[-1], vocab_logits.shape[-1]
         self.expect("weights", weights, "B M N", B=b, M=m)

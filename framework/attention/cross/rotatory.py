@@ -9,8 +9,8 @@ import torch
 from torch import Tensor
 
 from ..base import AttentionBlock
-from .attention import Attention
 from ..registry import register
+from .attention import Attention
 
 
 @register(
@@ -88,7 +88,9 @@ class RotatoryAttention(AttentionBlock):
         return torch.cat([r_l, r_r, r_lt, r_rt], dim=-1)
 
     @staticmethod
-    def _attend(block: Attention, query: Tensor, keys: Tensor, mask: Optional[Tensor], records: Optional[list[Tensor]]) -> Tensor:
+    def _attend(
+        block: Attention, query: Tensor, keys: Tensor, mask: Optional[Tensor], records: Optional[list[Tensor]]
+    ) -> Tensor:
         """One activated-general attention (B, D) over (B, N, D); its (B, N) weights go to ``records``."""
         if records is None:
             return block(query, keys, key_padding_mask=mask)

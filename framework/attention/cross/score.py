@@ -15,7 +15,8 @@ e (B, h, M, N, dv).
 from __future__ import annotations
 
 import math
-from typing import Callable, ClassVar, Optional
+from collections.abc import Callable
+from typing import ClassVar, Optional
 
 import torch
 import torch.nn.functional as F
@@ -247,14 +248,26 @@ class DeepScore(AdditiveScore):
     ``value_dim`` the output layer gives one energy per value feature, as in ``AdditiveScore``.
     """
 
-    def __init__(self, query_dim: int, key_dim: int, num_heads: int = 1, hidden: Optional[int] = None,
-                 layers: int = 2, activation: str = "tanh", value_dim: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        query_dim: int,
+        key_dim: int,
+        num_heads: int = 1,
+        hidden: Optional[int] = None,
+        layers: int = 2,
+        activation: str = "tanh",
+        value_dim: Optional[int] = None,
+    ) -> None:
         super().__init__(query_dim, key_dim, num_heads, hidden, activation, value_dim)
         if layers < 1:
             raise ValueError(f"deep score: layers must be at least 1, got {layers}")
         self.layers = layers
-        self.hidden_weights = nn.ParameterList(_per_head(num_heads, self.hidden, self.hidden) for _ in range(layers - 1))
-        self.hidden_biases = nn.ParameterList(nn.Parameter(torch.zeros(num_heads, 1, 1, self.hidden)) for _ in range(layers - 1))
+        self.hidden_weights = nn.ParameterList(
+            _per_head(num_heads, self.hidden, self.hidden) for _ in range(layers - 1)
+        )
+        self.hidden_biases = nn.ParameterList(
+            nn.Parameter(torch.zeros(num_heads, 1, 1, self.hidden)) for _ in range(layers - 1)
+        )
         self.out_bias = nn.Parameter(torch.zeros(num_heads, 1, 1, value_dim or 1))
 
     def forward(self, q: Tensor, k: Tensor) -> Tensor:

@@ -12,8 +12,10 @@ from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 from .attention import Attention
 
-SET_TRANSFORMER = ("Lee, Lee, Kim, Kosiorek, Choi & Teh, Set Transformer: A Framework for Attention-based "
-                   "Permutation-Invariant Neural Networks, ICML 2019")
+SET_TRANSFORMER = (
+    "Lee, Lee, Kim, Kosiorek, Choi & Teh, Set Transformer: A Framework for Attention-based "
+    "Permutation-Invariant Neural Networks, ICML 2019"
+)
 
 
 @register("mab", kind="cross", category="set / multihead attention block (Set Transformer)", paper=SET_TRANSFORMER)
@@ -46,8 +48,16 @@ class MultiheadAttentionBlock(AttentionBlock):
     records them under its own name).
     """
 
-    def __init__(self, dim: int, key_dim: Optional[int] = None, *, num_heads: int = 4, hidden: Optional[int] = None,
-                 layer_norm: bool = True, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        key_dim: Optional[int] = None,
+        *,
+        num_heads: int = 4,
+        hidden: Optional[int] = None,
+        layer_norm: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         self.dim, self.key_dim = dim, key_dim or dim
         self.attention = Attention(dim, self.key_dim, self.key_dim, num_heads=num_heads, dropout=dropout)
@@ -55,8 +65,9 @@ class MultiheadAttentionBlock(AttentionBlock):
         self.feed_forward = nn.Sequential(nn.Linear(dim, hidden or dim), nn.ReLU(), nn.Linear(hidden or dim, dim))
         self.norm_output = nn.LayerNorm(dim) if layer_norm else nn.Identity()
 
-    def forward(self, x: Tensor, y: Tensor, key_padding_mask: Optional[Tensor] = None, *,
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self, x: Tensor, y: Tensor, key_padding_mask: Optional[Tensor] = None, *, need_weights: bool = False
+    ) -> Tensor | AttentionOutput:
         self.expect("x", x, "B M D", D=self.dim)
         self.expect("y", y, "B N D", B=x.shape[0], D=self.key_dim)
         if key_padding_mask is not None:
@@ -65,5 +76,6 @@ class MultiheadAttentionBlock(AttentionBlock):
         attended = self.attention(x, y, key_padding_mask=key_padding_mask, need_weights=want)
         h = self.norm_attended(x + (attended.output if want else attended))
         out = self.norm_output(h + self.feed_forward(h))
-        return self.finish(out, attended.weights if want else None, need_weights, queries=(x.shape[1],),
-                           keys=(y.shape[1],))
+        return self.finish(
+            out, attended.weights if want else None, need_weights, queries=(x.shape[1],), keys=(y.shape[1],)
+        )

@@ -60,9 +60,15 @@ def _configs(shapes: list[tuple[int, ...]], names: tuple[str, ...]) -> list[trit
 
 
 # (block sizes, warps, stages); compiled for sm_90 at L = 97, C = 512, none spills registers in bf16.
-_FORWARD_CONFIGS = _configs([(64, 64, 128, 8, 2), (32, 64, 128, 4, 2), (128, 64, 64, 8, 2)], ("BLOCK_M", "BLOCK_N", "BLOCK_C"))
-_DV_CONFIGS = _configs([(64, 64, 128, 8, 2), (32, 64, 128, 4, 2), (64, 64, 64, 4, 2)], ("BLOCK_N", "BLOCK_M", "BLOCK_C"))
-_DKDQ_CONFIGS = _configs([(64, 64, 64, 8, 2), (64, 32, 64, 4, 2), (64, 128, 64, 8, 2)], ("BLOCK_N", "BLOCK_M", "BLOCK_C"))
+_FORWARD_CONFIGS = _configs(
+    [(64, 64, 128, 8, 2), (32, 64, 128, 4, 2), (128, 64, 64, 8, 2)], ("BLOCK_M", "BLOCK_N", "BLOCK_C")
+)
+_DV_CONFIGS = _configs(
+    [(64, 64, 128, 8, 2), (32, 64, 128, 4, 2), (64, 64, 64, 4, 2)], ("BLOCK_N", "BLOCK_M", "BLOCK_C")
+)
+_DKDQ_CONFIGS = _configs(
+    [(64, 64, 64, 8, 2), (64, 32, 64, 4, 2), (64, 128, 64, 8, 2)], ("BLOCK_N", "BLOCK_M", "BLOCK_C")
+)
 
 
 @triton.jit
@@ -87,11 +93,41 @@ def _probabilities(q, k, lse2, offs_m, offs_n, L, COLUMN: tl.constexpr, PRECISIO
 @triton.autotune(configs=_FORWARD_CONFIGS, key=["L", "C_QK", "C_V", "COLUMN"], restore_value=["O"])
 @triton.jit
 def _forward_kernel(
-    Q, K, V, O, LSE_IN, LSE_OUT,
-    sqb, sql, sqp, sqc, skb, skl, skp, skc, svb, svl, svp, svc, sob, sol, sop, soc, slb, sll, slp,
-    n_lines, C_QK, L: tl.constexpr, C_V: tl.constexpr,
-    COLUMN: tl.constexpr, PRECISION: tl.constexpr, BLOCK_D: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr,
+    Q,
+    K,
+    V,
+    O,
+    LSE_IN,
+    LSE_OUT,
+    sqb,
+    sql,
+    sqp,
+    sqc,
+    skb,
+    skl,
+    skp,
+    skc,
+    svb,
+    svl,
+    svp,
+    svc,
+    sob,
+    sol,
+    sop,
+    soc,
+    slb,
+    sll,
+    slp,
+    n_lines,
+    C_QK,
+    L: tl.constexpr,
+    C_V: tl.constexpr,
+    COLUMN: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):
     """y (query block, channel block) of one line by online softmax; columns merge with the row part."""
     pid_m, pid_line, pid_c = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -99,15 +135,21 @@ def _forward_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    q = tl.load(Q + b * sqb + line * sql + offs_m[:, None] * sqp + offs_d[None, :] * sqc,
-                mask=(offs_m[:, None] < L) & (offs_d[None, :] < C_QK), other=0.0)
+    q = tl.load(
+        Q + b * sqb + line * sql + offs_m[:, None] * sqp + offs_d[None, :] * sqc,
+        mask=(offs_m[:, None] < L) & (offs_d[None, :] < C_QK),
+        other=0.0,
+    )
     m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)  # running max (log2 units), finite: a column may have no key
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_C], tl.float32)
     for start in range(0, L, BLOCK_N):
         offs_n = start + tl.arange(0, BLOCK_N)
-        k = tl.load(K + b * skb + line * skl + offs_n[:, None] * skp + offs_d[None, :] * skc,
-                    mask=(offs_n[:, None] < L) & (offs_d[None, :] < C_QK), other=0.0)
+        k = tl.load(
+            K + b * skb + line * skl + offs_n[:, None] * skp + offs_d[None, :] * skc,
+            mask=(offs_n[:, None] < L) & (offs_d[None, :] < C_QK),
+            other=0.0,
+        )
         s = _dot(q, tl.trans(k), PRECISION) * _LOG2E
         valid = offs_n[None, :] < L
         if COLUMN:
@@ -117,8 +159,11 @@ def _forward_kernel(
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V + b * svb + line * svl + offs_n[:, None] * svp + offs_c[None, :] * svc,
-                    mask=(offs_n[:, None] < L) & (offs_c[None, :] < C_V), other=0.0)
+        v = tl.load(
+            V + b * svb + line * svl + offs_n[:, None] * svp + offs_c[None, :] * svc,
+            mask=(offs_n[:, None] < L) & (offs_c[None, :] < C_V),
+            other=0.0,
+        )
         acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, PRECISION)
         m_i = m_new
     o_ptrs = O + b * sob + line * sol + offs_m[:, None] * sop + offs_c[None, :] * soc
@@ -158,11 +203,41 @@ def _delta_kernel(DO, O, DELTA, P, C: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK
 @triton.autotune(configs=_DV_CONFIGS, key=["L", "C_QK", "C_V", "COLUMN"], restore_value=["DV"])
 @triton.jit
 def _dv_kernel(
-    Q, K, DO, LSE, DV,
-    sqb, sql, sqp, sqc, skb, skl, skp, skc, sdb, sdl, sdp, sdc, slb, sll, slp, svb, svl, svp, svc,
-    n_lines, C_QK, L: tl.constexpr, C_V: tl.constexpr,
-    COLUMN: tl.constexpr, ACCUMULATE: tl.constexpr, PRECISION: tl.constexpr, BLOCK_D: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr,
+    Q,
+    K,
+    DO,
+    LSE,
+    DV,
+    sqb,
+    sql,
+    sqp,
+    sqc,
+    skb,
+    skl,
+    skp,
+    skc,
+    sdb,
+    sdl,
+    sdp,
+    sdc,
+    slb,
+    sll,
+    slp,
+    svb,
+    svl,
+    svp,
+    svc,
+    n_lines,
+    C_QK,
+    L: tl.constexpr,
+    C_V: tl.constexpr,
+    COLUMN: tl.constexpr,
+    ACCUMULATE: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):
     """dv (key block, channel block) = sum over the line's queries u of A_u,v dy_u."""
     pid_n, pid_line, pid_c = tl.program_id(0), tl.program_id(1), tl.program_id(2)
@@ -170,17 +245,26 @@ def _dv_kernel(
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    k = tl.load(K + b * skb + line * skl + offs_n[:, None] * skp + offs_d[None, :] * skc,
-                mask=(offs_n[:, None] < L) & (offs_d[None, :] < C_QK), other=0.0)
+    k = tl.load(
+        K + b * skb + line * skl + offs_n[:, None] * skp + offs_d[None, :] * skc,
+        mask=(offs_n[:, None] < L) & (offs_d[None, :] < C_QK),
+        other=0.0,
+    )
     acc = tl.zeros([BLOCK_N, BLOCK_C], tl.float32)
     for start in range(0, L, BLOCK_M):
         offs_m = start + tl.arange(0, BLOCK_M)
-        q = tl.load(Q + b * sqb + line * sql + offs_m[:, None] * sqp + offs_d[None, :] * sqc,
-                    mask=(offs_m[:, None] < L) & (offs_d[None, :] < C_QK), other=0.0)
+        q = tl.load(
+            Q + b * sqb + line * sql + offs_m[:, None] * sqp + offs_d[None, :] * sqc,
+            mask=(offs_m[:, None] < L) & (offs_d[None, :] < C_QK),
+            other=0.0,
+        )
         lse2 = tl.load(LSE + b * slb + line * sll + offs_m * slp, mask=offs_m < L, other=0.0) * _LOG2E
         p = _probabilities(q, k, lse2, offs_m, offs_n, L, COLUMN, PRECISION)
-        do = tl.load(DO + b * sdb + line * sdl + offs_m[:, None] * sdp + offs_c[None, :] * sdc,
-                     mask=(offs_m[:, None] < L) & (offs_c[None, :] < C_V), other=0.0)
+        do = tl.load(
+            DO + b * sdb + line * sdl + offs_m[:, None] * sdp + offs_c[None, :] * sdc,
+            mask=(offs_m[:, None] < L) & (offs_c[None, :] < C_V),
+            other=0.0,
+        )
         acc += _dot(tl.trans(p.to(do.dtype)), do, PRECISION)
     dv_ptrs = DV + b * svb + line * svl + offs_n[:, None] * svp + offs_c[None, :] * svc
     dv_mask = (offs_n[:, None] < L) & (offs_c[None, :] < C_V)
@@ -192,12 +276,52 @@ def _dv_kernel(
 @triton.autotune(configs=_DKDQ_CONFIGS, key=["L", "C_QK", "C_V", "COLUMN"], restore_value=["DK", "DQ"])
 @triton.jit
 def _dkdq_kernel(
-    Q, K, V, DO, LSE, DELTA, DK, DQ,
-    sqb, sql, sqp, sqc, skb, skl, skp, skc, svb, svl, svp, svc, sdb, sdl, sdp, sdc,
-    slb, sll, slp, sfb, sfl, sfp, sfc, sgb, sgl, sgp, sgc,
-    n_lines, C_QK, L: tl.constexpr, C_V: tl.constexpr,
-    COLUMN: tl.constexpr, ACCUMULATE: tl.constexpr, PRECISION: tl.constexpr, BLOCK_D: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr,
+    Q,
+    K,
+    V,
+    DO,
+    LSE,
+    DELTA,
+    DK,
+    DQ,
+    sqb,
+    sql,
+    sqp,
+    sqc,
+    skb,
+    skl,
+    skp,
+    skc,
+    svb,
+    svl,
+    svp,
+    svc,
+    sdb,
+    sdl,
+    sdp,
+    sdc,
+    slb,
+    sll,
+    slp,
+    sfb,
+    sfl,
+    sfp,
+    sfc,
+    sgb,
+    sgl,
+    sgp,
+    sgc,
+    n_lines,
+    C_QK,
+    L: tl.constexpr,
+    C_V: tl.constexpr,
+    COLUMN: tl.constexpr,
+    ACCUMULATE: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):
     """dk (key block) = sum_u de_u,v q_u, stored; dq_u += sum_v de_u,v k_v, atomically (float32).
 
@@ -220,10 +344,16 @@ def _dkdq_kernel(
         dp = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
         for c_start in range(0, C_V, BLOCK_C):
             offs_c = c_start + tl.arange(0, BLOCK_C)
-            do = tl.load(DO + b * sdb + line * sdl + offs_m[:, None] * sdp + offs_c[None, :] * sdc,
-                         mask=(offs_m[:, None] < L) & (offs_c[None, :] < C_V), other=0.0)
-            v = tl.load(V + b * svb + line * svl + offs_n[:, None] * svp + offs_c[None, :] * svc,
-                        mask=(offs_n[:, None] < L) & (offs_c[None, :] < C_V), other=0.0)
+            do = tl.load(
+                DO + b * sdb + line * sdl + offs_m[:, None] * sdp + offs_c[None, :] * sdc,
+                mask=(offs_m[:, None] < L) & (offs_c[None, :] < C_V),
+                other=0.0,
+            )
+            v = tl.load(
+                V + b * svb + line * svl + offs_n[:, None] * svp + offs_c[None, :] * svc,
+                mask=(offs_n[:, None] < L) & (offs_c[None, :] < C_V),
+                other=0.0,
+            )
             dp += _dot(do, tl.trans(v), PRECISION)
         ds = (p * (dp - delta[:, None])).to(q.dtype)
         dk += _dot(tl.trans(ds), q, PRECISION)
@@ -275,10 +405,26 @@ def forward(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
     families = _families(q, k, v, out, lse)
     lse_pairs = [(lse, lse_row), (lse_row, lse)]  # rows write lse_row; columns read it and write lse
     for (column, strides), (n_lines, length), (lse_in, lse_out) in zip(families, _lines(q), lse_pairs):
-        grid = lambda meta, n=n_lines, L=length: (triton.cdiv(L, meta["BLOCK_M"]), batch * n, triton.cdiv(c_v, meta["BLOCK_C"]))
+        grid = lambda meta, n=n_lines, L=length: (
+            triton.cdiv(L, meta["BLOCK_M"]),
+            batch * n,
+            triton.cdiv(c_v, meta["BLOCK_C"]),
+        )
         _forward_kernel[grid](
-            q, k, v, out, lse_in, lse_out, *strides, n_lines, q.shape[-1], length, c_v,
-            COLUMN=column, PRECISION=_precision(q), BLOCK_D=_block_d(q.shape[-1]),
+            q,
+            k,
+            v,
+            out,
+            lse_in,
+            lse_out,
+            *strides,
+            n_lines,
+            q.shape[-1],
+            length,
+            c_v,
+            COLUMN=column,
+            PRECISION=_precision(q),
+            BLOCK_D=_block_d(q.shape[-1]),
         )
     return out, lse
 
@@ -295,13 +441,43 @@ def backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Te
     dv_strides = _families(q, k, grad, lse, dv)
     dkdq_strides = _families(q, k, v, grad, lse, dk, dq)
     for (column, dv_s), (_, dkdq_s), (n_lines, length) in zip(dv_strides, dkdq_strides, _lines(q)):
-        dv_grid = lambda meta, n=n_lines, L=length: (triton.cdiv(L, meta["BLOCK_N"]), batch * n, triton.cdiv(c_v, meta["BLOCK_C"]))
+        dv_grid = lambda meta, n=n_lines, L=length: (
+            triton.cdiv(L, meta["BLOCK_N"]),
+            batch * n,
+            triton.cdiv(c_v, meta["BLOCK_C"]),
+        )
         _dv_kernel[dv_grid](
-            q, k, grad, lse, dv, *dv_s, n_lines, q.shape[-1], length, c_v, COLUMN=column, ACCUMULATE=column, **options,
+            q,
+            k,
+            grad,
+            lse,
+            dv,
+            *dv_s,
+            n_lines,
+            q.shape[-1],
+            length,
+            c_v,
+            COLUMN=column,
+            ACCUMULATE=column,
+            **options,
         )
         dkdq_grid = lambda meta, n=n_lines, L=length: (triton.cdiv(L, meta["BLOCK_N"]), batch * n)
         _dkdq_kernel[dkdq_grid](
-            q, k, v, grad, lse, delta, dk, dq, *dkdq_s, n_lines, q.shape[-1], length, c_v,
-            COLUMN=column, ACCUMULATE=column, **options,
+            q,
+            k,
+            v,
+            grad,
+            lse,
+            delta,
+            dk,
+            dq,
+            *dkdq_s,
+            n_lines,
+            q.shape[-1],
+            length,
+            c_v,
+            COLUMN=column,
+            ACCUMULATE=column,
+            **options,
         )
     return dq.to(q.dtype), dk, dv

@@ -45,10 +45,11 @@ class AxisPass(nn.Module):
 
 @register(
     "axial",
-    kind="feature_map", placement="stage",
+    kind="feature_map",
+    placement="stage",
     category="vision / axial (row then column multi-head self-attention)",
     paper="Ho, Kalchbrenner, Weissenborn & Salimans, Axial Attention in Multidimensional Transformers, "
-          "arXiv:1912.12180, 2019; Wang et al., Axial-DeepLab, ECCV 2020",
+    "arXiv:1912.12180, 2019; Wang et al., Axial-DeepLab, ECCV 2020",
 )
 class AxialAttention(AttentionBlock):
     """Axial attention: multi-head self-attention along each row, then along each column.

@@ -14,7 +14,11 @@ from .spatial import SpatialAttention
 
 
 @register(
-    "cbam", kind="feature_map", placement="block", category="vision / channel + spatial", paper="Woo, Park, Lee & Kweon, ECCV 2018"
+    "cbam",
+    kind="feature_map",
+    placement="block",
+    category="vision / channel + spatial",
+    paper="Woo, Park, Lee & Kweon, ECCV 2018",
 )
 class CBAM(AttentionBlock):
     """CBAM: a channel gate from avg- and max-pooled features, then a spatial gate.
@@ -42,8 +46,14 @@ class CBAM(AttentionBlock):
     Paper: Woo, Park, Lee & Kweon, "CBAM: Convolutional Block Attention Module", ECCV 2018.
     """
 
-    def __init__(self, channels: int, reduction: int = 16, kernel_size: int = 7, min_hidden: int = 8,
-                 hidden: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        channels: int,
+        reduction: int = 16,
+        kernel_size: int = 7,
+        min_hidden: int = 8,
+        hidden: Optional[int] = None,
+    ) -> None:
         super().__init__()
         self.channels = channels
         hidden = bottleneck_width(channels, reduction, min_hidden, hidden)

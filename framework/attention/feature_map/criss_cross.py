@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
-from ..record import Record
 from ..probes import ProbeRows
+from ..record import Record
 from ..registry import register
 from .criss_cross_op import criss_cross, statistics_dtype, uses_triton
 
@@ -93,7 +93,8 @@ def probe_rows(q: Tensor, k: Tensor, lse: Tensor, index: Tensor) -> ProbeRows:
 
 @register(
     "criss_cross",
-    kind="feature_map", placement="stage",
+    kind="feature_map",
+    placement="stage",
     category="vision / criss-cross (row and column self-attention)",
     paper="Huang et al., CCNet: Criss-Cross Attention for Semantic Segmentation, ICCV 2019",
 )
@@ -184,7 +185,7 @@ class CrissCrossAttention(AttentionBlock):
                 return probe_rows(q, k, lse, index)
             positions, counted = cross_keys(index, *grid)
             valid = torch.zeros(1, len(index), grid[0] * grid[1], dtype=torch.bool, device=q.device)
-            valid.scatter_(-1, positions[None], counted[None]).scatter_(-1, positions[None, :, :grid[1]], True)
+            valid.scatter_(-1, positions[None], counted[None]).scatter_(-1, positions[None, :, : grid[1]], True)
             maps = [self.pixel_map(weights, int(u) // grid[1], int(u) % grid[1]) for u in index]
             return ProbeRows(torch.stack(maps, 1).flatten(2), valid)
 
@@ -193,7 +194,9 @@ class CrissCrossAttention(AttentionBlock):
     def grid_weights(self, record: Record) -> Tensor:
         """(B, H W, H W): every pixel's weights over all pixels, 0 off its cross."""
         height, width = record.weights.shape[1:3]
-        return torch.stack([self.pixel_map(record.weights, i, j) for i in range(height) for j in range(width)], 1).flatten(2)
+        return torch.stack(
+            [self.pixel_map(record.weights, i, j) for i in range(height) for j in range(width)], 1
+        ).flatten(2)
 
     def looks(self, record: Record, query: tuple[int, ...] = ()) -> Tensor:
         """(B, H, W): the cross of weights with which pixel ``query`` = (i, j) attends."""

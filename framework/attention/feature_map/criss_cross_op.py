@@ -104,7 +104,9 @@ def portable_forward(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         return out, lse
 
 
-def portable_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def portable_backward(
+    grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
     """(dq, dk, dv) from dy, recomputing the weights from q, k and lse. D_u is summed over the
     H + W weights (sum_v A_u,v dA_u,v) rather than the C channels of dy_u . y_u, so ``out`` is
     not read."""
@@ -143,7 +145,9 @@ def _(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
 
 
 @torch.library.custom_op("framework::criss_cross_backward", mutates_args=())
-def criss_cross_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def criss_cross_backward(
+    grad: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
     """Gradients (dq, dk, dv) of :func:`criss_cross` from dy (B, H, W, C)."""
     grad = grad.contiguous()
     if uses_triton(q):

@@ -16,7 +16,13 @@ from .non_local import dot_product_attention, tokens
 PAPER = "Fu et al., CVPR 2019"
 
 
-@register("danet_position", kind="feature_map", placement="stage", category="vision / spatial (position attention)", paper=PAPER)
+@register(
+    "danet_position",
+    kind="feature_map",
+    placement="stage",
+    category="vision / spatial (position attention)",
+    paper=PAPER,
+)
 class PositionAttention(AttentionBlock):
     """DANet position attention (PAM): every position attends to all positions, gated by gamma.
 
@@ -51,12 +57,21 @@ class PositionAttention(AttentionBlock):
     gives_probe_rows = True
     backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
-    def attend(self, x: Tensor, want: bool, recorder: Optional[AttentionBlock] = None) -> tuple[Tensor, Optional[Tensor]]:
+    def attend(
+        self, x: Tensor, want: bool, recorder: Optional[AttentionBlock] = None
+    ) -> tuple[Tensor, Optional[Tensor]]:
         """The gated attention term gamma * sum_j a_ij V(x)_j, without the residual, and a; the
         rows of a capture's probe pixels go to ``recorder`` (default this block)."""
         grid = tuple(x.shape[2:])
-        out, weights = dot_product_attention(tokens(self.query(x)), tokens(self.key(x)), tokens(self.value(x)), self, want,
-                                             grids=(grid, grid), recorder=recorder)
+        out, weights = dot_product_attention(
+            tokens(self.query(x)),
+            tokens(self.key(x)),
+            tokens(self.value(x)),
+            self,
+            want,
+            grids=(grid, grid),
+            recorder=recorder,
+        )
         return self.gamma * out.transpose(1, 2).unflatten(2, x.shape[2:]), weights
 
     def forward(self, x: Tensor, *, need_weights: bool = False) -> Tensor | AttentionOutput:
@@ -66,7 +81,9 @@ class PositionAttention(AttentionBlock):
         return self.finish(x + out, weights, need_weights, queries=grid, keys=grid)
 
 
-@register("danet_channel", kind="feature_map", placement="stage", category="vision / channel (channel attention)", paper=PAPER)
+@register(
+    "danet_channel", kind="feature_map", placement="stage", category="vision / channel (channel attention)", paper=PAPER
+)
 class ChannelAttention(AttentionBlock):
     """DANet channel attention (CAM): every channel attends to all channels, gated by beta.
 
@@ -109,7 +126,9 @@ class ChannelAttention(AttentionBlock):
         return self.finish(x + out, weights if self.wants_weights(need_weights) else None, need_weights)
 
 
-@register("danet", kind="feature_map", placement="stage", category="vision / channel + spatial (dual attention)", paper=PAPER)
+@register(
+    "danet", kind="feature_map", placement="stage", category="vision / channel + spatial (dual attention)", paper=PAPER
+)
 class DualAttention(AttentionBlock):
     """DANet dual attention: position and channel attention added to one residual.
 
@@ -150,8 +169,13 @@ class DualAttention(AttentionBlock):
         position, position_weights = self.position.attend(x, want, self)  # the branches ablate their own weights
         channel, channel_weights = self.channel.attend(x)
         grid = tuple(x.shape[2:])
-        return self.finish(x + position + channel, (position_weights, channel_weights) if want else None, need_weights,
-                           queries=grid, keys=grid)
+        return self.finish(
+            x + position + channel,
+            (position_weights, channel_weights) if want else None,
+            need_weights,
+            queries=grid,
+            keys=grid,
+        )
 
     gives_probe_rows = True
     backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)

@@ -12,8 +12,14 @@ from ..registry import register
 from .se import bottleneck_width
 
 
-@register("gc", kind="feature_map", placement="block", category="vision / global context", paper="Cao, Xu, Lin, Wei & Hu, ICCVW 2019",
-          aliases=("gca",))
+@register(
+    "gc",
+    kind="feature_map",
+    placement="block",
+    category="vision / global context",
+    paper="Cao, Xu, Lin, Wei & Hu, ICCVW 2019",
+    aliases=("gca",),
+)
 class GlobalContext(AttentionBlock):
     """Global context block: softmax attention pooling over positions, a bottleneck, a broadcast add.
 

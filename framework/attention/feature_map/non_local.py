@@ -18,9 +18,16 @@ def tokens(x: Tensor) -> Tensor:
     return x.flatten(2).transpose(1, 2)
 
 
-def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, block: AttentionBlock, want: bool, scale: float = 1.0,
-                          grids: Optional[tuple[tuple[int, ...], tuple[int, ...]]] = None,
-                          recorder: Optional[AttentionBlock] = None) -> tuple[Tensor, Optional[Tensor]]:
+def dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    block: AttentionBlock,
+    want: bool,
+    scale: float = 1.0,
+    grids: Optional[tuple[tuple[int, ...], tuple[int, ...]]] = None,
+    recorder: Optional[AttentionBlock] = None,
+) -> tuple[Tensor, Optional[Tensor]]:
     """softmax(scale q k^T) v, unscaled by default, for q (..., M, d), k (..., N, d), v (..., N, dv)
     (any leading batch and head axes): (output, weights or None).
 
@@ -44,6 +51,7 @@ def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, block: AttentionBlock
         y = F.scaled_dot_product_attention(*fused, scale=scale)
         y = y if q.dim() == 4 else y[:, 0]
     if grids is not None and recorder.probing():
+
         def rows(index: Tensor) -> ProbeRows:
             logits = (q.index_select(-2, index) @ k.transpose(-2, -1)) * scale
             return ProbeRows(logits.softmax(-1) if weights is None else weights.index_select(-2, index), None, logits)
@@ -54,7 +62,8 @@ def dot_product_attention(q: Tensor, k: Tensor, v: Tensor, block: AttentionBlock
 
 @register(
     "non_local",
-    kind="feature_map", placement="stage",
+    kind="feature_map",
+    placement="stage",
     category="vision / non-local (self-attention over positions)",
     paper="Wang, Girshick, Gupta & He, CVPR 2018",
     aliases=("nl",),

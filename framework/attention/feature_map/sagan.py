@@ -13,7 +13,8 @@ from .non_local import dot_product_attention, tokens
 
 @register(
     "sagan",
-    kind="feature_map", placement="stage",
+    kind="feature_map",
+    placement="stage",
     category="vision / self-attention over positions (GAN)",
     paper="Zhang, Goodfellow, Metaxas & Odena, Self-Attention Generative Adversarial Networks, ICML 2019",
 )
@@ -61,7 +62,9 @@ class SelfAttentionGAN(AttentionBlock):
     def __init__(self, channels: int, reduction: int = 8, value_reduction: int = 8, pool: bool = False) -> None:
         super().__init__()
         if reduction < 1 or value_reduction < 1:
-            raise ValueError(f"sagan: reduction and value_reduction must be at least 1, got {reduction} and {value_reduction}")
+            raise ValueError(
+                f"sagan: reduction and value_reduction must be at least 1, got {reduction} and {value_reduction}"
+            )
         self.channels, self.pool = channels, pool
         inner, values = max(channels // reduction, 1), max(channels // value_reduction, 1)
         self.f = nn.Conv2d(channels, inner, 1, bias=False)

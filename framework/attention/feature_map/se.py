@@ -21,7 +21,9 @@ def bottleneck_width(channels: int, reduction: int = 16, min_hidden: int = 8, hi
     timm's ``rd_ratio`` and ``rd_channels`` are ``1 / reduction`` and ``hidden``.
     """
     if reduction < 1 or min_hidden < 1 or (hidden is not None and hidden < 1):
-        raise ValueError(f"reduction, min_hidden and hidden must be at least 1, got {reduction}, {min_hidden} and {hidden}")
+        raise ValueError(
+            f"reduction, min_hidden and hidden must be at least 1, got {reduction}, {min_hidden} and {hidden}"
+        )
     return hidden if hidden is not None else max(channels // reduction, min_hidden)
 
 

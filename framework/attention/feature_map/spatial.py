@@ -9,7 +9,13 @@ from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 
 
-@register("spatial", kind="feature_map", placement="block", category="vision / spatial", paper="Woo, Park, Lee & Kweon, ECCV 2018")
+@register(
+    "spatial",
+    kind="feature_map",
+    placement="block",
+    category="vision / spatial",
+    paper="Woo, Park, Lee & Kweon, ECCV 2018",
+)
 class SpatialAttention(AttentionBlock):
     """Spatial attention: positions rescaled by a k x k convolution of channel mean and max.
 

@@ -37,10 +37,11 @@ def window_inside(height: int, width: int, kernel_size: int, device: torch.devic
 
 @register(
     "stand_alone",
-    kind="feature_map", placement="block",
+    kind="feature_map",
+    placement="block",
     category="vision / local 2-D self-attention (k x k window, relative positions)",
     paper="Ramachandran, Parmar, Vaswani, Bello, Levskaya & Shlens, Stand-Alone Self-Attention in Vision "
-          "Models, NeurIPS 2019",
+    "Models, NeurIPS 2019",
 )
 class StandAloneSelfAttention(AttentionBlock):
     """Stand-alone (local 2-D) self-attention: every pixel attends to its k x k neighbourhood.
@@ -78,8 +79,10 @@ class StandAloneSelfAttention(AttentionBlock):
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"stand_alone: kernel_size must be odd, got {kernel_size}")
         if num_heads < 1 or channels % num_heads or (channels // num_heads) % 2:
-            raise ValueError(f"stand_alone: channels={channels} must be num_heads={num_heads} times an even "
-                             "head width (half of it embeds row offsets, half column offsets)")
+            raise ValueError(
+                f"stand_alone: channels={channels} must be num_heads={num_heads} times an even "
+                "head width (half of it embeds row offsets, half column offsets)"
+            )
         self.channels, self.kernel_size, self.num_heads = channels, kernel_size, num_heads
         half = channels // num_heads // 2
         self.qkv = nn.Conv2d(channels, 3 * channels, 1, bias=False)
@@ -110,5 +113,7 @@ class StandAloneSelfAttention(AttentionBlock):
         image = window.new_zeros(window.shape[0], height, width)
         top, left = max(i - radius, 0), max(j - radius, 0)
         bottom, right = min(i + radius + 1, height), min(j + radius + 1, width)
-        image[:, top:bottom, left:right] = window[:, top - i + radius:bottom - i + radius, left - j + radius:right - j + radius]
+        image[:, top:bottom, left:right] = window[
+            :, top - i + radius : bottom - i + radius, left - j + radius : right - j + radius
+        ]
         return image

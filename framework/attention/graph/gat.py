@@ -68,9 +68,18 @@ class _GraphAttention(AttentionBlock):
             **conv_options,
         )
 
-    def forward(self, x: Union[Tensor, tuple[Tensor, Tensor]], edge_index: Tensor, edge_attr: Optional[Tensor] = None,
-                *, need_weights: bool = False, **inputs: Any) -> Tensor | AttentionOutput:
-        sources, targets = (self.in_channels, self.in_channels) if isinstance(self.in_channels, int) else self.in_channels
+    def forward(
+        self,
+        x: Union[Tensor, tuple[Tensor, Tensor]],
+        edge_index: Tensor,
+        edge_attr: Optional[Tensor] = None,
+        *,
+        need_weights: bool = False,
+        **inputs: Any,
+    ) -> Tensor | AttentionOutput:
+        sources, targets = (
+            (self.in_channels, self.in_channels) if isinstance(self.in_channels, int) else self.in_channels
+        )
         if isinstance(x, tuple):  # bipartite: (source nodes, target nodes)
             self.expect("x[0]", x[0], "N F", F=sources)
             if x[1] is not None:

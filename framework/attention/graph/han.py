@@ -32,13 +32,19 @@ def as_metadata(metadata: Union[None, Sequence[Any]]) -> Metadata:
     if all(isinstance(name, str) for name in metadata):
         return [NODE], [(NODE, name, NODE) for name in metadata]
     if len(metadata) != 2:
-        raise ValueError(f"han: metadata must be (node types, edge types) or a list of relation names, got {metadata!r}")
+        raise ValueError(
+            f"han: metadata must be (node types, edge types) or a list of relation names, got {metadata!r}"
+        )
     node_types, edge_types = metadata
     edge_types = [tuple(edge_type) for edge_type in edge_types]
-    if any(len(edge_type) != 3 or edge_type[0] not in node_types or edge_type[2] not in node_types
-           for edge_type in edge_types):
-        raise ValueError(f"han: every edge type must be (source, relation, target) of the node types {list(node_types)}, "
-                         f"got {edge_types}")
+    if any(
+        len(edge_type) != 3 or edge_type[0] not in node_types or edge_type[2] not in node_types
+        for edge_type in edge_types
+    ):
+        raise ValueError(
+            f"han: every edge type must be (source, relation, target) of the node types {list(node_types)}, "
+            f"got {edge_types}"
+        )
     return list(node_types), edge_types  # type: ignore[return-value]
 
 
@@ -98,22 +104,44 @@ class HeterogeneousGraphAttention(AttentionBlock):
     Paper: Wang, Ji, Shi, Wang, Cui, Yu & Ye, "Heterogeneous Graph Attention Network", WWW 2019.
     """
 
-    def __init__(self, in_channels: Union[int, Mapping[str, int]], out_channels: int,
-                 metadata: Union[None, Sequence[Any]] = None, heads: int = 1, concat: bool = True, dropout: float = 0.0,
-                 negative_slope: float = 0.2) -> None:
+    def __init__(
+        self,
+        in_channels: Union[int, Mapping[str, int]],
+        out_channels: int,
+        metadata: Union[None, Sequence[Any]] = None,
+        heads: int = 1,
+        concat: bool = True,
+        dropout: float = 0.0,
+        negative_slope: float = 0.2,
+    ) -> None:
         super().__init__()
         self.metadata = as_metadata(metadata)
         node_types = self.metadata[0]
-        self.in_channels = dict(in_channels) if isinstance(in_channels, Mapping) else dict.fromkeys(node_types, in_channels)
+        self.in_channels = (
+            dict(in_channels) if isinstance(in_channels, Mapping) else dict.fromkeys(node_types, in_channels)
+        )
         if set(self.in_channels) != set(node_types):
-            raise ValueError(f"han: in_channels names the node types {sorted(self.in_channels)}, metadata {sorted(node_types)}")
+            raise ValueError(
+                f"han: in_channels names the node types {sorted(self.in_channels)}, metadata {sorted(node_types)}"
+            )
         self.out_channels, self.heads, self.concat = out_channels, heads, concat
         han_conv = importlib.import_module("torch_geometric.nn").HANConv
-        self.conv = han_conv(self.in_channels, heads * out_channels, self.metadata, heads=heads,
-                             negative_slope=negative_slope, dropout=dropout)
+        self.conv = han_conv(
+            self.in_channels,
+            heads * out_channels,
+            self.metadata,
+            heads=heads,
+            negative_slope=negative_slope,
+            dropout=dropout,
+        )
 
-    def forward(self, x: Union[Tensor, Mapping[str, Tensor]], edge_index: Union[Tensor, Mapping[Any, Tensor]], *,
-                need_weights: bool = False) -> Any:
+    def forward(
+        self,
+        x: Union[Tensor, Mapping[str, Tensor]],
+        edge_index: Union[Tensor, Mapping[Any, Tensor]],
+        *,
+        need_weights: bool = False,
+    ) -> Any:
         x_dict, edge_index_dict, keys = self._inputs(x, edge_index)
         if self.wants_weights(need_weights):
             out, node_level, semantic = self._with_weights(x_dict, edge_index_dict)
@@ -131,8 +159,9 @@ class HeterogeneousGraphAttention(AttentionBlock):
             weights = (node_level, semantic[NODE] if isinstance(x, Tensor) else semantic)
         return self.finish(out, weights, need_weights, recorded=True)  # one record per edge type and node type
 
-    def _inputs(self, x: Union[Tensor, Mapping[str, Tensor]], edge_index: Union[Tensor, Mapping[Any, Tensor]]
-                ) -> tuple[dict[str, Tensor], dict[EdgeType, Tensor], dict[EdgeType, Any]]:
+    def _inputs(
+        self, x: Union[Tensor, Mapping[str, Tensor]], edge_index: Union[Tensor, Mapping[Any, Tensor]]
+    ) -> tuple[dict[str, Tensor], dict[EdgeType, Tensor], dict[EdgeType, Any]]:
         """Dicts keyed as HANConv wants them, checked, and the caller's key of every edge type."""
         x_dict = {NODE: x} if isinstance(x, Tensor) else dict(x)
         given = {EDGE: edge_index} if isinstance(edge_index, Tensor) else dict(edge_index)
@@ -140,15 +169,18 @@ class HeterogeneousGraphAttention(AttentionBlock):
         for node_type, features in x_dict.items():
             if node_type not in self.in_channels:
                 raise ValueError(f"han: node type {node_type!r} is not in the block's metadata {self.metadata[0]}")
-            self.expect(f"x[{node_type!r}]" if node_type != NODE else "x", features, "N F", F=self.in_channels[node_type])
+            self.expect(
+                f"x[{node_type!r}]" if node_type != NODE else "x", features, "N F", F=self.in_channels[node_type]
+            )
         for edge_type, key in keys.items():
             if edge_type not in self.metadata[1]:
                 raise ValueError(f"han: edge type {key!r} is not in the block's metadata {self.metadata[1]}")
             self.expect(f"edge_index[{key!r}]" if key != EDGE else "edge_index", given[key], "R E", R=2)
         return x_dict, {edge_type: given[key] for edge_type, key in keys.items()}, keys
 
-    def _with_weights(self, x_dict: dict[str, Tensor], edge_index_dict: dict[EdgeType, Tensor]
-                      ) -> tuple[dict[str, Optional[Tensor]], dict[EdgeType, tuple[Tensor, Tensor]], dict[str, Tensor]]:
+    def _with_weights(
+        self, x_dict: dict[str, Tensor], edge_index_dict: dict[EdgeType, Tensor]
+    ) -> tuple[dict[str, Optional[Tensor]], dict[EdgeType, tuple[Tensor, Tensor]], dict[str, Tensor]]:
         """HANConv's equations, keeping (and under an ablation replacing) both levels' weights."""
         softmax = importlib.import_module("torch_geometric.utils").softmax
         conv, heads = self.conv, self.heads
@@ -158,7 +190,9 @@ class HeterogeneousGraphAttention(AttentionBlock):
         for edge_type, edges in edge_index_dict.items():
             source, _, target = edge_type
             key = "__".join(edge_type)
-            scores = (h[source] * conv.lin_src[key]).sum(-1)[edges[0]] + (h[target] * conv.lin_dst[key]).sum(-1)[edges[1]]
+            scores = (h[source] * conv.lin_src[key]).sum(-1)[edges[0]] + (h[target] * conv.lin_dst[key]).sum(-1)[
+                edges[1]
+            ]
             alpha = softmax(F.leaky_relu(scores, conv.negative_slope), edges[1], num_nodes=len(h[target]))  # (E, H)
             if self.ablation is not None:
                 alpha = ablated_coefficients(edges[1], alpha, self.ablation)

@@ -8,4 +8,13 @@ from .hopfield import HopfieldLayer
 from .ntm import NTMHeads, NTMStep
 from .read import UPDATES, MemoryRead
 
-__all__ = ["EPISODES", "UPDATES", "AttentionGRU", "EpisodicMemory", "HopfieldLayer", "MemoryRead", "NTMHeads", "NTMStep"]
+__all__ = [
+    "EPISODES",
+    "UPDATES",
+    "AttentionGRU",
+    "EpisodicMemory",
+    "HopfieldLayer",
+    "MemoryRead",
+    "NTMHeads",
+    "NTMStep",
+]

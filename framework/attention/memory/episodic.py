@@ -53,7 +53,7 @@ class AttentionGRU(nn.Module):
     kind="memory",
     category="memory / episodic memory with attention gates (DMN)",
     paper="Kumar et al., Ask Me Anything: Dynamic Memory Networks for NLP, ICML 2016; Xiong, Merity & Socher, "
-          "Dynamic Memory Networks for Visual and Textual Question Answering, ICML 2016",
+    "Dynamic Memory Networks for Visual and Textual Question Answering, ICML 2016",
 )
 class EpisodicMemory(AttentionBlock):
     """DMN episodic memory: per pass, a question- and memory-conditioned gate on every fact.
@@ -88,8 +88,14 @@ class EpisodicMemory(AttentionBlock):
     Captured weights: the (B, N) gates g^t of every pass, one record per pass.
     """
 
-    def __init__(self, dim: int, passes: int = 3, episode: str = "attention_gru", update: str = "relu",
-                 hidden: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        passes: int = 3,
+        episode: str = "attention_gru",
+        update: str = "relu",
+        hidden: Optional[int] = None,
+    ) -> None:
         super().__init__()
         if episode not in EPISODES:
             raise ValueError(f"episodic_memory: episode must be one of {EPISODES}, got {episode!r}")
@@ -107,8 +113,9 @@ class EpisodicMemory(AttentionBlock):
         else:
             self.memory_update = nn.GRUCell(dim, dim)
 
-    def forward(self, query: Tensor, facts: Tensor, mask: Optional[Tensor] = None, *,
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self, query: Tensor, facts: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False
+    ) -> Tensor | AttentionOutput:
         self.expect("query", query, "B D", D=self.dim)
         self.expect("facts", facts, "B N D", B=query.shape[0], D=self.dim)
         if mask is not None:

@@ -64,10 +64,21 @@ class HopfieldLayer(Attention):
     Captured weights: the (B, h, M, N) weights of every update, S records per call.
     """
 
-    def __init__(self, dim: int, stored_dim: Optional[int] = None, *, num_heads: int = 1, head_dim: Optional[int] = None,
-                 beta: Optional[float] = None, steps: int = 1, project: bool = True, dropout: float = 0.0) -> None:
-        super().__init__(dim, stored_dim, score="dot", num_heads=num_heads, head_dim=head_dim, project=project,
-                         dropout=dropout)
+    def __init__(
+        self,
+        dim: int,
+        stored_dim: Optional[int] = None,
+        *,
+        num_heads: int = 1,
+        head_dim: Optional[int] = None,
+        beta: Optional[float] = None,
+        steps: int = 1,
+        project: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__(
+            dim, stored_dim, score="dot", num_heads=num_heads, head_dim=head_dim, project=project, dropout=dropout
+        )
         if steps < 1:
             raise ValueError(f"hopfield: steps must be at least 1, got {steps}")
         if beta is not None and beta <= 0:
@@ -75,8 +86,14 @@ class HopfieldLayer(Attention):
         self.steps = steps
         self.beta = beta if beta is not None else 1.0 / math.sqrt(self.score.key_dim)
 
-    def forward(self, query: Tensor, stored: Tensor, mask: Optional[Tensor] = None, *,  # type: ignore[override]
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        query: Tensor,
+        stored: Tensor,
+        mask: Optional[Tensor] = None,
+        *,  # type: ignore[override]
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         single = query.dim() == 2
         if single:
             query = query.unsqueeze(1)

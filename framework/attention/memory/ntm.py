@@ -70,7 +70,9 @@ class NTMHeads(AttentionBlock):
     Captured weights: the (B, W + R, N) weightings w of each call.
     """
 
-    def __init__(self, dim: int, memory_width: int, read_heads: int = 1, write_heads: int = 1, max_shift: int = 1) -> None:
+    def __init__(
+        self, dim: int, memory_width: int, read_heads: int = 1, write_heads: int = 1, max_shift: int = 1
+    ) -> None:
         super().__init__()
         if read_heads < 1 or write_heads < 0:
             raise ValueError(f"ntm: need read_heads >= 1 and write_heads >= 0, got {read_heads} and {write_heads}")
@@ -82,8 +84,9 @@ class NTMHeads(AttentionBlock):
         self.addressing = nn.Linear(dim, (read_heads + write_heads) * sum(self.split_sizes))
         self.writing = nn.Linear(dim, write_heads * 2 * memory_width) if write_heads else None  # e, a
 
-    def forward(self, controller: Tensor, memory: Tensor, previous: Tensor, *,
-                need_weights: bool = False) -> NTMStep | AttentionOutput:
+    def forward(
+        self, controller: Tensor, memory: Tensor, previous: Tensor, *, need_weights: bool = False
+    ) -> NTMStep | AttentionOutput:
         self.expect("controller", controller, "B D", D=self.dim)
         batch = controller.shape[0]
         self.expect("memory", memory, "B N M", B=batch, M=self.memory_width)
@@ -112,8 +115,12 @@ class NTMHeads(AttentionBlock):
         gate = torch.sigmoid(gate)
         interpolated = gate * content + (1 - gate) * previous
         shift = torch.softmax(shift, -1)
-        shifted = sum(shift[..., [o + self.max_shift]] * interpolated.roll(o, -1)  # roll(w, o)[i] = w[i - o]
-                      for o in range(-self.max_shift, self.max_shift + 1))
+        shifted = sum(
+            shift[..., [o + self.max_shift]] * interpolated.roll(o, -1)  # roll(w, o)[i] = w[i - o]
+            for o in range(-self.max_shift, self.max_shift + 1)
+        )
         # w~^gamma / sum w~^gamma as a softmax of gamma log w~ (a slot at exactly 0 stays at 0)
-        sharpened = torch.softmax((1 + F.softplus(gamma)) * shifted.clamp_min(torch.finfo(shifted.dtype).tiny).log(), -1)
+        sharpened = torch.softmax(
+            (1 + F.softplus(gamma)) * shifted.clamp_min(torch.finfo(shifted.dtype).tiny).log(), -1
+        )
         return self.ablate(sharpened)

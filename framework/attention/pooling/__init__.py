@@ -10,5 +10,12 @@ from .meta_embedding import MetaEmbedding
 from .pooling import AttentionPooling, frobenius_penalty
 from .set_pooling import PoolingByMultiheadAttention
 
-__all__ = ["AttentionPooling", "CapsuleAttention", "HierarchicalAttention", "MetaEmbedding",
-           "PoolingByMultiheadAttention", "capsule_losses", "frobenius_penalty"]
+__all__ = [
+    "AttentionPooling",
+    "CapsuleAttention",
+    "HierarchicalAttention",
+    "MetaEmbedding",
+    "PoolingByMultiheadAttention",
+    "capsule_losses",
+    "frobenius_penalty",
+]

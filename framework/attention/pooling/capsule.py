@@ -13,7 +13,9 @@ from ..cross.attention import Attention
 from ..registry import register
 
 
-def capsule_losses(probabilities: Tensor, reconstructions: Tensor, summary: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+def capsule_losses(
+    probabilities: Tensor, reconstructions: Tensor, summary: Tensor, target: Tensor
+) -> tuple[Tensor, Tensor]:
     """The two hinge terms of the capsules' joint loss, batch means (Wang et al., 2018)::
 
         J = max(0, 1 - p_y + sum_{c != y} p_c)                         probability
@@ -25,7 +27,9 @@ def capsule_losses(probabilities: Tensor, reconstructions: Tensor, summary: Tens
     Shapes: probabilities (B, C), reconstructions (B, C, D), summary (B, D), target (B,) long
     -> (J, U), two scalars.
     """
-    sign = 1.0 - 2.0 * nn.functional.one_hot(target, probabilities.shape[-1]).to(probabilities.dtype)  # -1 at y, +1 elsewhere
+    sign = 1.0 - 2.0 * nn.functional.one_hot(target, probabilities.shape[-1]).to(
+        probabilities.dtype
+    )  # -1 at y, +1 elsewhere
     agreement = (reconstructions @ summary.unsqueeze(-1)).squeeze(-1)  # fbar . r_c, (B, C)
     probability = (1 + (sign * probabilities).sum(-1)).clamp(min=0).mean()
     reconstruction = (1 + (sign * agreement).sum(-1)).clamp(min=0).mean()
@@ -78,12 +82,15 @@ class CapsuleAttention(Attention):
     def record(self, weights: Tensor, *, queries: object = None, keys: object = None) -> None:
         super().record(weights[:, 0], keys=keys)  # Attention's (B, 1, C, N) without the head axis; learned queries
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> tuple[Tensor, Tensor] | AttentionOutput:  # type: ignore[override]
+    def forward(
+        self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor] | AttentionOutput:  # type: ignore[override]
         self.expect("x", x, "B N D", D=self.dim)
         if mask is not None:
             self.expect("mask", mask, "B N", B=x.shape[0], N=x.shape[1])
-        result = super().forward(self.queries.expand(x.shape[0], -1, -1), x, key_padding_mask=mask,
-                                 need_weights=need_weights)
+        result = super().forward(
+            self.queries.expand(x.shape[0], -1, -1), x, key_padding_mask=mask, need_weights=need_weights
+        )
         capsules = result.output if need_weights else result  # v (B, C, D)
         p = torch.sigmoid((capsules * self.probability).sum(-1) + self.probability_bias)
         out = (p, p.unsqueeze(-1) * capsules)

@@ -48,7 +48,9 @@ class MetaEmbedding(AttentionBlock):
         super().__init__()
         dims = list(embedding_dims) if embedding_dims is not None else [dim, dim]
         if not dims or any(d < 1 for d in dims):
-            raise ValueError(f"meta_embedding: embedding_dims must name at least one positive width, got {embedding_dims}")
+            raise ValueError(
+                f"meta_embedding: embedding_dims must name at least one positive width, got {embedding_dims}"
+            )
         self.dim, self.embedding_dims = dim, dims
         self.projections = nn.ModuleList(nn.Linear(d, dim) for d in dims)  # W_i, b_i
         self.query = nn.Parameter(torch.randn(dim) / dim**0.5)  # w
@@ -56,13 +58,17 @@ class MetaEmbedding(AttentionBlock):
 
     def forward(self, *embeddings: Tensor, need_weights: bool = False) -> Tensor | AttentionOutput:
         if len(embeddings) != len(self.projections):
-            raise ValueError(f"meta_embedding: expected {len(self.projections)} embedding sets "
-                             f"(embedding_dims={self.embedding_dims}), got {len(embeddings)}")
+            raise ValueError(
+                f"meta_embedding: expected {len(self.projections)} embedding sets "
+                f"(embedding_dims={self.embedding_dims}), got {len(embeddings)}"
+            )
         lead = embeddings[0].shape[:-1]
         for i, (x, d) in enumerate(zip(embeddings, self.embedding_dims)):
             if x.shape[:-1] != lead or x.shape[-1] != d:
-                raise ShapeError(f"meta_embedding: embedding {i} must have shape ({', '.join(map(str, lead))}, {d}), "
-                                 f"got {tuple(x.shape)}")
+                raise ShapeError(
+                    f"meta_embedding: embedding {i} must have shape ({', '.join(map(str, lead))}, {d}), "
+                    f"got {tuple(x.shape)}"
+                )
         projected = torch.stack([project(x) for project, x in zip(self.projections, embeddings)], -2)  # (..., E, d_t)
         weights, _ = self.distribution(projected @ self.query, None)
         weights = self.ablate(weights)

@@ -63,7 +63,9 @@ class AttentionPooling(Attention):
     def record(self, weights: Tensor, *, queries: object = None, keys: object = None) -> None:
         super().record(weights[:, 0], keys=keys)  # Attention's (B, 1, r, N) without the head axis; learned queries
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Tensor | AttentionOutput:  # type: ignore[override]
+    def forward(
+        self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False
+    ) -> Tensor | AttentionOutput:  # type: ignore[override]
         self.expect("x", x, "B N D", D=self.token_dim)
         if mask is not None:
             self.expect("mask", mask, "B N", B=x.shape[0], N=x.shape[1])

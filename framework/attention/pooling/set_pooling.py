@@ -12,7 +12,9 @@ from ..cross.set_attention import SET_TRANSFORMER, MultiheadAttentionBlock
 from ..registry import register
 
 
-@register("pma", kind="pooling", category="set / pooling by multihead attention (Set Transformer)", paper=SET_TRANSFORMER)
+@register(
+    "pma", kind="pooling", category="set / pooling by multihead attention (Set Transformer)", paper=SET_TRANSFORMER
+)
 class PoolingByMultiheadAttention(AttentionBlock):
     """Set Transformer's PMA: k learned seed vectors attend to the set and summarise it.
 
@@ -39,8 +41,15 @@ class PoolingByMultiheadAttention(AttentionBlock):
     Captured weights: the (B, h, k, N) weights of each call (learned queries: no query grid).
     """
 
-    def __init__(self, dim: int, num_seeds: int = 1, num_heads: int = 4, hidden: Optional[int] = None,
-                 layer_norm: bool = True, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_seeds: int = 1,
+        num_heads: int = 4,
+        hidden: Optional[int] = None,
+        layer_norm: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         if num_seeds < 1:
             raise ValueError(f"pma: num_seeds must be at least 1, got {num_seeds}")
@@ -48,10 +57,13 @@ class PoolingByMultiheadAttention(AttentionBlock):
         self.seeds = nn.Parameter(torch.empty(num_seeds, dim))
         nn.init.xavier_uniform_(self.seeds)
         self.feed_forward = nn.Sequential(nn.Linear(dim, hidden or dim), nn.ReLU(), nn.Linear(hidden or dim, dim))
-        self.pool = MultiheadAttentionBlock(dim, num_heads=num_heads, hidden=hidden, layer_norm=layer_norm,
-                                            dropout=dropout)
+        self.pool = MultiheadAttentionBlock(
+            dim, num_heads=num_heads, hidden=hidden, layer_norm=layer_norm, dropout=dropout
+        )
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False
+    ) -> Tensor | AttentionOutput:
         self.expect("x", x, "B N D", D=self.dim)
         if mask is not None:
             self.expect("mask", mask, "B N", B=x.shape[0], N=x.shape[1])

@@ -16,6 +16,17 @@ from .sparse import SparseAttention
 from .synthesizer import Synthesizer
 from .transformer_xl import TransformerXLAttention
 
-__all__ = ["AdaptiveSpanAttention", "InducedSetAttentionBlock", "Linformer", "LocalAttention", "MultiHeadSelfAttention",
-           "Performer", "SetAttentionBlock", "SparseAttention", "Synthesizer", "TransformerXLAttention", "band_mask",
-           "span_loss"]
+__all__ = [
+    "AdaptiveSpanAttention",
+    "InducedSetAttentionBlock",
+    "Linformer",
+    "LocalAttention",
+    "MultiHeadSelfAttention",
+    "Performer",
+    "SetAttentionBlock",
+    "SparseAttention",
+    "Synthesizer",
+    "TransformerXLAttention",
+    "band_mask",
+    "span_loss",
+]

@@ -25,8 +25,9 @@ def window_flags(valid: Tensor, block: int, before: int, after: int, outside: bo
     return F.pad(valid, (before, after), value=outside).unfold(-1, before + block + after, block)
 
 
-def window_mask(allowed: Tensor, n: int, block: int, blocks: int, before: int, after: int,
-                ahead: bool = False) -> Tensor:
+def window_mask(
+    allowed: Tensor, n: int, block: int, blocks: int, before: int, after: int, ahead: bool = False
+) -> Tensor:
     """The entries of a boolean mask ``allowed`` (B|1, h|1, N, N) (from
     :func:`~framework.attention.masks.sequence_mask`) for each block's queries and window of
     keys: (B|1, h|1, S, L, K). Keys past the sequence are False; keys ahead of its start are
@@ -46,5 +47,5 @@ def windows_to_dense(weights: Tensor, n: int, before: int) -> Tensor:
     b, h, blocks, block, keys = weights.shape
     dense = weights.new_zeros(b, h, blocks, block, (blocks - 1) * block + keys)
     for s in range(blocks):
-        dense[:, :, s, :, s * block:s * block + keys] = weights[:, :, s]
-    return dense.flatten(2, 3)[:, :, :n, before:before + n]
+        dense[:, :, s, :, s * block : s * block + keys] = weights[:, :, s]
+    return dense.flatten(2, 3)[:, :, :n, before : before + n]

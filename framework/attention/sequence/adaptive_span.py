@@ -59,13 +59,24 @@ class AdaptiveSpanAttention(Attention):
     Captured weights: the (B, h, N, N) weights of each call (zero beyond each head's span).
     """
 
-    def __init__(self, dim: int, num_heads: int = 8, max_span: int = 64, ramp: int = 16, init_span: float = 0.5,
-                 causal: bool = False, dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 8,
+        max_span: int = 64,
+        ramp: int = 16,
+        init_span: float = 0.5,
+        causal: bool = False,
+        dropout: float = 0.0,
+        bias: bool = True,
+    ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout, bias=bias)
         self.gives_probe_rows = False  # its own forward: a capture's probe rows are cut from the weights
         if max_span < 1 or ramp < 1 or not 0.0 <= init_span <= 1.0:
-            raise ValueError(f"adaptive_span: needs max_span >= 1, ramp >= 1 and 0 <= init_span <= 1, "
-                             f"got {max_span}, {ramp}, {init_span}")
+            raise ValueError(
+                f"adaptive_span: needs max_span >= 1, ramp >= 1 and 0 <= init_span <= 1, "
+                f"got {max_span}, {ramp}, {init_span}"
+            )
         self.max_span, self.ramp = max_span, ramp
         self.span_fraction = nn.Parameter(torch.full((num_heads,), float(init_span)))
 
@@ -86,8 +97,14 @@ class AdaptiveSpanAttention(Attention):
 
     backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Optional[Tensor] = None,
+        *,
+        attn_mask: Optional[Tensor] = None,  # type: ignore[override]
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         pairs = sequence_mask(self, x, mask, attn_mask)  # (B|1, h|1, N|1, N)
         b, n = x.shape[:2]
         # Blocks of L queries, each attending the keys within S + R of it (one block when N <= S + R).
@@ -98,13 +115,15 @@ class AdaptiveSpanAttention(Attention):
         total = blocks * block
         valid = torch.ones(b, n, dtype=torch.bool, device=x.device) if mask is None else mask.bool()
         valid = F.pad(valid, (0, total - n), value=False)
-        q, k, v = (self._split(F.pad(proj(x), (0, 0, 0, total - n))) for proj in (self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = (
+            self._split(F.pad(proj(x), (0, 0, 0, total - n))) for proj in (self.q_proj, self.k_proj, self.v_proj)
+        )
         q = q.unflatten(2, (blocks, block))  # (B, h, S, L, d)
         k, v = windows(k, block, before, after), windows(v, block, before, after)  # (B, h, S, K, d)
 
         index = torch.arange(block, device=x.device)
-        distance = (index[:, None] + before - torch.arange(before + block + after, device=x.device)[None, :])  # i - j
-        soft = ((self.ramp + self.spans.to(q.dtype)[:, None, None] - distance.abs().to(q.dtype)) / self.ramp)
+        distance = index[:, None] + before - torch.arange(before + block + after, device=x.device)[None, :]  # i - j
+        soft = (self.ramp + self.spans.to(q.dtype)[:, None, None] - distance.abs().to(q.dtype)) / self.ramp
         soft = soft.clamp(0.0, 1.0)[:, None]  # (h, 1, L, K)
         allowed = window_flags(valid, block, before, after)[:, None, :, None, :] & (soft > 0)  # (B, h, S, L, K)
         if self.causal:
@@ -122,8 +141,9 @@ class AdaptiveSpanAttention(Attention):
         else:
             bias = log_soft.masked_fill(~allowed, torch.finfo(q.dtype).min)
             flat = [t.flatten(1, 2) for t in (q, k, v, bias.expand(b, -1, blocks, -1, -1))]  # (B, h S, ., .)
-            context = F.scaled_dot_product_attention(*flat[:3], attn_mask=flat[3], dropout_p=dropout,
-                                                     scale=1.0 / math.sqrt(q.shape[-1]))
+            context = F.scaled_dot_product_attention(
+                *flat[:3], attn_mask=flat[3], dropout_p=dropout, scale=1.0 / math.sqrt(q.shape[-1])
+            )
             context = context.unflatten(1, (self.num_heads, blocks)) * allowed.any(-1, keepdim=True)
         context = context.flatten(2, 3)[:, :, :n]  # (B, h, N, d)
         out = self.out_proj(context.transpose(1, 2).flatten(2))

@@ -52,8 +52,16 @@ class Linformer(Attention):
     Captured weights: the (B, h, N, k) weights over the projected rows of each call.
     """
 
-    def __init__(self, dim: int, num_heads: int = 8, rank: int = 64, max_len: int = 512, share_kv: bool = False,
-                 dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 8,
+        rank: int = 64,
+        max_len: int = 512,
+        share_kv: bool = False,
+        dropout: float = 0.0,
+        bias: bool = True,
+    ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, dropout=dropout, bias=bias)
         if rank < 1 or max_len < 1:
             raise ValueError(f"linformer: rank and max_len must be >= 1, got rank={rank}, max_len={max_len}")
@@ -67,15 +75,25 @@ class Linformer(Attention):
         bound = math.sqrt(6.0 / (rank + max_len)) / math.sqrt(2.0)
         return torch.empty(rank, max_len).uniform_(-bound, bound)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Optional[Tensor] = None,
+        *,
+        attn_mask: Optional[Tensor] = None,  # type: ignore[override]
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         sequence_mask(self, x, mask)  # the checks: the keys are projected, the padding zeroes them
         n = x.shape[1]
         if attn_mask is not None:
-            raise ValueError(f"{self.block_name}: attn_mask is not supported: the keys are k projected rows, not tokens")
+            raise ValueError(
+                f"{self.block_name}: attn_mask is not supported: the keys are k projected rows, not tokens"
+            )
         if n > self.max_len:
-            raise ValueError(f"{self.block_name}: a sequence of {n} tokens is longer than max_len={self.max_len}; "
-                             "build the block with a larger max_len")
+            raise ValueError(
+                f"{self.block_name}: a sequence of {n} tokens is longer than max_len={self.max_len}; "
+                "build the block with a larger max_len"
+            )
         q, k, v = (self._split(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
         if mask is not None:
             keep = mask[:, None, :, None].to(k.dtype)

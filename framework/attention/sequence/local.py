@@ -59,12 +59,16 @@ class LocalAttention(Attention):
     Captured weights: the (B, h, N, N) weights of each call (zero outside the band).
     """
 
-    def __init__(self, dim: int, window: int = 4, num_heads: int = 1, causal: bool = False, dropout: float = 0.0) -> None:
+    def __init__(
+        self, dim: int, window: int = 4, num_heads: int = 1, causal: bool = False, dropout: float = 0.0
+    ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout)
         if window < 0:
             raise ValueError(f"local: window must be >= 0, got {window}")
         self.window = window
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Tensor | AttentionOutput:  # type: ignore[override]
+    def forward(
+        self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False
+    ) -> Tensor | AttentionOutput:  # type: ignore[override]
         allowed = sequence_mask(self, x, mask, structure=lambda n, device: band_mask(n, self.window, device))
         return super().forward(x, attn_mask=allowed, need_weights=need_weights)

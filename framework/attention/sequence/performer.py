@@ -21,8 +21,9 @@ def _ratio(numerator: Tensor, denominator: Tensor) -> Tensor:
     return numerator / torch.where(denominator > 0, denominator, 1.0)
 
 
-def orthogonal_features(num_features: int, dim: int, *, device: Optional[torch.device] = None,
-                        dtype: torch.dtype = torch.float32) -> Tensor:
+def orthogonal_features(
+    num_features: int, dim: int, *, device: Optional[torch.device] = None, dtype: torch.dtype = torch.float32
+) -> Tensor:
     """(m, d) Gaussian orthogonal random features: blocks of d orthonormal rows (QR of a
     Gaussian matrix, signs fixed by R's diagonal so that Q is Haar-distributed), each row
     rescaled to the norm of a d-dimensional Gaussian vector, so that every row is marginally
@@ -74,12 +75,21 @@ class Performer(Attention):
     Captured weights: the (B, h, N, N) implied weights of each call.
     """
 
-    def __init__(self, dim: int, num_heads: int = 8, features: int = 64, redraw_interval: int = 1000,
-                 causal: bool = False, bias: bool = True) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 8,
+        features: int = 64,
+        redraw_interval: int = 1000,
+        causal: bool = False,
+        bias: bool = True,
+    ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, bias=bias)
         self.gives_probe_rows = False  # its own forward: a capture's probe rows are cut from the weights
         if features < 1 or redraw_interval < 0:
-            raise ValueError(f"performer: features must be >= 1 and redraw_interval >= 0, got {features}, {redraw_interval}")
+            raise ValueError(
+                f"performer: features must be >= 1 and redraw_interval >= 0, got {features}, {redraw_interval}"
+            )
         self.features, self.redraw_interval = features, redraw_interval
         self.head_dim = dim // num_heads
         self.register_buffer("projection", orthogonal_features(features, self.head_dim))
@@ -88,13 +98,16 @@ class Performer(Attention):
     @torch.no_grad()
     def redraw(self) -> None:
         """Draw new random features W."""
-        self.projection.copy_(orthogonal_features(self.features, self.head_dim, device=self.projection.device,
-                                                  dtype=self.projection.dtype))
+        self.projection.copy_(
+            orthogonal_features(
+                self.features, self.head_dim, device=self.projection.device, dtype=self.projection.dtype
+            )
+        )
 
     def feature_map(self, x: Tensor, valid: Optional[Tensor] = None, *, query: bool) -> Tensor:
         """phi(x) (B, h, N, m) for x (B, h, N, d_h), up to a constant per query row (``query``)
         or per head (keys; ``valid`` (B, 1, N, 1) keeps padded keys out of it, and zeroes them)."""
-        x = x * self.head_dim ** -0.25
+        x = x * self.head_dim**-0.25
         projection = self.projection.to(x.dtype, copy=True)  # a redraw may overwrite the buffer before backward
         logits = x @ projection.T - x.square().sum(-1, keepdim=True) / 2
         if query:
@@ -108,12 +121,20 @@ class Performer(Attention):
 
     backends = ("linear", "eager")  # running sums of the features; explicit weights (framework.attention.backends)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Optional[Tensor] = None,
+        *,
+        attn_mask: Optional[Tensor] = None,  # type: ignore[override]
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         sequence_mask(self, x, mask)  # the checks: the linear path needs no (N, N) mask
         n = x.shape[1]
         if attn_mask is not None:
-            raise ValueError(f"{self.block_name}: attn_mask is not supported (a mask between tokens has no linear-time form)")
+            raise ValueError(
+                f"{self.block_name}: attn_mask is not supported (a mask between tokens has no linear-time form)"
+            )
         if self.training and self.redraw_interval:
             self._count_and_redraw()
         q, k, v = (self._split(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
@@ -145,6 +166,7 @@ class Performer(Attention):
         operations, so a compiled model redraws too without recompiling)."""
         with torch.no_grad():
             self.calls += 1
-            fresh = orthogonal_features(self.features, self.head_dim, device=self.projection.device,
-                                        dtype=self.projection.dtype)
+            fresh = orthogonal_features(
+                self.features, self.head_dim, device=self.projection.device, dtype=self.projection.dtype
+            )
             self.projection.copy_(torch.where(self.calls % self.redraw_interval == 0, fresh, self.projection))

@@ -47,7 +47,9 @@ class MultiHeadSelfAttention(Attention):
     Captured weights: the (B, h, N, N) weights of each call.
     """
 
-    def __init__(self, dim: int, num_heads: int = 8, dropout: float = 0.0, causal: bool = False, bias: bool = True) -> None:
+    def __init__(
+        self, dim: int, num_heads: int = 8, dropout: float = 0.0, causal: bool = False, bias: bool = True
+    ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, dropout=dropout, causal=causal, bias=bias)
 
     def forward(  # type: ignore[override]

@@ -39,17 +39,25 @@ class SetAttentionBlock(MultiheadAttentionBlock):
     Captured weights: the (B, h, N, N) weights of each call.
     """
 
-    def __init__(self, dim: int, num_heads: int = 4, hidden: Optional[int] = None, layer_norm: bool = True,
-                 dropout: float = 0.0) -> None:
+    def __init__(
+        self, dim: int, num_heads: int = 4, hidden: Optional[int] = None, layer_norm: bool = True, dropout: float = 0.0
+    ) -> None:
         super().__init__(dim, num_heads=num_heads, hidden=hidden, layer_norm=layer_norm, dropout=dropout)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *,  # type: ignore[override]
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Optional[Tensor] = None,
+        *,  # type: ignore[override]
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         sequence_mask(self, x, mask)  # the checks: the mask is the keys' padding of MAB(X, X)
         return super().forward(x, x, mask, need_weights=need_weights)
 
 
-@register("isab", kind="sequence", category="set / induced set attention block (Set Transformer)", paper=SET_TRANSFORMER)
+@register(
+    "isab", kind="sequence", category="set / induced set attention block (Set Transformer)", paper=SET_TRANSFORMER
+)
 class InducedSetAttentionBlock(AttentionBlock):
     """Set Transformer's ISAB: the set attends to itself through m learned inducing points, O(N m).
 
@@ -78,8 +86,15 @@ class InducedSetAttentionBlock(AttentionBlock):
     of each call.
     """
 
-    def __init__(self, dim: int, num_inducing: int = 16, num_heads: int = 4, hidden: Optional[int] = None,
-                 layer_norm: bool = True, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_inducing: int = 16,
+        num_heads: int = 4,
+        hidden: Optional[int] = None,
+        layer_norm: bool = True,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         if num_inducing < 1:
             raise ValueError(f"isab: num_inducing must be at least 1, got {num_inducing}")
@@ -90,7 +105,9 @@ class InducedSetAttentionBlock(AttentionBlock):
         self.induce = MultiheadAttentionBlock(dim, **options)
         self.read = MultiheadAttentionBlock(dim, **options)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False
+    ) -> Tensor | AttentionOutput:
         sequence_mask(self, x, mask)  # the checks: the mask is the keys' padding of MAB(I, X)
         want = self.wants_weights(need_weights)
         summary = self.induce(self.inducing.expand(x.shape[0], -1, -1), x, mask, need_weights=want)

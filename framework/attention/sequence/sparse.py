@@ -5,8 +5,9 @@ attention (the reference, and the path on the CPU) or through FlexAttention bloc
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -31,6 +32,7 @@ def pattern_rule(pattern: str, stride: int, summary: int, causal: bool) -> Calla
     it). ``causal`` also needs j <= i. The two parts are the two heads of the paper's
     factorisation, merged into one pattern that every head attends (its "merged head").
     """
+
     def rule(i: Tensor, j: Tensor) -> Tensor:
         if pattern == "strided":
             allowed = ((i - j).abs() < stride) | ((i - j) % stride == 0)
@@ -51,7 +53,9 @@ def pattern_mask(n: int, pattern: str, stride: int, summary: int, causal: bool, 
 
 
 @lru_cache(maxsize=32)
-def pattern_block_mask(n: int, pattern: str, stride: int, summary: int, causal: bool, device: torch.device) -> BlockMask:
+def pattern_block_mask(
+    n: int, pattern: str, stride: int, summary: int, causal: bool, device: torch.device
+) -> BlockMask:
     """FlexAttention's block mask of the pattern (built once per size): the key blocks that
     a query block needs, and, inside partly covered blocks, the rule itself."""
     rule = pattern_rule(pattern, stride, summary, causal)
@@ -118,16 +122,27 @@ class SparseAttention(Attention):
     normalised by the kernel's own log-sum-exp (``return_aux``), kept as the record's ``lse``.
     """
 
-    def __init__(self, dim: int, pattern: str = "strided", stride: int = 32, summary: int = 4, num_heads: int = 8,
-                 causal: bool = False, dropout: float = 0.0, impl: str = "auto") -> None:
+    def __init__(
+        self,
+        dim: int,
+        pattern: str = "strided",
+        stride: int = 32,
+        summary: int = 4,
+        num_heads: int = 8,
+        causal: bool = False,
+        dropout: float = 0.0,
+        impl: str = "auto",
+    ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout)
         if pattern not in PATTERNS:
             raise ValueError(f"sparse attention: pattern must be one of {', '.join(PATTERNS)}, got {pattern!r}")
         if impl not in IMPLS:
             raise ValueError(f"sparse attention: impl must be one of {', '.join(IMPLS)}, got {impl!r}")
         if stride < 1 or (pattern == "fixed" and not 1 <= summary <= stride):
-            raise ValueError(f"sparse attention: needs stride >= 1 (and 1 <= summary <= stride for the fixed pattern), "
-                             f"got stride={stride}, summary={summary}")
+            raise ValueError(
+                f"sparse attention: needs stride >= 1 (and 1 <= summary <= stride for the fixed pattern), "
+                f"got stride={stride}, summary={summary}"
+            )
         if impl == "flex" and dropout:
             raise ValueError("sparse attention: impl='flex' has no attention dropout; set dropout=0 or impl='dense'")
         self.pattern, self.stride, self.summary, self.impl = pattern, stride, summary, impl
@@ -137,7 +152,9 @@ class SparseAttention(Attention):
         """``flex``, ``sdpa`` (``dense`` without weights) and ``eager`` (``dense`` with explicit
         weights), the default first: ``impl``'s, and for ``auto`` on the parameters' device."""
         device = next(self.parameters()).device
-        flex = self.impl == "flex" or (self.impl == "auto" and device.type == "cuda" and self._flex_fits() and not self.dropout)
+        flex = self.impl == "flex" or (
+            self.impl == "auto" and device.type == "cuda" and self._flex_fits() and not self.dropout
+        )
         return ("flex", "sdpa", "eager") if flex else ("sdpa", "eager", "flex")
 
     def backend_missing(self, name: str, device: torch.device, training: bool = False) -> Optional[str]:
@@ -157,19 +174,39 @@ class SparseAttention(Attention):
             return False
         if impl == "flex":
             if self.wants_weights(need_weights) or attn_mask is not None:
-                raise ValueError(f"{self.block_name}: impl='flex' gives no weights and takes no attn_mask; "
-                                 "use impl='dense' (or 'auto') to have them")
+                raise ValueError(
+                    f"{self.block_name}: impl='flex' gives no weights and takes no attn_mask; "
+                    "use impl='dense' (or 'auto') to have them"
+                )
             return True
-        return (x.is_cuda and self._flex_fits() and not self.wants_weights(need_weights) and attn_mask is None
-                and not (self.training and self.dropout))
+        return (
+            x.is_cuda
+            and self._flex_fits()
+            and not self.wants_weights(need_weights)
+            and attn_mask is None
+            and not (self.training and self.dropout)
+        )
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Optional[Tensor] = None,
+        *,
+        attn_mask: Optional[Tensor] = None,  # type: ignore[override]
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         if self.uses_flex(x, need_weights, attn_mask):
             sequence_mask(self, x, mask)  # the checks: the padding is a score modification, the pattern a block mask
             return self._flex_forward(x, mask)
-        allowed = sequence_mask(self, x, mask, attn_mask, structure=lambda n, device: pattern_mask(  # Attention adds causal
-            n, self.pattern, self.stride, self.summary, False, device))
+        allowed = sequence_mask(
+            self,
+            x,
+            mask,
+            attn_mask,
+            structure=lambda n, device: pattern_mask(  # Attention adds causal
+                n, self.pattern, self.stride, self.summary, False, device
+            ),
+        )
         return super().forward(x, attn_mask=allowed, need_weights=need_weights)
 
     def _flex_forward(self, x: Tensor, mask: Optional[Tensor]) -> Tensor:
@@ -178,8 +215,10 @@ class SparseAttention(Attention):
         blocks = pattern_block_mask(n, self.pattern, self.stride, self.summary, self.causal, x.device)
         score_mod = None
         if mask is not None:
+
             def score_mod(score: Tensor, b: Tensor, h: Tensor, i: Tensor, j: Tensor) -> Tensor:
                 return torch.where(mask[b, j], score, float("-inf"))
+
         if not self.probing():
             context = _flex(q, k, v, score_mod=score_mod, block_mask=blocks)
         else:  # the kernel's log-sum-exp normalises the probe rows
@@ -204,9 +243,17 @@ class SparseAttention(Attention):
         self.record_rows(rows, queries=(n,), keys=(n,), device=q.device, lse=lse)
 
 
-register("sparse_strided", kind="sequence", category="efficient / sparse pattern (strided)",
-         paper="Child, Gray, Radford & Sutskever, Generating Long Sequences with Sparse Transformers, arXiv:1904.10509, 2019",
-         pattern="strided")(SparseAttention)
-register("sparse_fixed", kind="sequence", category="efficient / sparse pattern (fixed)",
-         paper="Child, Gray, Radford & Sutskever, Generating Long Sequences with Sparse Transformers, arXiv:1904.10509, 2019",
-         pattern="fixed")(SparseAttention)
+register(
+    "sparse_strided",
+    kind="sequence",
+    category="efficient / sparse pattern (strided)",
+    paper="Child, Gray, Radford & Sutskever, Generating Long Sequences with Sparse Transformers, arXiv:1904.10509, 2019",
+    pattern="strided",
+)(SparseAttention)
+register(
+    "sparse_fixed",
+    kind="sequence",
+    category="efficient / sparse pattern (fixed)",
+    paper="Child, Gray, Radford & Sutskever, Generating Long Sequences with Sparse Transformers, arXiv:1904.10509, 2019",
+    pattern="fixed",
+)(SparseAttention)

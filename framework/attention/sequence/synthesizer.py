@@ -49,9 +49,17 @@ class Synthesizer(AttentionBlock):
     Captured weights: the (B, h, N, N) weights of each call.
     """
 
-    def __init__(self, dim: int, variant: str = "dense", num_heads: int = 8, max_len: int = 512,
-                 hidden: Optional[int] = None, rank: Optional[int] = None, causal: bool = False,
-                 dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        variant: str = "dense",
+        num_heads: int = 8,
+        max_len: int = 512,
+        hidden: Optional[int] = None,
+        rank: Optional[int] = None,
+        causal: bool = False,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"synthesizer: variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
@@ -83,25 +91,42 @@ class Synthesizer(AttentionBlock):
         left, right = self.factors[:, :, :n]
         return (left @ right.transpose(-1, -2)).expand(b, -1, -1, -1)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,
-                need_weights: bool = False) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Optional[Tensor] = None,
+        *,
+        attn_mask: Optional[Tensor] = None,
+        need_weights: bool = False,
+    ) -> Tensor | AttentionOutput:
         allowed = sequence_mask(self, x, mask, attn_mask, causal=self.causal)
         n = x.shape[1]
         if n > self.max_len:
-            raise ValueError(f"{self.block_name}: a sequence of {n} tokens is longer than max_len={self.max_len}; "
-                             "build the block with a larger max_len")
+            raise ValueError(
+                f"{self.block_name}: a sequence of {n} tokens is longer than max_len={self.max_len}; "
+                "build the block with a larger max_len"
+            )
         weights, _ = self.distribution(self.synthesised(x), allowed)
         weights = self.ablate(weights, allowed)
         dropped = F.dropout(weights, self.dropout) if self.training and self.dropout else weights
         values = self.value(x).unflatten(-1, (self.num_heads, -1)).transpose(1, 2)  # (B, h, N, d)
         out = self.out((dropped @ values).transpose(1, 2).flatten(2))
-        return self.finish(out, weights if self.wants_weights(need_weights) else None, need_weights,
-                           queries=(n,), keys=(n,))
+        return self.finish(
+            out, weights if self.wants_weights(need_weights) else None, need_weights, queries=(n,), keys=(n,)
+        )
 
 
-register("synthesizer_dense", kind="sequence", category="efficient / synthetic attention (dense synthesizer)",
-         paper="Tay, Bahri, Metzler, Juan, Zhao & Zheng, Synthesizer: Rethinking Self-Attention for Transformer Models, ICML 2021",
-         variant="dense")(Synthesizer)
-register("synthesizer_random", kind="sequence", category="efficient / synthetic attention (random synthesizer)",
-         paper="Tay, Bahri, Metzler, Juan, Zhao & Zheng, Synthesizer: Rethinking Self-Attention for Transformer Models, ICML 2021",
-         variant="random")(Synthesizer)
+register(
+    "synthesizer_dense",
+    kind="sequence",
+    category="efficient / synthetic attention (dense synthesizer)",
+    paper="Tay, Bahri, Metzler, Juan, Zhao & Zheng, Synthesizer: Rethinking Self-Attention for Transformer Models, ICML 2021",
+    variant="dense",
+)(Synthesizer)
+register(
+    "synthesizer_random",
+    kind="sequence",
+    category="efficient / synthetic attention (random synthesizer)",
+    paper="Tay, Bahri, Metzler, Juan, Zhao & Zheng, Synthesizer: Rethinking Self-Attention for Transformer Models, ICML 2021",
+    variant="random",
+)(Synthesizer)

@@ -33,7 +33,7 @@ def relative_sinusoid(distances: Tensor, dim: int, dtype: torch.dtype = torch.fl
     kind="sequence",
     category="efficient / segment recurrence with relative positions",
     paper="Dai, Yang, Yang, Carbonell, Le & Salakhutdinov, Transformer-XL: Attentive Language Models beyond a "
-          "Fixed-Length Context, ACL 2019",
+    "Fixed-Length Context, ACL 2019",
 )
 class TransformerXLAttention(Attention):
     """Segment-recurrent self-attention with relative positions (Transformer-XL).
@@ -73,8 +73,15 @@ class TransformerXLAttention(Attention):
     Captured weights: the (B, h, N, N) weights of each call, as returned.
     """
 
-    def __init__(self, dim: int, num_heads: int = 8, segment: int = 64, causal: bool = False, dropout: float = 0.0,
-                 bias: bool = True) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 8,
+        segment: int = 64,
+        causal: bool = False,
+        dropout: float = 0.0,
+        bias: bool = True,
+    ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout, bias=bias)
         self.gives_probe_rows = False  # its own forward: a capture's probe rows are cut from the weights
         if segment < 1:
@@ -86,8 +93,15 @@ class TransformerXLAttention(Attention):
 
     backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None, *, attn_mask: Optional[Tensor] = None,  # type: ignore[override]
-                need_weights: bool = False, memory: Optional[Tensor] = None) -> Tensor | AttentionOutput:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Optional[Tensor] = None,
+        *,
+        attn_mask: Optional[Tensor] = None,  # type: ignore[override]
+        need_weights: bool = False,
+        memory: Optional[Tensor] = None,
+    ) -> Tensor | AttentionOutput:
         pairs = sequence_mask(self, x, mask, attn_mask)  # (B|1, h|1, N|1, N)
         b, n, _ = x.shape
         seg = self.segment

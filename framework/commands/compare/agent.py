@@ -19,9 +19,9 @@ from typing import Optional
 import yaml
 
 from ...errors import ConfigError
+from .comparison import comparison_folder
 from .grid import CONFIG_KEY, Axis, cells
 from .runner import RunPlan, execute, fit_arguments
-from .comparison import comparison_folder
 
 
 def split(argv: list[str], keys: list[str]) -> tuple[list[str], dict[str, object], Optional[int]]:
@@ -41,7 +41,7 @@ def split(argv: list[str], keys: list[str]) -> tuple[list[str], dict[str, object
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    own, run = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    own, run = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     parser = argparse.ArgumentParser(prog="python -m framework.commands.compare.agent", allow_abbrev=False)
     parser.add_argument("--name", required=True)
     parser.add_argument("--grid_keys", default="-")
@@ -52,7 +52,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     run_args, values, seed = split(run, keys)
     missing = [k for k in keys if k not in values]
     if missing or seed is None:
-        raise ConfigError(f"the agent's arguments set no {', '.join(missing + ([] if seed is not None else ['seed_everything']))}")
+        raise ConfigError(
+            f"the agent's arguments set no {', '.join(missing + ([] if seed is not None else ['seed_everything']))}"
+        )
     (cell,) = cells([Axis(k, (values[k],)) for k in keys])
     run_id = os.environ.get("WANDB_RUN_ID")
     extra = []
@@ -60,15 +62,29 @@ def main(argv: Optional[list[str]] = None) -> int:
         from .resolve import resolve, wandb_project
 
         resolved, _ = resolve([*cell.config_args, *run_args, *cell.args])
-        if resolved and wandb_project(resolved) and isinstance((yaml.safe_load(resolved)["trainer"] or {}).get("logger"), dict):
+        if (
+            resolved
+            and wandb_project(resolved)
+            and isinstance((yaml.safe_load(resolved)["trainer"] or {}).get("logger"), dict)
+        ):
             extra = [f"--trainer.logger.init_args.id={run_id}"]
     folder = comparison_folder(options.name).resolve()
-    plan = RunPlan(cell=cell.name, label=cell.label, seed=seed, run_dir=str(folder / "runs" / cell.name / f"seed{seed}"),
-                   fit_args=[*fit_arguments(cell.config_args, run_args, cell.args), *extra],
-                   test_args=[*options.test_override, *extra], test_ckpt=options.test_ckpt, group=options.name)
+    plan = RunPlan(
+        cell=cell.name,
+        label=cell.label,
+        seed=seed,
+        run_dir=str(folder / "runs" / cell.name / f"seed{seed}"),
+        fit_args=[*fit_arguments(cell.config_args, run_args, cell.args), *extra],
+        test_args=[*options.test_override, *extra],
+        test_ckpt=options.test_ckpt,
+        group=options.name,
+    )
     result = execute(plan)
-    print(f"{plan.key}: {'done' if result.ok else 'FAILED'} ({result.did}, {result.seconds:.0f} s) in {plan.run_dir}"
-          + (f": {result.error}; log: {result.log}" if not result.ok else ""), flush=True)
+    print(
+        f"{plan.key}: {'done' if result.ok else 'FAILED'} ({result.did}, {result.seconds:.0f} s) in {plan.run_dir}"
+        + (f": {result.error}; log: {result.log}" if not result.ok else ""),
+        flush=True,
+    )
     return 0 if result.ok else 1
 
 

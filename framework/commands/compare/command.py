@@ -10,11 +10,11 @@ from typing import Optional
 
 from ...errors import ConfigError
 from . import executors, plots, results, sweep
-from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
-from .resolve import has_key, resolve, resolve_cells, wandb_project
-from .grid_status import GridProgress
-from .runner import RunPlan, RunResult, fit_arguments, state
 from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name
+from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
+from .grid_status import GridProgress
+from .resolve import has_key, resolve, resolve_cells, wandb_project
+from .runner import RunPlan, RunResult, fit_arguments, state
 
 USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
                                 [--cells 'NAME: FLAGS' ...] [--seeds N] [--jobs N] [--name NAME] [--baseline CELL]
@@ -47,59 +47,128 @@ RESERVED = ("--run_dir", "--seed_everything", "--ckpt_path", "--print_config", "
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m framework compare", usage=USAGE, epilog=EXAMPLE, allow_abbrev=False,
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                description="Run a grid of configs over seeds (a fit and a test per run) and compare "
-                                            "them: mean ± std of the test metrics, time, memory, a paired t-test "
-                                            "against a baseline, best-of-N. Flags it does not know (--config, "
-                                            "--trainer.max_epochs=3 ...) are given to every fit.")
-    p.add_argument("--grid", action="append", default=[], metavar="KEY=[V1,V2,...]",
-                   help="a config key and its values (YAML list); several --grid make the product; "
-                        "the key `config` takes config files")
-    p.add_argument("--cells", action="extend", nargs="+", default=[], metavar="'NAME: FLAGS'",
-                   help="cells listed one by one, each a name and its flags (its --config files and overrides), or "
-                        "a YAML file of NAME: FLAGS entries; crossed with any --grid")
-    p.add_argument("--search", action="append", default=[], metavar="KEY=SPACE",
-                   help="search a config key with Optuna's TPE instead of a grid: uniform(A,B), loguniform(A,B), "
-                        "int(A,B[,STEP]), logint(A,B) or a list [V1,V2,...] of choices")
+    p = argparse.ArgumentParser(
+        prog="python -m framework compare",
+        usage=USAGE,
+        epilog=EXAMPLE,
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a grid of configs over seeds (a fit and a test per run) and compare "
+        "them: mean ± std of the test metrics, time, memory, a paired t-test "
+        "against a baseline, best-of-N. Flags it does not know (--config, "
+        "--trainer.max_epochs=3 ...) are given to every fit.",
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=[V1,V2,...]",
+        help="a config key and its values (YAML list); several --grid make the product; "
+        "the key `config` takes config files",
+    )
+    p.add_argument(
+        "--cells",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="'NAME: FLAGS'",
+        help="cells listed one by one, each a name and its flags (its --config files and overrides), or "
+        "a YAML file of NAME: FLAGS entries; crossed with any --grid",
+    )
+    p.add_argument(
+        "--search",
+        action="append",
+        default=[],
+        metavar="KEY=SPACE",
+        help="search a config key with Optuna's TPE instead of a grid: uniform(A,B), loguniform(A,B), "
+        "int(A,B[,STEP]), logint(A,B) or a list [V1,V2,...] of choices",
+    )
     p.add_argument("--trials", type=int, default=10, help="--search: the trials of the search, in all (default 10)")
-    p.add_argument("--pruner", choices=["median", "hyperband", "none"], default="median",
-                   help="--search: stop trials whose validation metric falls behind (Optuna's pruners; default median)")
-    p.add_argument("--verify", default=None, metavar="CELL",
-                   help="rerun one recorded run of CELL (with --seed) into <comparison>/verify/ (kept only on a "
-                        "mismatch) and say whether its test metrics are the recorded ones")
+    p.add_argument(
+        "--pruner",
+        choices=["median", "hyperband", "none"],
+        default="median",
+        help="--search: stop trials whose validation metric falls behind (Optuna's pruners; default median)",
+    )
+    p.add_argument(
+        "--verify",
+        default=None,
+        metavar="CELL",
+        help="rerun one recorded run of CELL (with --seed) into <comparison>/verify/ (kept only on a "
+        "mismatch) and say whether its test metrics are the recorded ones",
+    )
     p.add_argument("--seed", type=int, default=None, help="--verify: the seed of the run (default the first)")
-    p.add_argument("--tolerance", type=float, default=1e-3,
-                   help="--verify: the largest difference accepted where the recorded run was not deterministic on "
-                        "this device (default 1e-3; a deterministic run on the same device must match exactly)")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=1e-3,
+        help="--verify: the largest difference accepted where the recorded run was not deterministic on "
+        "this device (default 1e-3; a deterministic run on the same device must match exactly)",
+    )
     p.add_argument("--seeds", type=int, default=1, help="runs per cell, seeds FIRST .. FIRST+N-1 (default 1)")
     p.add_argument("--first_seed", type=int, default=0, help="the first seed (default 0)")
-    p.add_argument("--name", default=None, help="the comparison's folder under runs/compare/ (default: config and grid keys)")
-    p.add_argument("--jobs", type=int, default=None,
-                   help="runs at once: default the number of free GPUs, or 1 on a CPU machine (each run gets "
-                        "cores // jobs threads)")
-    p.add_argument("--executor", choices=["local", "submitit"], default="local",
-                   help="local warm worker processes (default) or a submitit job array (SLURM, or submitit's local executor)")
-    p.add_argument("--submitit", action="append", default=[], metavar="KEY=VALUE",
-                   help="a submitit parameter (timeout_min=120, slurm_partition=gpu, gpus_per_node=1, cluster=local ...)")
+    p.add_argument(
+        "--name", default=None, help="the comparison's folder under runs/compare/ (default: config and grid keys)"
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="runs at once: default the number of free GPUs, or 1 on a CPU machine (each run gets "
+        "cores // jobs threads)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=["local", "submitit"],
+        default="local",
+        help="local warm worker processes (default) or a submitit job array (SLURM, or submitit's local executor)",
+    )
+    p.add_argument(
+        "--submitit",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a submitit parameter (timeout_min=120, slurm_partition=gpu, gpus_per_node=1, cluster=local ...)",
+    )
     p.add_argument("--baseline", default=None, help="the cell the others are tested against (default: the first cell)")
-    p.add_argument("--metric", default=None,
-                   help="the test metric of the significance test and best-of-N (default: the test counterpart of "
-                        "the task's checkpoint metric, test/acc for val/acc)")
-    p.add_argument("--metrics", nargs="+", default=None, metavar="PATTERN",
-                   help="test metrics shown in results.md (glob patterns; default: the first six; results.csv has all)")
-    p.add_argument("--train_metric", default=None,
-                   help="training metric of the best-of-N 'train' protocol, lower is better (default train/error, "
-                        "else train/loss)")
+    p.add_argument(
+        "--metric",
+        default=None,
+        help="the test metric of the significance test and best-of-N (default: the test counterpart of "
+        "the task's checkpoint metric, test/acc for val/acc)",
+    )
+    p.add_argument(
+        "--metrics",
+        nargs="+",
+        default=None,
+        metavar="PATTERN",
+        help="test metrics shown in results.md (glob patterns; default: the first six; results.csv has all)",
+    )
+    p.add_argument(
+        "--train_metric",
+        default=None,
+        help="training metric of the best-of-N 'train' protocol, lower is better (default train/error, "
+        "else train/loss)",
+    )
     p.add_argument("--test_ckpt", choices=["best", "last"], default="best", help="the checkpoint each run tests")
-    p.add_argument("--test_override", action="append", default=[], metavar="FLAG",
-                   help="a flag for every test, e.g. --test_override=--task.beam_size=5")
+    p.add_argument(
+        "--test_override",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="a flag for every test, e.g. --test_override=--task.beam_size=5",
+    )
     p.add_argument("--report", action="store_true", help="only write the tables and plots of the finished runs")
     p.add_argument("--sweep", action="store_true", help="write the W&B sweep definition (sweep.yaml) and stop")
     p.add_argument("--dry_run", action="store_true", help="print the runs and their commands, run nothing")
-    p.add_argument("--status_every", type=float, default=30.0, metavar="SECONDS",
-                   help="when stdout is no terminal (a log), print the status line every SECONDS (default 30; 0: "
-                        "never); on a terminal it is redrawn in place")
+    p.add_argument(
+        "--status_every",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="when stdout is no terminal (a log), print the status line every SECONDS (default 30; 0: "
+        "never); on a terminal it is redrawn in place",
+    )
     return p
 
 
@@ -113,13 +182,23 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
             raise ConfigError(f"{arg}: write --grid KEY=[values]")
     if options.search and (options.grid or options.cells):
         raise ConfigError("--search: a search chooses its own cells (trials); give it no --grid or --cells")
-    grid_only = [flag for flag, given in (("--verify", options.verify), ("--sweep", options.sweep),
-                                          ("--executor submitit", options.executor == "submitit"),
-                                          ("--baseline", options.baseline), ("--report", options.report),
-                                          ("--dry_run", options.dry_run)) if given]
+    grid_only = [
+        flag
+        for flag, given in (
+            ("--verify", options.verify),
+            ("--sweep", options.sweep),
+            ("--executor submitit", options.executor == "submitit"),
+            ("--baseline", options.baseline),
+            ("--report", options.report),
+            ("--dry_run", options.dry_run),
+        )
+        if given
+    ]
     if options.search and grid_only:
-        raise ConfigError(f"{grid_only[0]} takes a --grid or --cells comparison, not a --search (its trials run on "
-                          "local warm workers; the best trial is the baseline)")
+        raise ConfigError(
+            f"{grid_only[0]} takes a --grid or --cells comparison, not a --search (its trials run on "
+            "local warm workers; the best trial is the baseline)"
+        )
     if options.sweep and options.cells:
         raise ConfigError("--sweep: a W&B sweep takes --grid keys; --cells cannot be one")
     if options.trials < 1:
@@ -141,14 +220,25 @@ def build_spec(options: argparse.Namespace, run_args: list[str]) -> Spec:
     listed = parse_cells(options.cells)
     axes = ([listed] if listed else []) + parse_grid(options.grid)
     has_config = any(a in ("--config", "-c") or a.startswith("--config=") for a in run_args)
-    if not has_config and not any(axis.key == CONFIG_KEY for axis in axes) and not (
-            listed and all(split_config_flags(list(flags))[0] for flags in listed.flags)):
-        raise ConfigError("compare needs a config: --config CONFIG (or --grid config=[A,B], or a --config in every "
-                          "cell of --cells)")
+    if (
+        not has_config
+        and not any(axis.key == CONFIG_KEY for axis in axes)
+        and not (listed and all(split_config_flags(list(flags))[0] for flags in listed.flags))
+    ):
+        raise ConfigError(
+            "compare needs a config: --config CONFIG (or --grid config=[A,B], or a --config in every cell of --cells)"
+        )
     name = options.name or default_name(run_args, axes)
     seeds = list(range(options.first_seed, options.first_seed + options.seeds))
-    spec = Spec(name=name, folder=comparison_folder(name).resolve(), run_args=run_args, axes=axes, seeds=seeds,
-                test_args=list(options.test_override), test_ckpt=options.test_ckpt)
+    spec = Spec(
+        name=name,
+        folder=comparison_folder(name).resolve(),
+        run_args=run_args,
+        axes=axes,
+        seeds=seeds,
+        test_args=list(options.test_override),
+        test_ckpt=options.test_ckpt,
+    )
     spec.baseline = spec.cell(options.baseline) if options.baseline else (spec.cells[0] if spec.cells else None)
     return spec
 
@@ -184,26 +274,49 @@ def max_epochs(resolved_yaml: str) -> Optional[int]:
 def plans(spec: Spec) -> list[RunPlan]:
     """Every run, seed by seed (all cells of a seed before the next seed): a comparison stopped
     half-way has about as many runs of every cell."""
-    return [RunPlan(cell=cell.name, label=cell.label, seed=seed, run_dir=str(spec.run_dir(cell, seed)),
-                    fit_args=fit_arguments(cell.config_args, spec.run_args, cell.args), test_args=spec.test_args,
-                    test_ckpt=spec.test_ckpt, group=spec.name)
-            for seed in spec.seeds for cell in spec.cells]
+    return [
+        RunPlan(
+            cell=cell.name,
+            label=cell.label,
+            seed=seed,
+            run_dir=str(spec.run_dir(cell, seed)),
+            fit_args=fit_arguments(cell.config_args, spec.run_args, cell.args),
+            test_args=spec.test_args,
+            test_ckpt=spec.test_ckpt,
+            group=spec.name,
+        )
+        for seed in spec.seeds
+        for cell in spec.cells
+    ]
 
 
 def report(spec: Spec, options: argparse.Namespace) -> results.Summary:
     records, missing = results.collect(spec.run_dir, spec.cells, spec.seeds)
-    summary = results.summarize(spec.name, spec.cells, records, spec.keys, spec.seeds, missing, metric=options.metric,
-                                patterns=options.metrics, baseline=spec.baseline, train_metric=options.train_metric)
+    summary = results.summarize(
+        spec.name,
+        spec.cells,
+        records,
+        spec.keys,
+        spec.seeds,
+        missing,
+        metric=options.metric,
+        patterns=options.metrics,
+        baseline=spec.baseline,
+        train_metric=options.train_metric,
+    )
     if options.metric and summary.metrics and options.metric not in summary.metrics:
-        raise ConfigError(f"--metric {options.metric}: the runs logged no such test metric; they logged "
-                          f"{', '.join(summary.metrics)}")
+        raise ConfigError(
+            f"--metric {options.metric}: the runs logged no such test metric; they logged {', '.join(summary.metrics)}"
+        )
     paths = results.write(summary, spec.folder)
     images = plots.plot(summary, spec.folder) if any(records.values()) else []
     print("\n" + results.markdown(summary), flush=True)
     print(f"Written: {', '.join(str(p) for p in [*paths.values(), *images])}", flush=True)
     if spec.wandb_project and images:
         try:
-            where = plots.log_to_wandb(summary, spec.folder, spec.wandb_project, spec.name, images, paths["results.csv"])
+            where = plots.log_to_wandb(
+                summary, spec.folder, spec.wandb_project, spec.name, images, paths["results.csv"]
+            )
             print(f"W&B: the tables and plots are logged in the group {spec.name} ({where})", flush=True)
         except Exception as err:  # the tables are written; W&B is a copy
             print(f"warning: could not log the comparison to W&B: {type(err).__name__}: {err}", file=sys.stderr)
@@ -233,30 +346,39 @@ def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
     if options.sweep:
         spec.save()
         path = sweep.write(spec)
-        print(f"W&B sweep of {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s): {path}\n"
-              f"  wandb sweep {path}\n  wandb agent <entity>/<project>/<sweep id>     # on every machine\n"
-              f"then, where the run folders are: the same compare command with --report")
+        print(
+            f"W&B sweep of {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s): {path}\n"
+            f"  wandb sweep {path}\n  wandb agent <entity>/<project>/<sweep id>     # on every machine\n"
+            f"then, where the run folders are: the same compare command with --report"
+        )
         return None
     all_plans = plans(spec)
     if options.dry_run:
         for plan in all_plans:
-            print(f"{plan.key} ({state(Path(plan.run_dir))}): python -m framework fit {' '.join(plan.fit_args)} "
-                  f"--seed_everything={plan.seed} --run_dir={plan.run_dir}")
+            print(
+                f"{plan.key} ({state(Path(plan.run_dir))}): python -m framework fit {' '.join(plan.fit_args)} "
+                f"--seed_everything={plan.seed} --run_dir={plan.run_dir}"
+            )
         return None
     outcome: list[RunResult] = []
     if not options.report:
         spec.save()
         todo = [p for p in all_plans if state(Path(p.run_dir)) != "done"]
-        print(f"Comparison {spec.name}: {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s) = {len(all_plans)} runs, "
-              f"{len(all_plans) - len(todo)} finished already; running {len(todo)} ({options.executor}) in {spec.folder}",
-              flush=True)
+        print(
+            f"Comparison {spec.name}: {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s) = {len(all_plans)} runs, "
+            f"{len(all_plans) - len(todo)} finished already; running {len(todo)} ({options.executor}) in {spec.folder}",
+            flush=True,
+        )
         outcome = run(spec, options, todo) if todo else []
     summary = report(spec, options)
     if summary.missing:
         names = f"{', '.join(summary.missing[:5])}{' ...' if len(summary.missing) > 5 else ''}"
         if options.report:  # the tables of what finished are what --report asks for
-            print(f"note: {len(summary.missing)} run(s) not finished ({names}); the tables count the finished ones",
-                  file=sys.stderr, flush=True)
+            print(
+                f"note: {len(summary.missing)} run(s) not finished ({names}); the tables count the finished ones",
+                file=sys.stderr,
+                flush=True,
+            )
             return summary
         explain_failures(outcome, summary.missing)
         raise SystemExit(1)
@@ -274,16 +396,25 @@ def run(spec: Spec, options: argparse.Namespace, todo: list[RunPlan]) -> list[Ru
                 outcome = executors.run_local(todo, options.jobs, progress)
     except executors.GridStopped as stop:
         ended = stop.results
-        print(f"stopped after {time.perf_counter() - start:.0f} s: {sum(r.ok for r in ended)} run(s) done, "
-              f"{sum(not r.ok and not r.stopped for r in ended)} failed, {sum(r.stopped for r in ended)} stopped, "
-              f"{len(todo) - len(ended)} not started", flush=True)
+        print(
+            f"stopped after {time.perf_counter() - start:.0f} s: {sum(r.ok for r in ended)} run(s) done, "
+            f"{sum(not r.ok and not r.stopped for r in ended)} failed, {sum(r.stopped for r in ended)} stopped, "
+            f"{len(todo) - len(ended)} not started",
+            flush=True,
+        )
         report(spec, options)
-        print("The table counts the finished runs. To go on, run the same command again: finished runs are not run "
-              "again, and stopped fits resume from their last.ckpt.", file=sys.stderr, flush=True)
+        print(
+            "The table counts the finished runs. To go on, run the same command again: finished runs are not run "
+            "again, and stopped fits resume from their last.ckpt.",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(130) from None
     failed = [r for r in outcome if not r.ok]
-    print(f"{len(outcome) - len(failed)} run(s) done, {len(failed)} failed, in {time.perf_counter() - start:.0f} s",
-          flush=True)
+    print(
+        f"{len(outcome) - len(failed)} run(s) done, {len(failed)} failed, in {time.perf_counter() - start:.0f} s",
+        flush=True,
+    )
     return outcome
 
 
@@ -303,6 +434,8 @@ def explain_failures(outcome: list[RunResult], missing: list[str]) -> None:
     if retried:
         lines.append(f"{retried} of them were stopped, killed or not run: run the same command again to resume them.")
     if fixed:
-        lines.append(f"{len(fixed)} failed for a reason a rerun does not change: fix the config (or the code), then run "
-                     "the same command again.")
+        lines.append(
+            f"{len(fixed)} failed for a reason a rerun does not change: fix the config (or the code), then run "
+            "the same command again."
+        )
     print("\n".join(lines), file=sys.stderr, flush=True)

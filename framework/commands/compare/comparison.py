@@ -27,17 +27,17 @@ FORMAT = 1
 class Spec:
     name: str
     folder: Path
-    run_args: list[str]               # --config files and overrides given to every fit, in order
+    run_args: list[str]  # --config files and overrides given to every fit, in order
     axes: list[Axis]
     seeds: list[int]
     test_args: list[str] = field(default_factory=list)
     test_ckpt: str = "best"
     resolved: dict[str, str] = field(default_factory=dict)  # cell name -> hash of its resolved config
-    monitor: Optional[str] = None     # the task's checkpoint metric (val/acc ...), from the resolved config
+    monitor: Optional[str] = None  # the task's checkpoint metric (val/acc ...), from the resolved config
     mode: Optional[str] = None
     wandb_project: Optional[str] = None  # set when the runs log to W&B
     cells: list[Cell] = field(default_factory=list)
-    baseline: Optional[Cell] = None   # the cell of the significance test (not part of the spec)
+    baseline: Optional[Cell] = None  # the cell of the significance test (not part of the spec)
     max_epochs: dict[str, Optional[int]] = field(default_factory=dict)  # by cell, for the progress (not part of it)
     search: dict[str, str] = field(default_factory=dict)  # --search: key -> its space; the cells are its trials
 
@@ -61,12 +61,23 @@ class Spec:
         raise ConfigError(f"{flag} {text}: no such cell; the cells are {', '.join(c.label for c in self.cells)}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "name": self.name, "run_args": self.run_args,
-                "grid": [axis.as_dict() for axis in self.axes], "test_args": self.test_args,
-                "test_ckpt": self.test_ckpt, "resolved_configs": self.resolved, "seeds": self.seeds,
-                "monitor": self.monitor, "mode": self.mode, "wandb_project": self.wandb_project,
-                "cells": [] if self.search else [{"name": c.name, "label": c.label, "values": c.values} for c in self.cells],
-                **({"search": self.search} if self.search else {})}
+        return {
+            "format": FORMAT,
+            "name": self.name,
+            "run_args": self.run_args,
+            "grid": [axis.as_dict() for axis in self.axes],
+            "test_args": self.test_args,
+            "test_ckpt": self.test_ckpt,
+            "resolved_configs": self.resolved,
+            "seeds": self.seeds,
+            "monitor": self.monitor,
+            "mode": self.mode,
+            "wandb_project": self.wandb_project,
+            "cells": []
+            if self.search
+            else [{"name": c.name, "label": c.label, "values": c.values} for c in self.cells],
+            **({"search": self.search} if self.search else {}),
+        }
 
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -82,10 +93,14 @@ def comparison_folder(name: str) -> Path:
 def default_name(run_args: list[str], axes: list[Axis]) -> str:
     """``<first config's name>-<grid keys>``: ``ccnet-attention``, ``demo-attention-lr``."""
     configs = [Path(v).stem for axis in axes if axis.key == "config" for v in axis.values[:1]]
-    configs += [Path(v).stem for axis in axes if axis.key == CELLS_KEY for v in split_config_flags(list(axis.flags[0]))[0][1::2]]
+    configs += [
+        Path(v).stem for axis in axes if axis.key == CELLS_KEY for v in split_config_flags(list(axis.flags[0]))[0][1::2]
+    ]
     configs += [Path(run_args[i + 1]).stem for i, a in enumerate(run_args[:-1]) if a in ("--config", "-c")]
     configs += [Path(a.split("=", 1)[1]).stem for a in run_args if a.startswith("--config=")]
-    parts = [configs[0] if configs else "compare"] + [axis.key.rsplit(".", 1)[-1] for axis in axes if axis.key != "config"]
+    parts = [configs[0] if configs else "compare"] + [
+        axis.key.rsplit(".", 1)[-1] for axis in axes if axis.key != "config"
+    ]
     if any(axis.key == "config" for axis in axes):
         parts.append("configs")
     return "-".join(parts)
@@ -107,19 +122,25 @@ def check_resumable(spec: Spec) -> None:
     saved = load(spec.folder)
     if not saved:
         if (spec.folder / "runs").is_dir():
-            raise ConfigError(f"{spec.folder} holds runs but no readable {SPEC_FILE}: it was not made by this "
-                              "command; choose another --name")
+            raise ConfigError(
+                f"{spec.folder} holds runs but no readable {SPEC_FILE}: it was not made by this "
+                "command; choose another --name"
+            )
         return
     here = spec.as_dict()
     where = f"{spec.folder} was made with"
     hint = "; resume it with the same arguments, or choose another --name (or remove the folder)"
     if saved.get("search", {}) != here.get("search", {}):
-        spaces = [" ".join(f"--search {k}={v}" for k, v in spec.get("search", {}).items()) or "no --search"
-                  for spec in (saved, here)]
+        spaces = [
+            " ".join(f"--search {k}={v}" for k, v in spec.get("search", {}).items()) or "no --search"
+            for spec in (saved, here)
+        ]
         raise ConfigError(f"{where} {spaces[0]}, here {spaces[1]}{hint}")
     if saved.get("run_args") != here["run_args"]:
-        raise ConfigError(f"{where} the run arguments {' '.join(saved.get('run_args', []))!r}, not "
-                          f"{' '.join(here['run_args'])!r}{hint}")
+        raise ConfigError(
+            f"{where} the run arguments {' '.join(saved.get('run_args', []))!r}, not "
+            f"{' '.join(here['run_args'])!r}{hint}"
+        )
     old = {g["key"]: g["values"] for g in saved.get("grid", [])}
     new = {g["key"]: g["values"] for g in here["grid"]}
     for key in sorted(set(old) | set(new)):
@@ -130,7 +151,9 @@ def check_resumable(spec: Spec) -> None:
         if [value_text(v) for v in old[key]] != [value_text(v) for v in new[key]]:
             flag = "--cells" if key == CELLS_KEY else f"--grid {key}="
             raise ConfigError(f"{where} {flag}{_list(old[key])}, here {_list(new[key])}{hint}")
-    listed = [({g["key"]: g.get("flags") for g in grid}).get(CELLS_KEY) for grid in (saved.get("grid", []), here["grid"])]
+    listed = [
+        ({g["key"]: g.get("flags") for g in grid}).get(CELLS_KEY) for grid in (saved.get("grid", []), here["grid"])
+    ]
     if listed[0] != listed[1]:
         changed = [name for name, a, b in zip(new.get(CELLS_KEY, []), *listed) if a != b]
         raise ConfigError(f"{where} other flags for the cell(s) {', '.join(changed)} of --cells{hint}")
@@ -143,8 +166,9 @@ def check_resumable(spec: Spec) -> None:
     for cell, digest in here["resolved_configs"].items():
         before = saved.get("resolved_configs", {}).get(cell)
         if before and before != digest:
-            raise ConfigError(f"{where} another resolved config for the cell {cell} (a config file it reads has "
-                              f"changed since){hint}")
+            raise ConfigError(
+                f"{where} another resolved config for the cell {cell} (a config file it reads has changed since){hint}"
+            )
 
 
 def _list(values: list) -> str:

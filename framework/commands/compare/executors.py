@@ -28,9 +28,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterable, Optional, Protocol
+from typing import Optional, Protocol
 
 import submitit
 import yaml
@@ -72,8 +73,12 @@ def free_gpus() -> list[str]:
     if not shutil.which("nvidia-smi"):
         return []
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     gpus = []
@@ -107,7 +112,7 @@ def run_local(plans: list[RunPlan], jobs: Optional[int], watcher: Watcher) -> li
     """Run the plans on ``jobs`` warm local workers; results in the order the runs end."""
     slots, threads = local_slots(jobs)
     results: list[RunResult] = []
-    with Pool(slots[:max(1, len(plans))], threads) as pool:
+    with Pool(slots[: max(1, len(plans))], threads) as pool:
         futures = {pool.submit(plan, watcher.started): plan for plan in plans}
         pending = set(futures)
 
@@ -125,8 +130,12 @@ def run_local(plans: list[RunPlan], jobs: Optional[int], watcher: Watcher) -> li
             for future in futures:
                 future.cancel()
             running = pool.stop()
-            print(f"\nstopping the comparison: {running} running run(s) got SIGTERM and save a resumable "
-                  "last.ckpt (Ctrl-C again: kill them now)", file=sys.stderr, flush=True)
+            print(
+                f"\nstopping the comparison: {running} running run(s) got SIGTERM and save a resumable "
+                "last.ckpt (Ctrl-C again: kill them now)",
+                file=sys.stderr,
+                flush=True,
+            )
             while pending:
                 try:
                     collect()
@@ -176,8 +185,9 @@ def submitit_parameters(flags: Iterable[str]) -> dict:
     return parameters
 
 
-def run_submitit(plans: list[RunPlan], folder: Path, jobs: Optional[int], flags: list[str],
-                 watcher: Watcher) -> list[RunResult]:
+def run_submitit(
+    plans: list[RunPlan], folder: Path, jobs: Optional[int], flags: list[str], watcher: Watcher
+) -> list[RunResult]:
     """One job per run in a submitit job array (SLURM, or submitit's local executor)."""
     parameters = submitit_parameters(flags)
     cluster = parameters.pop("cluster", None)
@@ -202,8 +212,11 @@ def run_submitit(plans: list[RunPlan], folder: Path, jobs: Optional[int], flags:
     if executor.cluster == "local":  # submitit's local executor starts every job at once: keep `jobs` going
         return _rolling(executor, plans, jobs or len(plans), folder, watcher)
     submitted = executor.map_array(Job(), [asdict(plan) for plan in plans])
-    print(f"submitted a job array of {len(submitted)} job(s) to {executor.cluster} (first id {submitted[0].job_id}); "
-          f"their files are in {folder / 'submitit'}", flush=True)
+    print(
+        f"submitted a job array of {len(submitted)} job(s) to {executor.cluster} (first id {submitted[0].job_id}); "
+        f"their files are in {folder / 'submitit'}",
+        flush=True,
+    )
     results = []
     try:
         for plan, job in zip(plans, submitted):
@@ -229,8 +242,14 @@ def _result(plan: RunPlan, job, folder: Path) -> RunResult:
         return RunResult(**job.result())
     except Exception as err:  # the job itself died (timeout, node failure, cancelled)
         lines = str(err).strip().splitlines() or [""]
-        return RunResult(plan.key, False, "job", error=f"{type(err).__name__}: {lines[-1][:300]}",
-                         log=str(folder / "submitit" / str(job.job_id)), retry=True)
+        return RunResult(
+            plan.key,
+            False,
+            "job",
+            error=f"{type(err).__name__}: {lines[-1][:300]}",
+            log=str(folder / "submitit" / str(job.job_id)),
+            retry=True,
+        )
 
 
 def _rolling(executor, plans: list[RunPlan], jobs: int, folder: Path, watcher: Watcher) -> list[RunResult]:

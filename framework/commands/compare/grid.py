@@ -45,7 +45,7 @@ class Axis:
 
     key: str
     values: tuple
-    flags: tuple = ()     # --cells only: the flags of each value, in order
+    flags: tuple = ()  # --cells only: the flags of each value, in order
 
     def as_dict(self) -> dict:
         listed = {"flags": [list(f) for f in self.flags]} if self.flags else {}
@@ -57,10 +57,10 @@ class Cell:
     """One point of the grid: a value per key; its runs differ only in the seed."""
 
     values: dict[str, Any]
-    name: str = ""          # folder name, unique in the grid: "attention=criss_cross"
-    label: str = ""         # shown in tables: "criss_cross" (one key) or "attention=danet, lr=0.01"
-    args: list[str] = field(default_factory=list)          # command-line flags of the cell's values
-    config_args: list[str] = field(default_factory=list)   # --config of a `config` grid key, put first
+    name: str = ""  # folder name, unique in the grid: "attention=criss_cross"
+    label: str = ""  # shown in tables: "criss_cross" (one key) or "attention=danet, lr=0.01"
+    args: list[str] = field(default_factory=list)  # command-line flags of the cell's values
+    config_args: list[str] = field(default_factory=list)  # --config of a `config` grid key, put first
 
     def matches(self, text: str) -> bool:
         """Whether ``text`` names this cell: its label, folder name, or one of its values."""
@@ -79,7 +79,9 @@ def parse_axis(flag: str) -> Axis:
     key, sep, text = flag.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ConfigError(f"--grid {flag}: expected KEY=[value,value,...], for example --grid model.attention=[cbam,none]")
+        raise ConfigError(
+            f"--grid {flag}: expected KEY=[value,value,...], for example --grid model.attention=[cbam,none]"
+        )
     if key.startswith("--"):
         key = key[2:]
     if not KEY_PATTERN.match(key):
@@ -87,7 +89,9 @@ def parse_axis(flag: str) -> Axis:
     if key in ("seed_everything", "run_dir", "ckpt_path"):
         raise ConfigError(f"--grid {key}: set by compare itself for every run (use --seeds for seeds)")
     if key == CELLS_KEY:
-        raise ConfigError(f"--grid {CELLS_KEY}: list cells with --cells 'NAME: FLAGS' (the key {CELLS_KEY} is compare's)")
+        raise ConfigError(
+            f"--grid {CELLS_KEY}: list cells with --cells 'NAME: FLAGS' (the key {CELLS_KEY} is compare's)"
+        )
     text = text.strip()
     if not text:
         raise ConfigError(f"--grid {key}: no values given; expected {key}=[value,value,...]")
@@ -95,8 +99,10 @@ def parse_axis(flag: str) -> Axis:
         values = yaml.safe_load(text) if text.startswith("[") else [_scalar(text)]
     except yaml.YAMLError as err:
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfigError(f"--grid {key}: the values {text} are not a YAML list ({problem}); quote values that "
-                          "hold commas or brackets: [ 'a,b', c ]") from None
+        raise ConfigError(
+            f"--grid {key}: the values {text} are not a YAML list ({problem}); quote values that "
+            "hold commas or brackets: [ 'a,b', c ]"
+        ) from None
     if not isinstance(values, list):
         values = [values]
     if not values:
@@ -132,8 +138,10 @@ def parse_cells(items: list[str]) -> Optional[Axis]:
         elif Path(item).suffix in (".yaml", ".yml"):
             entries = _cells_file(Path(item))
         else:
-            raise ConfigError(f"--cells {item!r}: expected 'NAME: FLAGS', for example "
-                              "'baseline: --config domains/demo/demo.yaml --model.attention=none', or a YAML file")
+            raise ConfigError(
+                f"--cells {item!r}: expected 'NAME: FLAGS', for example "
+                "'baseline: --config domains/demo/demo.yaml --model.attention=none', or a YAML file"
+            )
         for name, flags in entries.items():
             name = str(name).strip()
             if not name:
@@ -154,8 +162,10 @@ def _cells_file(path: Path) -> dict:
     except yaml.YAMLError as err:
         raise ConfigError(f"--cells {path}: not YAML ({getattr(err, 'problem', None) or err})") from None
     if not isinstance(entries, dict) or not entries:
-        raise ConfigError(f"--cells {path}: expected a mapping of cell names to their flags, for example\n"
-                          "  baseline: --config domains/demo/demo.yaml --model.attention=none")
+        raise ConfigError(
+            f"--cells {path}: expected a mapping of cell names to their flags, for example\n"
+            "  baseline: --config domains/demo/demo.yaml --model.attention=none"
+        )
     return entries
 
 
@@ -221,15 +231,16 @@ def _folder(text: str) -> str:
     safe = SAFE.sub("_", text)
     if safe != text or len(safe) > MAX_FOLDER:
         digest = hashlib.sha1(text.encode()).hexdigest()[:8]
-        safe = f"{safe[:MAX_FOLDER - 9]}-{digest}"
+        safe = f"{safe[: MAX_FOLDER - 9]}-{digest}"
     return safe
 
 
 def cells(axes: list[Axis]) -> list[Cell]:
     """The product of the axes, in order (the first key varies slowest); one cell without axes."""
     keys = [axis.key for axis in axes]
-    listed = {axis.values[i]: list(axis.flags[i]) for axis in axes if axis.key == CELLS_KEY
-              for i in range(len(axis.values))}
+    listed = {
+        axis.values[i]: list(axis.flags[i]) for axis in axes if axis.key == CELLS_KEY for i in range(len(axis.values))
+    }
     result = []
     for combination in itertools.product(*(axis.values for axis in axes)):
         values = dict(zip(keys, combination))

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..status_line import StatusLine, duration
 from ...runs import read_summary
+from ..status_line import StatusLine, duration
 from .runner import TEST_FOLDER, RunPlan, RunResult, state
 
 #: Running runs named in the status line (the others are counted).
@@ -63,7 +63,7 @@ class GridProgress:
     def close(self) -> None:
         self.line.close()
 
-    def __enter__(self) -> "GridProgress":
+    def __enter__(self) -> GridProgress:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -78,7 +78,9 @@ class GridProgress:
         names = [f"{plan.label} seed {plan.seed} {self._stage(plan, epochs[plan.key])}" for plan, *_ in running[:NAMED]]
         parts = [f"{done}/{self.total} runs done" + (f" ({failed} failed)" if failed else "")]
         if running:
-            parts.append("running: " + ", ".join(names) + (f" +{len(running) - NAMED} more" if len(running) > NAMED else ""))
+            parts.append(
+                "running: " + ", ".join(names) + (f" +{len(running) - NAMED} more" if len(running) > NAMED else "")
+            )
         eta = self.eta(now, running, epochs)
         parts.append(f"ETA {duration(eta)}" if eta is not None else "ETA after the first epoch")
         return " · ".join(parts)
@@ -89,8 +91,9 @@ class GridProgress:
         most = self.max_epochs.get(plan.cell)
         return f"epoch {min(epochs + 1, most)}/{most}" if most else f"epoch {epochs + 1}"
 
-    def eta(self, now: float, running: list[tuple[RunPlan, float, int]],
-            epochs: dict[str, Optional[int]]) -> Optional[float]:
+    def eta(
+        self, now: float, running: list[tuple[RunPlan, float, int]], epochs: dict[str, Optional[int]]
+    ) -> Optional[float]:
         """Seconds until the grid is done (see the module's docstring); None before it can tell."""
         queued = self.total - self.done - len(running)
         typical = statistics.median(self.fits) if self.fits else None
@@ -130,5 +133,9 @@ def run_line(plan: RunPlan, result: RunResult, done: int, total: int) -> str:
         return f"{head}: FAILED: {result.error}" + (f"; log: {result.log}" if result.log else "")
     test = read_summary(Path(plan.run_dir) / TEST_FOLDER).get("test", {}).get("metrics", {})
     monitor = read_summary(Path(plan.run_dir)).get("fit", {}).get("monitor") or ""
-    key = f"test/{monitor[4:]}" if monitor.startswith("val/") and f"test/{monitor[4:]}" in test else next(iter(test), None)
+    key = (
+        f"test/{monitor[4:]}"
+        if monitor.startswith("val/") and f"test/{monitor[4:]}" in test
+        else next(iter(test), None)
+    )
     return f"{head}: {result.did} in {result.seconds:.0f} s" + (f", {key} {test[key]:.4f}" if key else "")

@@ -33,7 +33,12 @@ def metric_figure(summary: Summary) -> Any:
             mean = sum(values) / len(values)
             std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
             ax.errorbar([x + 0.15], [mean], yerr=[std], fmt="o", color="tab:red", capsize=4, zorder=3)
-        ax.set_xticks(range(len(labels)), labels, rotation=30 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
+        ax.set_xticks(
+            range(len(labels)),
+            labels,
+            rotation=30 if len(labels) > 3 else 0,
+            ha="right" if len(labels) > 3 else "center",
+        )
         ax.set_xlim(-0.5, len(labels) - 0.5)
         ax.set_xlabel("cell")
         ax.set_ylabel(metric)
@@ -56,8 +61,10 @@ def _curve(records, key: str, history: str) -> tuple[list[int], list[float], lis
                 by_epoch.setdefault(int(entry["epoch"]), []).append(entry[key])
     epochs = sorted(by_epoch)
     means = [sum(by_epoch[e]) / len(by_epoch[e]) for e in epochs]
-    stds = [(sum((v - m) ** 2 for v in by_epoch[e]) / (len(by_epoch[e]) - 1)) ** 0.5 if len(by_epoch[e]) > 1 else 0.0
-            for e, m in zip(epochs, means)]
+    stds = [
+        (sum((v - m) ** 2 for v in by_epoch[e]) / (len(by_epoch[e]) - 1)) ** 0.5 if len(by_epoch[e]) > 1 else 0.0
+        for e, m in zip(epochs, means)
+    ]
     return epochs, means, stds
 
 
@@ -65,8 +72,9 @@ def curves_figure(summary: Summary) -> Any:
     """Learning curves per cell: the validation metric the checkpoints follow, validation and
     training loss, against the epoch; mean over seeds (a dot per epoch, so that one epoch
     shows), shaded +- std. None without histories."""
-    panels = [(k, h) for k, h in ((summary.monitor, "history"), ("val/loss", "history"), ("train/loss", "train_history"))
-              if k]
+    panels = [
+        (k, h) for k, h in ((summary.monitor, "history"), ("val/loss", "history"), ("train/loss", "train_history")) if k
+    ]
     panels = list(dict.fromkeys(panels))
     records = [r for rs in summary.records.values() for r in rs]
     panels = [(k, h) for k, h in panels if any(k in e for r in records for e in r.fit.get(h) or [])]
@@ -87,8 +95,13 @@ def curves_figure(summary: Summary) -> Any:
             xs = [e + 1 for e in epochs]
             last = max(last, xs[-1])
             ax.plot(xs, means, label=cell.label, color=colors(i % 10), marker="o", markersize=4)  # one epoch: a dot
-            ax.fill_between(xs, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)],
-                            color=colors(i % 10), alpha=0.15)
+            ax.fill_between(
+                xs,
+                [m - s for m, s in zip(means, stds)],
+                [m + s for m, s in zip(means, stds)],
+                color=colors(i % 10),
+                alpha=0.15,
+            )
         ax.set_xlabel("epoch")
         ax.set_xlim(0.5, last + 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
@@ -118,8 +131,9 @@ def plot(summary: Summary, folder: Path) -> list[Path]:
     return [p for p in made if p is not None]
 
 
-def log_to_wandb(summary: Summary, folder: Path, project: str, group: str, images: list[Path],
-                 results_csv: Path) -> Optional[str]:
+def log_to_wandb(
+    summary: Summary, folder: Path, project: str, group: str, images: list[Path], results_csv: Path
+) -> Optional[str]:
     """Log the pictures and the table as one W&B run of the comparison's group; where it went."""
     import csv
 
@@ -127,8 +141,14 @@ def log_to_wandb(summary: Summary, folder: Path, project: str, group: str, image
 
     from ...loggers import WandbLogger
 
-    logger = WandbLogger(name=f"{group}/comparison", save_dir=str(folder), project=project, group=group,
-                         job_type="compare", id=f"compare-{group}"[-64:])
+    logger = WandbLogger(
+        name=f"{group}/comparison",
+        save_dir=str(folder),
+        project=project,
+        group=group,
+        job_type="compare",
+        id=f"compare-{group}"[-64:],
+    )
     run = logger.experiment
     rows = list(csv.DictReader(results_csv.open()))
     payload = {f"compare/{p.stem}": wandb.Image(str(p)) for p in images}

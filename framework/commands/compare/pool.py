@@ -26,8 +26,9 @@ import os
 import queue
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Callable, Optional
+from typing import Optional
 
 from ...runs import RUN_DIR_ENV
 from ...warm_process import WarmProcess
@@ -59,8 +60,12 @@ class Worker:
         self.start()
 
     def start(self) -> None:
-        self.process = WarmProcess("framework.commands.compare.worker", env=worker_environment(self.gpu, self.threads),
-                                   own_group=True, name="compare-worker").start()
+        self.process = WarmProcess(
+            "framework.commands.compare.worker",
+            env=worker_environment(self.gpu, self.threads),
+            own_group=True,
+            name="compare-worker",
+        ).start()
 
     def alive(self) -> bool:
         return self.process is not None and self.process.alive()
@@ -100,15 +105,16 @@ class Pool:
 
     def __init__(self, slots: list[Optional[str]], threads: Optional[int]) -> None:
         self.workers = [Worker(gpu, threads) for gpu in slots]
-        self.free: "queue.Queue[Worker]" = queue.Queue()
+        self.free: queue.Queue[Worker] = queue.Queue()
         for worker in self.workers:
             self.free.put(worker)
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._threads = concurrent.futures.ThreadPoolExecutor(len(self.workers))
 
-    def submit(self, plan: RunPlan, started: Callable[[RunPlan], None] = lambda plan: None
-               ) -> "concurrent.futures.Future[RunResult]":
+    def submit(
+        self, plan: RunPlan, started: Callable[[RunPlan], None] = lambda plan: None
+    ) -> concurrent.futures.Future[RunResult]:
         """The run's future result; ``started(plan)`` is called when a worker takes it."""
         return self._threads.submit(self._work, plan, started)
 
@@ -147,7 +153,7 @@ class Pool:
         for worker in self.workers:
             worker.close()
 
-    def __enter__(self) -> "Pool":
+    def __enter__(self) -> Pool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,8 +10,11 @@ def make_pruner(name: str):
     """Optuna's pruner named by ``--pruner``: median, hyperband or none."""
     import optuna
 
-    return {"median": optuna.pruners.MedianPruner, "hyperband": optuna.pruners.HyperbandPruner,
-            "none": optuna.pruners.NopPruner}[name]()
+    return {
+        "median": optuna.pruners.MedianPruner,
+        "hyperband": optuna.pruners.HyperbandPruner,
+        "none": optuna.pruners.NopPruner,
+    }[name]()
 
 
 def pruning_cli(pruning: dict):
@@ -22,8 +25,9 @@ def pruning_cli(pruning: dict):
 
     from ..fit import FrameworkCLI
 
-    study = optuna.load_study(study_name=pruning["study"], storage=pruning["storage"],
-                              pruner=make_pruner(pruning["pruner"]))
+    study = optuna.load_study(
+        study_name=pruning["study"], storage=pruning["storage"], pruner=make_pruner(pruning["pruner"])
+    )
     callback = PyTorchLightningPruningCallback(optuna.trial.Trial(study, pruning["trial"]), monitor=pruning["monitor"])
 
     class Pruned(FrameworkCLI):

@@ -80,6 +80,7 @@ def collect(folder_of, cells: list[Cell], seeds: list[int]) -> tuple[dict[str, l
 
 # -- statistics ------------------------------------------------------------------------------
 
+
 def mean_std(values: list[float]) -> tuple[float, float]:
     """Mean and sample standard deviation (nan for fewer than 2 values)."""
     values = [v for v in values if v is not None and not math.isnan(v)]
@@ -91,7 +92,7 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 @dataclass
 class Paired:
     n: int
-    delta: float      # mean of (cell - baseline) over the shared seeds
+    delta: float  # mean of (cell - baseline) over the shared seeds
     t: float
     p: float
 
@@ -136,6 +137,7 @@ def training_metric(records: list[Record], chosen: Optional[str] = None) -> Opti
 
 # -- the table -------------------------------------------------------------------------------
 
+
 @dataclass
 class Summary:
     name: str
@@ -144,9 +146,9 @@ class Summary:
     keys: list[str]
     seeds: list[int]
     missing: list[str] = field(default_factory=list)
-    metric: Optional[str] = None          # the primary test metric (significance, best-of-N)
-    metrics: list[str] = field(default_factory=list)   # all test metrics, in a stable order
-    shown: list[str] = field(default_factory=list)     # those in the Markdown table
+    metric: Optional[str] = None  # the primary test metric (significance, best-of-N)
+    metrics: list[str] = field(default_factory=list)  # all test metrics, in a stable order
+    shown: list[str] = field(default_factory=list)  # those in the Markdown table
     baseline: Optional[Cell] = None
     train_metric: Optional[str] = None
     monitor: Optional[str] = None
@@ -162,9 +164,18 @@ def primary_metric(monitor: Optional[str], metrics: list[str]) -> Optional[str]:
     return metrics[0] if metrics else None
 
 
-def summarize(name: str, cells: list[Cell], records: dict[str, list[Record]], keys: list[str], seeds: list[int],
-              missing: list[str], metric: Optional[str] = None, patterns: Optional[list[str]] = None,
-              baseline: Optional[Cell] = None, train_metric: Optional[str] = None) -> Summary:
+def summarize(
+    name: str,
+    cells: list[Cell],
+    records: dict[str, list[Record]],
+    keys: list[str],
+    seeds: list[int],
+    missing: list[str],
+    metric: Optional[str] = None,
+    patterns: Optional[list[str]] = None,
+    baseline: Optional[Cell] = None,
+    train_metric: Optional[str] = None,
+) -> Summary:
     everything = [r for rs in records.values() for r in rs]
     seen: dict[str, None] = {}
     for record in everything:
@@ -184,7 +195,11 @@ def summarize(name: str, cells: list[Cell], records: dict[str, list[Record]], ke
     summary.shown = shown
     summary.baseline = baseline or (cells[0] if cells else None)
     summary.train_metric = training_metric(everything, train_metric)
-    base = {r.seed: r.metrics.get(summary.metric) for r in records.get(summary.baseline.name, [])} if summary.baseline else {}
+    base = (
+        {r.seed: r.metrics.get(summary.metric) for r in records.get(summary.baseline.name, [])}
+        if summary.baseline
+        else {}
+    )
     base = {s: v for s, v in base.items() if v is not None}
     for cell in cells:
         runs = records[cell.name]
@@ -201,14 +216,24 @@ def summarize(name: str, cells: list[Cell], records: dict[str, list[Record]], ke
         row["best_epoch_mean"], _ = mean_std([r.fit.get("best_epoch") for r in runs])
         if summary.monitor:
             row[f"best_{summary.monitor}_mean"], row[f"best_{summary.monitor}_std"] = mean_std(
-                [r.fit.get("best_score") for r in runs])
+                [r.fit.get("best_score") for r in runs]
+            )
         if summary.metric and summary.baseline is not None and cell.name != summary.baseline.name:
             values = {r.seed: r.metrics[summary.metric] for r in runs if summary.metric in r.metrics}
             test = summary.paired[cell.name] = paired_test(values, base)
-            row.update({"baseline": summary.baseline.label, f"delta_{summary.metric}": test.delta,
-                        "t": test.t, "p_value": test.p, "n_paired": test.n})
-        chosen = {"val": best_by_validation(runs),
-                  "train": best_by_training(runs, summary.train_metric) if summary.train_metric else None}
+            row.update(
+                {
+                    "baseline": summary.baseline.label,
+                    f"delta_{summary.metric}": test.delta,
+                    "t": test.t,
+                    "p_value": test.p,
+                    "n_paired": test.n,
+                }
+            )
+        chosen = {
+            "val": best_by_validation(runs),
+            "train": best_by_training(runs, summary.train_metric) if summary.train_metric else None,
+        }
         summary.best[cell.name] = chosen
         for protocol, record in chosen.items():
             row[f"best_{protocol}_seed"] = record.seed if record else None
@@ -240,10 +265,12 @@ def markdown(summary: Summary) -> str:
     n_seeds = len(summary.seeds)
     lines.append(f"## {summary.name}")
     lines.append("")
-    lines.append(f"{len(summary.cells)} cell(s) x {n_seeds} seed(s) (seeds {_seeds(summary.seeds)}); test metrics of "
-                 f"each run's checkpoint with the best {summary.monitor or 'validation score'}; mean ± sample std "
-                 "over the seeds; s/epoch = training seconds per epoch (validation excluded), median per run; "
-                 "peak MB = the run's peak memory.")
+    lines.append(
+        f"{len(summary.cells)} cell(s) x {n_seeds} seed(s) (seeds {_seeds(summary.seeds)}); test metrics of "
+        f"each run's checkpoint with the best {summary.monitor or 'validation score'}; mean ± sample std "
+        "over the seeds; s/epoch = training seconds per epoch (validation excluded), median per run; "
+        "peak MB = the run's peak memory."
+    )
     lines.append("")
     base = summary.baseline
     compare = summary.metric and base is not None and len(summary.cells) > 1
@@ -256,24 +283,35 @@ def markdown(summary: Summary) -> str:
         label = cell.label + (" (baseline)" if compare and cell.name == base.name else "")
         cells = [label, str(row["n"])]
         cells += [_pm(row[f"{m}_mean"], row[f"{m}_std"]) for m in summary.shown]
-        cells += [_pm(row["seconds_per_epoch_mean"], row["seconds_per_epoch_std"], 2),
-                  _num(row["peak_memory_mb_mean"], 0), _num(row["epochs_mean"], 1)]
+        cells += [
+            _pm(row["seconds_per_epoch_mean"], row["seconds_per_epoch_std"], 2),
+            _num(row["peak_memory_mb_mean"], 0),
+            _num(row["epochs_mean"], 1),
+        ]
         if compare:
             test = summary.paired.get(cell.name)
-            cells += ["" if test is None else f"{test.delta:+.4f}",
-                      "" if test is None else f"{_p(test.p)} ({test.n})"]
+            cells += ["" if test is None else f"{test.delta:+.4f}", "" if test is None else f"{_p(test.p)} ({test.n})"]
         lines.append("| " + " | ".join(cells) + " |")
     hidden = [m for m in summary.metrics if m not in summary.shown]
     if hidden:
         lines.append("")
-        lines.append(f"{len(hidden)} more test metric(s) in results.csv ({', '.join(hidden[:4])}{' ...' if len(hidden) > 4 else ''}).")
+        lines.append(
+            f"{len(hidden)} more test metric(s) in results.csv ({', '.join(hidden[:4])}{' ...' if len(hidden) > 4 else ''})."
+        )
     if summary.metric and any(any(v is not None for v in chosen.values()) for chosen in summary.best.values()):
         lines.append("")
-        lines.append(f"Best of N: the {', '.join(summary.shown[:3])} of one run per cell, chosen without the test set "
-                     f"(best validation {summary.monitor}; lowest final {summary.train_metric or 'training metric'}).")
+        lines.append(
+            f"Best of N: the {', '.join(summary.shown[:3])} of one run per cell, chosen without the test set "
+            f"(best validation {summary.monitor}; lowest final {summary.train_metric or 'training metric'})."
+        )
         lines.append("")
-        head = ["cell", f"best {summary.monitor}: seed", *summary.shown[:3],
-                f"lowest {summary.train_metric}: seed", *summary.shown[:3]]
+        head = [
+            "cell",
+            f"best {summary.monitor}: seed",
+            *summary.shown[:3],
+            f"lowest {summary.train_metric}: seed",
+            *summary.shown[:3],
+        ]
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
         for cell in summary.cells:
@@ -286,8 +324,10 @@ def markdown(summary: Summary) -> str:
             lines.append("| " + " | ".join(cells) + " |")
     if summary.missing:
         lines.append("")
-        lines.append(f"Not finished ({len(summary.missing)}): {', '.join(summary.missing[:10])}"
-                     f"{' ...' if len(summary.missing) > 10 else ''}")
+        lines.append(
+            f"Not finished ({len(summary.missing)}): {', '.join(summary.missing[:10])}"
+            f"{' ...' if len(summary.missing) > 10 else ''}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -301,12 +341,22 @@ def run_rows(summary: Summary) -> list[dict[str, Any]]:
     rows = []
     for cell in summary.cells:
         for r in summary.records[cell.name]:
-            row: dict[str, Any] = {"cell": cell.label, **{k: value_text(cell.values[k]) for k in summary.keys},
-                                   "seed": r.seed}
+            row: dict[str, Any] = {
+                "cell": cell.label,
+                **{k: value_text(cell.values[k]) for k in summary.keys},
+                "seed": r.seed,
+            }
             row.update({m: r.metrics.get(m) for m in summary.metrics})
-            row.update({"best_score": r.fit.get("best_score"), "best_epoch": r.fit.get("best_epoch"),
-                        "epochs": r.fit.get("epochs"), "seconds_per_epoch": r.seconds_per_epoch,
-                        "peak_memory_mb": r.peak_memory_mb, "fit_wall_seconds": r.fit.get("wall_seconds")})
+            row.update(
+                {
+                    "best_score": r.fit.get("best_score"),
+                    "best_epoch": r.fit.get("best_epoch"),
+                    "epochs": r.fit.get("epochs"),
+                    "seconds_per_epoch": r.seconds_per_epoch,
+                    "peak_memory_mb": r.peak_memory_mb,
+                    "fit_wall_seconds": r.fit.get("wall_seconds"),
+                }
+            )
             if summary.train_metric:
                 row[f"final_{summary.train_metric}"] = r.final_train(summary.train_metric)
             row["run_dir"] = str(r.run_dir)
@@ -322,7 +372,9 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     writer = csv.DictWriter(out, fieldnames=list(fields), lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in row.items()})
+        writer.writerow(
+            {k: ("" if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in row.items()}
+        )
     return out.getvalue()
 
 
@@ -336,7 +388,13 @@ def write(summary: Summary, folder: Path) -> dict[str, Path]:
         tmp.write_text(text)
         tmp.replace(path)
         paths[name] = path
-    write_json_atomically(folder / "results.json", {"metric": summary.metric, "baseline": summary.baseline.label
-                                                    if summary.baseline else None, "cells": summary.rows})
+    write_json_atomically(
+        folder / "results.json",
+        {
+            "metric": summary.metric,
+            "baseline": summary.baseline.label if summary.baseline else None,
+            "cells": summary.rows,
+        },
+    )
     paths["results.json"] = folder / "results.json"
     return paths

@@ -38,9 +38,10 @@ import sys
 import time
 import traceback
 import warnings
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Optional
 
 from ...runs import RUN_DIR_ENV, read_summary
 
@@ -62,9 +63,9 @@ class RunPlan:
     test_args: list[str]
     test_ckpt: str = "best"
     group: str = ""
-    threads: Optional[int] = None     # torch threads of the run; None leaves them as they are
+    threads: Optional[int] = None  # torch threads of the run; None leaves them as they are
     cwd: str = field(default_factory=os.getcwd)
-    pruning: Optional[dict] = None    # an Optuna trial that prunes this fit (see .search.pruning_callback)
+    pruning: Optional[dict] = None  # an Optuna trial that prunes this fit (see .search.pruning_callback)
 
     @property
     def key(self) -> str:
@@ -75,13 +76,13 @@ class RunPlan:
 class RunResult:
     key: str
     ok: bool
-    did: str                          # "fit+test", "test", "resume+test", "nothing"
+    did: str  # "fit+test", "test", "resume+test", "nothing"
     seconds: float = 0.0
     error: str = ""
     log: str = ""
-    retry: bool = False               # a failure that running the run again can fix (it was stopped or killed)
-    stopped: bool = False             # stopped by the comparison itself (Ctrl-C)
-    pruned: bool = False              # stopped early by a search's pruner (a finished outcome, not a failure)
+    retry: bool = False  # a failure that running the run again can fix (it was stopped or killed)
+    stopped: bool = False  # stopped by the comparison itself (Ctrl-C)
+    pruned: bool = False  # stopped early by a search's pruner (a finished outcome, not a failure)
 
 
 def state(run_dir: Path) -> str:
@@ -123,7 +124,7 @@ def failure(stage: str, code: int, output: str) -> tuple[str, bool]:
     if said:
         return f"{stage}: {said[-1].removeprefix('error:').strip()}"[:500], False
     if "Traceback (most recent call last):" in lines:
-        after = lines[len(lines) - 1 - lines[::-1].index("Traceback (most recent call last):"):]
+        after = lines[len(lines) - 1 - lines[::-1].index("Traceback (most recent call last):") :]
         raised = [line for line in after if EXCEPTION_LINE.match(line)]
         if raised:
             return f"{stage}: {raised[-1]}"[:500], raised[-1].startswith("KeyboardInterrupt")
@@ -131,6 +132,7 @@ def failure(stage: str, code: int, output: str) -> tuple[str, bool]:
 
 
 # -- one stage, in this process --------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def output_to(path: Path) -> Iterator[None]:
@@ -166,8 +168,11 @@ def isolated(plan: RunPlan, stage: str) -> Iterator[None]:
     from ... import runs
 
     environ, cwd = dict(os.environ), os.getcwd()
-    flags = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark,
-             torch.backends.cudnn.deterministic)
+    flags = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+    )
     os.environ.pop(RUN_DIR_ENV, None)
     if plan.group:
         os.environ["WANDB_RUN_GROUP"] = plan.group  # one W&B group per comparison
@@ -246,8 +251,9 @@ def call(stage: str, args: list[str], plan: RunPlan) -> tuple[int, str]:
         return 1, ""
 
 
-def run_stage(plan: RunPlan, stage: str, args: list[str], log: Path,
-              on_stage: Callable[[str, str, int], None]) -> tuple[Optional[tuple[str, bool]], str]:
+def run_stage(
+    plan: RunPlan, stage: str, args: list[str], log: Path, on_stage: Callable[[str, str, int], None]
+) -> tuple[Optional[tuple[str, bool]], str]:
     """One stage, its output appended to ``log``: None or why it failed and whether a rerun can
     fix it (see :func:`failure`); and the pruner's message when it was pruned. ``on_stage(stage,
     log, offset)`` is told first, where in the log the stage's output starts."""
@@ -278,8 +284,15 @@ def test_args(plan: RunPlan) -> list[str]:
     ckpt = (best if plan.test_ckpt == "best" else last) or best or last
     if not ckpt or not Path(ckpt).is_file():
         ckpt = str(run_dir / "checkpoints" / ("best.ckpt" if plan.test_ckpt == "best" else "last.ckpt"))
-    return ["--config", str(run_dir / "config.yaml"), *QUIET, *plan.test_args, "--ckpt_path", ckpt,
-            f"--run_dir={run_dir / TEST_FOLDER}"]
+    return [
+        "--config",
+        str(run_dir / "config.yaml"),
+        *QUIET,
+        *plan.test_args,
+        "--ckpt_path",
+        ckpt,
+        f"--run_dir={run_dir / TEST_FOLDER}",
+    ]
 
 
 def execute(plan: RunPlan, on_stage: Callable[[str, str, int], None] = lambda *told: None) -> RunResult:
@@ -293,9 +306,16 @@ def execute(plan: RunPlan, on_stage: Callable[[str, str, int], None] = lambda *t
     did: list[str] = []
 
     def failed(why: tuple[str, bool], log: str, pruned: str = "") -> RunResult:
-        return RunResult(plan.key, False, "+".join(did), time.perf_counter() - start,
-                         f"pruned: {pruned}" if pruned else why[0], str(run_dir / log), retry=why[1] and not pruned,
-                         pruned=bool(pruned))
+        return RunResult(
+            plan.key,
+            False,
+            "+".join(did),
+            time.perf_counter() - start,
+            f"pruned: {pruned}" if pruned else why[0],
+            str(run_dir / log),
+            retry=why[1] and not pruned,
+            pruned=bool(pruned),
+        )
 
     if todo == "fit" and run_dir.exists():  # a failed or empty attempt: start again
         shutil.rmtree(run_dir)

@@ -38,16 +38,16 @@ from typing import Any, Optional
 
 import yaml
 
-from ...runs import read_summary
 from ...errors import ConfigError
+from ...runs import read_summary
 from . import executors, results
+from .comparison import Spec, check_resumable, comparison_folder, default_name
 from .grid import KEY_PATTERN, Cell, value_text
+from .grid_status import GridProgress
 from .pool import Pool
 from .pruning import make_pruner
-from .grid_status import GridProgress
 from .resolve import has_key, resolve, wandb_project
 from .runner import RunPlan, RunResult, fit_arguments
-from .comparison import Spec, check_resumable, comparison_folder, default_name
 
 STUDY_FILE = "study.db"
 BEST_FILE = "best.yaml"
@@ -69,7 +69,9 @@ def parse_space(flag: str) -> Space:
 
     key, sep, text = flag.partition("=")
     key, text = key.strip().removeprefix("--"), text.strip()
-    example = "for example --search optimizer.init_args.lr=loguniform(1e-4,1e-2) or --search model.attention=[mhsa,local]"
+    example = (
+        "for example --search optimizer.init_args.lr=loguniform(1e-4,1e-2) or --search model.attention=[mhsa,local]"
+    )
     if not sep or not key or not text:
         raise ConfigError(f"--search {flag}: expected KEY=SPACE, {example}")
     if not KEY_PATTERN.match(key):
@@ -88,8 +90,10 @@ def parse_space(flag: str) -> Space:
         return Space(key, text, CategoricalDistribution(choices))
     found = RANGE.match(text)
     if not found:
-        raise ConfigError(f"--search {key}: {text} is no space; write uniform(A,B), loguniform(A,B), int(A,B), "
-                          "int(A,B,STEP), logint(A,B) or [V1,V2,...]")
+        raise ConfigError(
+            f"--search {key}: {text} is no space; write uniform(A,B), loguniform(A,B), int(A,B), "
+            "int(A,B,STEP), logint(A,B) or [V1,V2,...]"
+        )
     kind, inside = found.groups()
     try:
         numbers = [yaml.safe_load(part) for part in inside.split(",")]
@@ -106,8 +110,10 @@ def parse_space(flag: str) -> Space:
         return Space(key, text, FloatDistribution(numbers[0], numbers[1], log=log))
     except (TypeError, ValueError, yaml.YAMLError) as err:
         bounds = "A <= B" + (", A > 0" if kind.startswith("log") else "")
-        raise ConfigError(f"--search {key}: {text}: expected {kind}(A,B{',STEP' if kind == 'int' else ''}) with "
-                          f"{'integers' if kind in ('int', 'logint') else 'numbers'}, {bounds} ({err})") from None
+        raise ConfigError(
+            f"--search {key}: {text}: expected {kind}(A,B{',STEP' if kind == 'int' else ''}) with "
+            f"{'integers' if kind in ('int', 'logint') else 'numbers'}, {bounds} ({err})"
+        ) from None
 
 
 def parse_spaces(flags: list[str]) -> dict[str, Space]:
@@ -122,6 +128,7 @@ def parse_spaces(flags: list[str]) -> dict[str, Space]:
 
 # -- the study ---------------------------------------------------------------------------------
 
+
 def storage_url(folder: Path) -> str:
     return f"sqlite:///{folder / STUDY_FILE}"
 
@@ -132,11 +139,18 @@ def open_study(spec: Spec, direction: str, pruner: str, first_seed: int):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # compare prints each trial's line itself
-    study = optuna.create_study(study_name=spec.name, storage=storage_url(spec.folder), direction=direction,
-                                pruner=make_pruner(pruner), load_if_exists=True)
+    study = optuna.create_study(
+        study_name=spec.name,
+        storage=storage_url(spec.folder),
+        direction=direction,
+        pruner=make_pruner(pruner),
+        load_if_exists=True,
+    )
     if study.direction.name.lower() != direction:
-        raise ConfigError(f"{spec.folder / STUDY_FILE} was made to {study.direction.name.lower()} its metric, the "
-                          f"task's checkpoint metric is to {direction}: choose another --name")
+        raise ConfigError(
+            f"{spec.folder / STUDY_FILE} was made to {study.direction.name.lower()} its metric, the "
+            f"task's checkpoint metric is to {direction}: choose another --name"
+        )
     study.sampler = optuna.samplers.TPESampler(seed=first_seed + len(study.trials), constant_liar=True)
     return study
 
@@ -144,13 +158,20 @@ def open_study(spec: Spec, direction: str, pruner: str, first_seed: int):
 def trial_cell(number: int, params: dict[str, Any]) -> Cell:
     """A trial as a cell; its label says its values (the key's last part, floats to 3 digits),
     so that the tables and plots show what each trial tried."""
-    said = ", ".join(f"{key.rsplit('.', 1)[-1]}={f'{value:.3g}' if isinstance(value, float) else value_text(value)}"
-                     for key, value in params.items())
-    return Cell(values=dict(params), name=f"trial{number}", label=f"trial {number}" + (f" ({said})" if said else ""),
-                args=[f"--{key}={value_text(value)}" for key, value in params.items()])
+    said = ", ".join(
+        f"{key.rsplit('.', 1)[-1]}={f'{value:.3g}' if isinstance(value, float) else value_text(value)}"
+        for key, value in params.items()
+    )
+    return Cell(
+        values=dict(params),
+        name=f"trial{number}",
+        label=f"trial {number}" + (f" ({said})" if said else ""),
+        args=[f"--{key}={value_text(value)}" for key, value in params.items()],
+    )
 
 
 # -- the command ---------------------------------------------------------------------------------
+
 
 def base_config(run_args: list[str], spaces: dict[str, Space]) -> tuple[dict[str, Any], str]:
     """The comparison's resolved config (with the sizes and the checkpoint metric the data and
@@ -174,9 +195,16 @@ def search(options: argparse.Namespace, run_args: list[str]) -> results.Summary:
         raise ConfigError("compare --search needs a config: --config CONFIG")
     name = options.name or f"{default_name(run_args, [])}-search"
     seeds = list(range(options.first_seed, options.first_seed + options.seeds))
-    spec = Spec(name=name, folder=comparison_folder(name).resolve(), run_args=run_args, axes=[], seeds=seeds,
-                test_args=list(options.test_override), test_ckpt=options.test_ckpt,
-                search={key: space.text for key, space in spaces.items()})
+    spec = Spec(
+        name=name,
+        folder=comparison_folder(name).resolve(),
+        run_args=run_args,
+        axes=[],
+        seeds=seeds,
+        test_args=list(options.test_override),
+        test_ckpt=options.test_ckpt,
+        search={key: space.text for key, space in spaces.items()},
+    )
     config, text = base_config(run_args, spaces)
     checkpoint = config.get("checkpoint") or {}
     spec.monitor, spec.mode = checkpoint.get("monitor"), checkpoint.get("mode") or "min"
@@ -188,17 +216,23 @@ def search(options: argparse.Namespace, run_args: list[str]) -> results.Summary:
     study = open_study(spec, "maximize" if spec.mode == "max" else "minimize", options.pruner, options.first_seed)
     epochs = (config.get("trainer") or {}).get("max_epochs")
     done = len([t for t in study.trials if t.state.is_finished()])
-    print(f"Search {spec.name}: {len(spaces)} key(s), {options.trials} trial(s) x {len(seeds)} seed(s), "
-          f"{done} finished already; TPE, {options.pruner} pruning on {spec.monitor} ({spec.mode}); in {spec.folder}",
-          flush=True)
+    print(
+        f"Search {spec.name}: {len(spaces)} key(s), {options.trials} trial(s) x {len(seeds)} seed(s), "
+        f"{done} finished already; TPE, {options.pruner} pruning on {spec.monitor} ({spec.mode}); in {spec.folder}",
+        flush=True,
+    )
     trials = Trials(spec, options, spaces, study, epochs if isinstance(epochs, int) and epochs > 0 else None)
     try:
         trials.run()
     except executors.GridStopped:
         if study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
             report(spec, options, study, spaces)
-        print("The search is stopped. To go on, run the same command again: its study (study.db) is kept, finished "
-              "trials are not run again, and stopped fits resume from their last.ckpt.", file=sys.stderr, flush=True)
+        print(
+            "The search is stopped. To go on, run the same command again: its study (study.db) is kept, finished "
+            "trials are not run again, and stopped fits resume from their last.ckpt.",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(130) from None
     return report(spec, options, study, spaces)
 
@@ -206,8 +240,9 @@ def search(options: argparse.Namespace, run_args: list[str]) -> results.Summary:
 class Trials:
     """The search's loop: ``--jobs`` trials at once, each its seeds one after another."""
 
-    def __init__(self, spec: Spec, options: argparse.Namespace, spaces: dict[str, Space], study: Any,
-                 epochs: Optional[int]) -> None:
+    def __init__(
+        self, spec: Spec, options: argparse.Namespace, spaces: dict[str, Space], study: Any, epochs: Optional[int]
+    ) -> None:
         from optuna.trial import TrialState
 
         self.spec, self.options, self.spaces, self.study, self.epochs = spec, options, spaces, study, epochs
@@ -235,10 +270,13 @@ class Trials:
         if not left:  # all its trials finished: the tables alone
             return self.results
         slots, threads = executors.local_slots(self.options.jobs)
-        slots = slots[:max(1, min(len(slots), left))]
+        slots = slots[: max(1, min(len(slots), left))]
         max_epochs = {f"trial{n}": self.epochs for n in range(len(self.study.trials) + left)}
-        with GridProgress(left * len(self.spec.seeds), max_epochs, self.options.status_every) as progress, \
-                Pool(slots, threads) as pool, concurrent.futures.ThreadPoolExecutor(len(slots)) as loops:
+        with (
+            GridProgress(left * len(self.spec.seeds), max_epochs, self.options.status_every) as progress,
+            Pool(slots, threads) as pool,
+            concurrent.futures.ThreadPoolExecutor(len(slots)) as loops,
+        ):
             futures = [loops.submit(self.loop, pool, progress) for _ in slots]
             try:
                 for future in concurrent.futures.as_completed(futures):
@@ -246,8 +284,11 @@ class Trials:
             except KeyboardInterrupt:
                 self.stopping.set()
                 running = pool.stop()
-                print(f"\nstopping the search: {running} running run(s) got SIGTERM and save a resumable last.ckpt",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"\nstopping the search: {running} running run(s) got SIGTERM and save a resumable last.ckpt",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 concurrent.futures.wait(futures)
                 raise executors.GridStopped(self.results) from None
         return self.results
@@ -269,11 +310,25 @@ class Trials:
         scores = []
         for index, seed in enumerate(spec.seeds):
             prune = index == 0 and self.options.pruner != "none"
-            plan = RunPlan(cell=cell.name, label=cell.label, seed=seed, run_dir=str(spec.run_dir(cell, seed)),
-                           fit_args=fit_arguments([], spec.run_args, cell.args), test_args=spec.test_args,
-                           test_ckpt=spec.test_ckpt, group=spec.name,
-                           pruning={"storage": storage_url(spec.folder), "study": spec.name, "trial": trial_id,
-                                    "monitor": spec.monitor, "pruner": self.options.pruner} if prune else None)
+            plan = RunPlan(
+                cell=cell.name,
+                label=cell.label,
+                seed=seed,
+                run_dir=str(spec.run_dir(cell, seed)),
+                fit_args=fit_arguments([], spec.run_args, cell.args),
+                test_args=spec.test_args,
+                test_ckpt=spec.test_ckpt,
+                group=spec.name,
+                pruning={
+                    "storage": storage_url(spec.folder),
+                    "study": spec.name,
+                    "trial": trial_id,
+                    "monitor": spec.monitor,
+                    "pruner": self.options.pruner,
+                }
+                if prune
+                else None,
+            )
             result = pool.submit(plan, progress.started).result()
             progress.finished(plan, result)
             with self.lock:
@@ -314,33 +369,51 @@ def report(spec: Spec, options: argparse.Namespace, study: Any, spaces: dict[str
     spec.cells, spec.axes = cells, []
     baseline = next(c for c in cells if c.name == f"trial{best.number}")
     records, missing = results.collect(spec.run_dir, cells, spec.seeds)
-    summary = results.summarize(spec.name, cells, records, list(spaces), spec.seeds, missing, metric=options.metric,
-                                patterns=options.metrics, baseline=baseline, train_metric=options.train_metric)
+    summary = results.summarize(
+        spec.name,
+        cells,
+        records,
+        list(spaces),
+        spec.seeds,
+        missing,
+        metric=options.metric,
+        patterns=options.metrics,
+        baseline=baseline,
+        train_metric=options.train_metric,
+    )
     results.write(summary, spec.folder)
     best_path = write_best(spec, best)
     print("\n" + results.markdown(summary), flush=True)
     for state in (TrialState.PRUNED, TrialState.FAIL):
         trials = study.get_trials(states=(state,))
         if trials:
-            said = ", ".join(f"{t.number}" + (f" ({t.user_attrs['error']})" if t.user_attrs.get("error") else "")
-                             for t in trials[:10])
+            said = ", ".join(
+                f"{t.number}" + (f" ({t.user_attrs['error']})" if t.user_attrs.get("error") else "")
+                for t in trials[:10]
+            )
             print(f"{state.name.lower()}: {len(trials)} trial(s): {said}", flush=True)
     values = ", ".join(f"{k}={value_text(v)}" for k, v in best.params.items())
-    print(f"best: trial {best.number} ({values}), mean best {spec.monitor} over {len(spec.seeds)} seed(s) "
-          f"{best.value:.4f}; its config: {best_path} (python -m framework fit --config {best_path})", flush=True)
+    print(
+        f"best: trial {best.number} ({values}), mean best {spec.monitor} over {len(spec.seeds)} seed(s) "
+        f"{best.value:.4f}; its config: {best_path} (python -m framework fit --config {best_path})",
+        flush=True,
+    )
     return summary
 
 
 def write_best(spec: Spec, trial: Any) -> Path:
     """The best trial's config (its first seed's run's config.yaml, progress bar as by default) as best.yaml."""
-    config = yaml.safe_load((spec.run_dir(trial_cell(trial.number, trial.params), spec.seeds[0]) / "config.yaml")
-                            .read_text())
+    config = yaml.safe_load(
+        (spec.run_dir(trial_cell(trial.number, trial.params), spec.seeds[0]) / "config.yaml").read_text()
+    )
     if not any("enable_progress_bar" in arg for arg in spec.run_args) and isinstance(config.get("trainer"), dict):
         config["trainer"].pop("enable_progress_bar", None)  # compare turned it off in its runs
     values = ", ".join(f"{k}={value_text(v)}" for k, v in trial.params.items())
-    header = (f"# The best trial of the search {spec.name} ({time.strftime('%Y-%m-%d %H:%M')}): trial {trial.number}, "
-              f"{values};\n# mean best {spec.monitor} over seed(s) {', '.join(map(str, spec.seeds))}: {trial.value:.6g}. "
-              f"Train it: python -m framework fit --config <this file>\n")
+    header = (
+        f"# The best trial of the search {spec.name} ({time.strftime('%Y-%m-%d %H:%M')}): trial {trial.number}, "
+        f"{values};\n# mean best {spec.monitor} over seed(s) {', '.join(map(str, spec.seeds))}: {trial.value:.6g}. "
+        f"Train it: python -m framework fit --config <this file>\n"
+    )
     path = spec.folder / BEST_FILE
     path.write_text(header + yaml.safe_dump(config, sort_keys=False))
     return path

@@ -21,8 +21,8 @@ from typing import Any, Optional
 
 import yaml
 
-from .grid import CONFIG_KEY
 from .comparison import Spec
+from .grid import CONFIG_KEY
 
 AGENT_MODULE = "framework.commands.compare.agent"
 
@@ -51,9 +51,11 @@ def definition(spec: Spec, metric: Optional[str] = None, goal: str = "maximize")
 def write(spec: Spec, metric: Optional[str] = None, goal: str = "maximize") -> Path:
     path = spec.folder / "sweep.yaml"
     spec.folder.mkdir(parents=True, exist_ok=True)
-    header = (f"# W&B sweep of the comparison {spec.name}: `wandb sweep {path}`, then `wandb agent <entity>/<project>/"
-              "<sweep id>` on every machine (in the project's folder, its environment active).\n"
-              f"# One sweep run = fit + test of one cell and seed (python -m {AGENT_MODULE}); `--grid config` values "
-              f"({CONFIG_KEY}) are put before the other --config files.\n")
+    header = (
+        f"# W&B sweep of the comparison {spec.name}: `wandb sweep {path}`, then `wandb agent <entity>/<project>/"
+        "<sweep id>` on every machine (in the project's folder, its environment active).\n"
+        f"# One sweep run = fit + test of one cell and seed (python -m {AGENT_MODULE}); `--grid config` values "
+        f"({CONFIG_KEY}) are put before the other --config files.\n"
+    )
     path.write_text(header + yaml.safe_dump(definition(spec, metric, goal), sort_keys=False, width=1000))
     return path

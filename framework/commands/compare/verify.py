@@ -20,13 +20,13 @@ import re
 import shutil
 from typing import Any, Optional
 
-from ...runs import read_summary
 from ...errors import ConfigError
+from ...runs import read_summary
+from .comparison import Spec
 from .executors import cpu_count, local_slots
 from .pool import Pool
 from .results import primary_metric
 from .runner import TEST_FOLDER, RunPlan, fit_arguments, state
-from .comparison import Spec
 
 
 def recorded_threads(provenance: dict) -> Optional[int]:
@@ -42,23 +42,39 @@ def verify(spec: Spec, options: argparse.Namespace) -> dict[str, Any]:
     seed = spec.seeds[0] if options.seed is None else options.seed
     recorded = spec.run_dir(cell, seed)
     if state(recorded) != "done":
-        raise ConfigError(f"--verify {cell.label} --seed {seed}: {recorded} holds no finished run (fit and test); "
-                          "run the comparison first")
+        raise ConfigError(
+            f"--verify {cell.label} --seed {seed}: {recorded} holds no finished run (fit and test); "
+            "run the comparison first"
+        )
     fit, test = read_summary(recorded)["fit"], read_summary(recorded / TEST_FOLDER)["test"]
     folder = spec.folder / "verify" / cell.name / f"seed{seed}"
     shutil.rmtree(folder, ignore_errors=True)
     slots, threads = local_slots(1)
     threads = recorded_threads(fit.get("provenance", {})) or threads or cpu_count()
-    plan = RunPlan(cell=cell.name, label=cell.label, seed=seed, run_dir=str(folder),
-                   fit_args=fit_arguments(cell.config_args, spec.run_args, cell.args), test_args=spec.test_args,
-                   test_ckpt=spec.test_ckpt, group=spec.name, threads=threads)
+    plan = RunPlan(
+        cell=cell.name,
+        label=cell.label,
+        seed=seed,
+        run_dir=str(folder),
+        fit_args=fit_arguments(cell.config_args, spec.run_args, cell.args),
+        test_args=spec.test_args,
+        test_ckpt=spec.test_ckpt,
+        group=spec.name,
+        threads=threads,
+    )
     print(f"verify {cell.label} seed {seed}: rerunning {recorded} into {folder} ({threads} thread(s))", flush=True)
     with Pool(slots[:1], threads) as pool:
         result = pool.submit(plan).result()
     if not result.ok:
         raise ConfigError(f"--verify {cell.label} --seed {seed}: the rerun failed: {result.error} (log: {result.log})")
-    found = compare(fit, test, read_summary(folder)["fit"], read_summary(folder / TEST_FOLDER)["test"],
-                    options.metric, options.tolerance)
+    found = compare(
+        fit,
+        test,
+        read_summary(folder)["fit"],
+        read_summary(folder / TEST_FOLDER)["test"],
+        options.metric,
+        options.tolerance,
+    )
     print(report(found), flush=True)
     if found["match"]:
         shutil.rmtree(folder, ignore_errors=True)
@@ -66,17 +82,22 @@ def verify(spec: Spec, options: argparse.Namespace) -> dict[str, Any]:
             with contextlib.suppress(OSError):
                 empty.rmdir()
         return found
-    print(f"error: the rerun of {cell.label} seed {seed} does not give the recorded test metrics; it is kept in {folder}",
-          flush=True)
+    print(
+        f"error: the rerun of {cell.label} seed {seed} does not give the recorded test metrics; it is kept in {folder}",
+        flush=True,
+    )
     raise SystemExit(1)
 
 
-def compare(fit: dict, test: dict, fit_again: dict, test_again: dict, metric: Optional[str],
-            tolerance: float) -> dict[str, Any]:
+def compare(
+    fit: dict, test: dict, fit_again: dict, test_again: dict, metric: Optional[str], tolerance: float
+) -> dict[str, Any]:
     """The recorded run (``fit``, ``test`` summaries) against its rerun: every test metric's
     difference, whether they must be equal or within ``tolerance``, and the provenance compared."""
     before, after = fit.get("provenance", {}), fit_again.get("provenance", {})
-    exact = bool(before.get("deterministic") and after.get("deterministic")) and before.get("device") == after.get("device")
+    exact = bool(before.get("deterministic") and after.get("deterministic")) and before.get("device") == after.get(
+        "device"
+    )
     metrics, again = test.get("metrics", {}), test_again.get("metrics", {})
     metric = metric or primary_metric(fit.get("monitor"), list(metrics))
     differences = {name: abs(again[name] - value) for name, value in metrics.items() if name in again}
@@ -84,28 +105,45 @@ def compare(fit: dict, test: dict, fit_again: dict, test_again: dict, metric: Op
     match = set(metrics) == set(again) and all(d <= allowed for d in differences.values())
     facts = {what: (before.get(what), after.get(what)) for what in ("config_hash", "device", "versions", "code")}
     facts["data"] = ((before.get("data") or {}).get("content_key"), (after.get("data") or {}).get("content_key"))
-    return {"match": match, "exact": exact, "tolerance": allowed, "metric": metric,
-            "recorded": metrics.get(metric), "rerun": again.get(metric), "differences": differences,
-            "provenance": facts}
+    return {
+        "match": match,
+        "exact": exact,
+        "tolerance": allowed,
+        "metric": metric,
+        "recorded": metrics.get(metric),
+        "rerun": again.get(metric),
+        "differences": differences,
+        "provenance": facts,
+    }
 
 
 def report(found: dict[str, Any]) -> str:
     """The verdict and its grounds, a few lines."""
-    rule = ("deterministic on the same device: the test metrics must be equal" if found["exact"] else
-            f"not recorded as deterministic on this device: each test metric within {found['tolerance']:g}")
+    rule = (
+        "deterministic on the same device: the test metrics must be equal"
+        if found["exact"]
+        else f"not recorded as deterministic on this device: each test metric within {found['tolerance']:g}"
+    )
     largest = max(found["differences"].values(), default=0.0)
-    lines = [f"{'MATCH' if found['match'] else 'MISMATCH'} ({rule})",
-             f"  {found['metric']}: recorded {found['recorded']!r}, rerun {found['rerun']!r}",
-             f"  all {len(found['differences'])} test metrics: largest difference {largest:.3g}"]
+    lines = [
+        f"{'MATCH' if found['match'] else 'MISMATCH'} ({rule})",
+        f"  {found['metric']}: recorded {found['recorded']!r}, rerun {found['rerun']!r}",
+        f"  all {len(found['differences'])} test metrics: largest difference {largest:.3g}",
+    ]
     for what, (before, after) in found["provenance"].items():
         if what == "versions":
             before, after = before or {}, after or {}
-            changed = [f"{k} {before.get(k)} -> {after.get(k)}" for k in sorted(set(before) | set(after))
-                       if before.get(k) != after.get(k)]
+            changed = [
+                f"{k} {before.get(k)} -> {after.get(k)}"
+                for k in sorted(set(before) | set(after))
+                if before.get(k) != after.get(k)
+            ]
             lines.append(f"  versions: DIFFERENT ({', '.join(changed)})" if changed else "  versions: same")
             continue
         shown = [_shown(what, value) for value in (before, after)]
-        lines.append(f"  {what}: same ({shown[0]})" if before == after else f"  {what}: DIFFERENT ({shown[0]} -> {shown[1]})")
+        lines.append(
+            f"  {what}: same ({shown[0]})" if before == after else f"  {what}: DIFFERENT ({shown[0]} -> {shown[1]})"
+        )
     return "\n".join(lines)
 
 

@@ -23,8 +23,9 @@ import os
 import signal
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Optional, TypeVar, Union
+from typing import Any, NoReturn, Optional, TypeVar, Union
 
 import torch
 import yaml
@@ -38,8 +39,17 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 
 from ... import provenance, quiet, runs
-from ...callbacks import (AttentionCollapse, AttentionMaps, AttentionStatistics, NonFiniteGuard, PredictionWriter,
-                          ProgressBar, ResumePoints, RunCheckpoint, RunSummary)
+from ...callbacks import (
+    AttentionCollapse,
+    AttentionMaps,
+    AttentionStatistics,
+    NonFiniteGuard,
+    PredictionWriter,
+    ProgressBar,
+    ResumePoints,
+    RunCheckpoint,
+    RunSummary,
+)
 from ...checkpoint import AtomicCheckpointIO, config_from_checkpoint
 from ...data.limits import check_limits
 from ...data.sizes import fill_sizes
@@ -88,8 +98,10 @@ class Parser(LightningArgumentParser):
         if traceback_requested(sys.argv[1:]) or not self.exit_on_error:
             super().error(message, ex)
         prog = self.prog.replace(" [options]", "")
-        sys.stderr.write(f"error: {parser_message(message)}\n({prog} --help lists the options; "
-                         f"{TRACEBACK_ENV}=1 shows the parser's whole message)\n")
+        sys.stderr.write(
+            f"error: {parser_message(message)}\n({prog} --help lists the options; "
+            f"{TRACEBACK_ENV}=1 shows the parser's whole message)\n"
+        )
         raise SystemExit(2)
 
 
@@ -151,61 +163,108 @@ class FrameworkCLI(LightningCLI):
     def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         # Lightning types the batch limits Union[float, int], so "1" would parse as 1.0: the whole
         # epoch, not one batch. They are added again with int tried first.
-        parser.add_class_arguments(self.trainer_class, "trainer", fail_untyped=False, instantiate=False,
-                                   sub_configs=True, skip=set(BATCH_LIMITS))
+        parser.add_class_arguments(
+            self.trainer_class,
+            "trainer",
+            fail_untyped=False,
+            instantiate=False,
+            sub_configs=True,
+            skip=set(BATCH_LIMITS),
+        )
         parser.set_defaults({"trainer.logger": DEFAULT_LOGGER})  # configs/logger/csv.yaml or a config's own replaces it
         for name in BATCH_LIMITS:
-            parser.add_argument(f"--trainer.{name}", type=Optional[Union[int, float]], default=None,
-                                help="batches per epoch of this stage: an int counts batches, a float in "
-                                     "[0, 1] is a share of them (default: all)")
+            parser.add_argument(
+                f"--trainer.{name}",
+                type=Optional[Union[int, float]],
+                default=None,
+                help="batches per epoch of this stage: an int counts batches, a float in "
+                "[0, 1] is a share of them (default: all)",
+            )
         parser.add_subclass_arguments(nn.Module, "model", fail_untyped=False, help="The network (any nn.Module).")
         parser.add_subclass_arguments(Task, "task", fail_untyped=False, help="Loss, metrics and prediction.")
         parser.add_lightning_class_args(LightningDataModule, "data", subclass_mode=True)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.add_argument("--experiment", type=Optional[str], default=None,
-                            help="Name grouping runs under runs/<experiment>/ (default: the first --config's name).")
-        parser.add_argument("--run_dir", type=Optional[str], default=None,
-                            help="Folder of this run (default: a new runs/<experiment>/<time>_<subcommand>).")
-        parser.add_argument("--compile", type=Union[bool, CompileMode], default=False,
-                            help="Compile the model with torch.compile: true (its default mode) or a mode; "
-                                 "reduce-overhead adds CUDA graphs, for models whose steps are launch-bound.")
+        parser.add_argument(
+            "--experiment",
+            type=Optional[str],
+            default=None,
+            help="Name grouping runs under runs/<experiment>/ (default: the first --config's name).",
+        )
+        parser.add_argument(
+            "--run_dir",
+            type=Optional[str],
+            default=None,
+            help="Folder of this run (default: a new runs/<experiment>/<time>_<subcommand>).",
+        )
+        parser.add_argument(
+            "--compile",
+            type=Union[bool, CompileMode],
+            default=False,
+            help="Compile the model with torch.compile: true (its default mode) or a mode; "
+            "reduce-overhead adds CUDA graphs, for models whose steps are launch-bound.",
+        )
         parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
-        parser.set_defaults({
-            "checkpoint.filename": "best",
-            "checkpoint.save_last": True,
-            "checkpoint.enable_version_counter": False,
-            "checkpoint.auto_insert_metric_name": False,
-        })
+        parser.set_defaults(
+            {
+                "checkpoint.filename": "best",
+                "checkpoint.save_last": True,
+                "checkpoint.enable_version_counter": False,
+                "checkpoint.auto_insert_metric_name": False,
+            }
+        )
         parser.add_lightning_class_args(AttentionMaps, "attention_maps")
         parser.add_lightning_class_args(AttentionStatistics, "attention_stats")
         parser.add_lightning_class_args(AttentionCollapse, "attention_collapse")
         parser.add_lightning_class_args(ResumePoints, "resume")
         parser.add_optimizer_args((torch.optim.Optimizer,))  # unset: TaskModule's default AdamW
-        parser.add_argument("--weight_decay_on", type=DecayOn, default="matrices",
-                            help="What the optimizer's weight_decay applies to: matrices (weight matrices and "
-                                 "kernels; not biases, norm layers or embeddings) or all parameters.")
-        parser.add_argument("--untrained", type=bool, default=False,
-                            help="validate, test or predict the model as configured, without a checkpoint")
-        parser.add_argument("--attention_backend", type=Optional[Union[str, dict[str, str]]], default=None,
-                            help="The path the attention blocks run on: eager, sdpa, linear, flex, triton, portable "
-                                 "or compiled for every block that has it, or per block {pattern: path} (globs over "
-                                 "module names, or registry names); default: each block's own "
-                                 "(framework.attention.backends, `python -m framework parity` compares them).")
-        parser.add_argument("--traceback", type=bool, default=False,
-                            help="show the traceback of errors the framework explains in one line")
+        parser.add_argument(
+            "--weight_decay_on",
+            type=DecayOn,
+            default="matrices",
+            help="What the optimizer's weight_decay applies to: matrices (weight matrices and "
+            "kernels; not biases, norm layers or embeddings) or all parameters.",
+        )
+        parser.add_argument(
+            "--untrained",
+            type=bool,
+            default=False,
+            help="validate, test or predict the model as configured, without a checkpoint",
+        )
+        parser.add_argument(
+            "--attention_backend",
+            type=Optional[Union[str, dict[str, str]]],
+            default=None,
+            help="The path the attention blocks run on: eager, sdpa, linear, flex, triton, portable "
+            "or compiled for every block that has it, or per block {pattern: path} (globs over "
+            "module names, or registry names); default: each block's own "
+            "(framework.attention.backends, `python -m framework parity` compares them).",
+        )
+        parser.add_argument(
+            "--traceback",
+            type=bool,
+            default=False,
+            help="show the traceback of errors the framework explains in one line",
+        )
         self.add_ablation_arguments(parser)
 
     def add_ablation_arguments(self, parser: LightningArgumentParser) -> None:
         """``--ablation`` and ``--ablation_blocks``, which ``test`` acts on (see :meth:`before_test`);
         every subcommand takes them, so that a test's written config starts any other run."""
-        parser.add_argument("--ablation", type=Optional[str], default=None,
-                            help="test only: attention weights replaced by uniform, random or permuted ones "
-                                 "(framework.attention.ablation), or none: the blocks skipped, where a block's output "
-                                 "has its input's shape")
-        parser.add_argument("--ablation_blocks", type=list[str], default=[],
-                            help="the blocks --ablation changes: glob patterns over module names, or registry "
-                                 "names (default: all)")
+        parser.add_argument(
+            "--ablation",
+            type=Optional[str],
+            default=None,
+            help="test only: attention weights replaced by uniform, random or permuted ones "
+            "(framework.attention.ablation), or none: the blocks skipped, where a block's output "
+            "has its input's shape",
+        )
+        parser.add_argument(
+            "--ablation_blocks",
+            type=list[str],
+            default=[],
+            help="the blocks --ablation changes: glob patterns over module names, or registry names (default: all)",
+        )
 
     def before_test(self) -> None:
         """``--ablation``: the test runs with the chosen blocks ablated (checked against the model first)."""
@@ -245,19 +304,24 @@ class FrameworkCLI(LightningCLI):
         if not ckpt_path:
             return
         if ckpt_path in LIGHTNING_CKPT_ALIASES:  # names of this process's checkpoints: a new process has none
-            raise ConfigError(f"--ckpt_path {ckpt_path}: give a checkpoint file, for example "
-                              f"runs/<experiment>/<run>/checkpoints/{'last' if ckpt_path == 'last' else 'best'}.ckpt "
-                              f"('{ckpt_path}' names a checkpoint of a fit in the same Python process)")
+            raise ConfigError(
+                f"--ckpt_path {ckpt_path}: give a checkpoint file, for example "
+                f"runs/<experiment>/<run>/checkpoints/{'last' if ckpt_path == 'last' else 'best'}.ckpt "
+                f"('{ckpt_path}' names a checkpoint of a fit in the same Python process)"
+            )
         subparser = self.parser._subcommands_action._name_parser_map[subcommand]
-        self.config[subcommand] = config_from_checkpoint(subparser, self.config[subcommand], Path(ckpt_path), self.argv,
-                                                         subcommand)
+        self.config[subcommand] = config_from_checkpoint(
+            subparser, self.config[subcommand], Path(ckpt_path), self.argv, subcommand
+        )
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
         if self.subcommand in ("validate", "test", "predict") and not config.get("ckpt_path") and not config.untrained:
-            raise ConfigError(f"{self.subcommand} needs --ckpt_path: a checkpoint of a fit, for example "
-                              "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to "
-                              f"{self.subcommand} the model as configured, without training)")
+            raise ConfigError(
+                f"{self.subcommand} needs --ckpt_path: a checkpoint of a fit, for example "
+                "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to "
+                f"{self.subcommand} the model as configured, without training)"
+            )
         check_values(config)
         check_limits(self.subcommand, config.trainer)
         if config.get("weights_only", False) is None:  # the framework's checkpoints load safely: say so to Lightning
@@ -268,8 +332,10 @@ class FrameworkCLI(LightningCLI):
         """Build data, model and task, wrap the last two in a TaskModule, then the trainer."""
         config = self.config[self.subcommand] if self.subcommand else self.config
         if config.get("lr_scheduler") and not config.get("optimizer"):
-            self.parser.error("lr_scheduler is set but optimizer is not: name the optimizer the schedule drives "
-                              "(for example --optimizer=torch.optim.AdamW --optimizer.lr=0.001)")
+            self.parser.error(
+                "lr_scheduler is set but optimizer is not: name the optimizer the schedule drives "
+                "(for example --optimizer=torch.optim.AdamW --optimizer.lr=0.001)"
+            )
         data = instantiate_data(config.data)  # first: it states the sizes the model and task leave unset
         resolve_run_values(config, data)
         without_data = self.config.clone()
@@ -286,8 +352,12 @@ class FrameworkCLI(LightningCLI):
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
         self.trainer = self.instantiate_trainer()
-        use_backends(built.model, config.get("attention_backend"), self.trainer.strategy.root_device,
-                     training=self.subcommand == "fit")
+        use_backends(
+            built.model,
+            config.get("attention_backend"),
+            self.trainer.strategy.root_device,
+            training=self.subcommand == "fit",
+        )
         self._record_config_hash(config)
 
     def _record_config_hash(self, config: Namespace) -> None:
@@ -308,7 +378,9 @@ class FrameworkCLI(LightningCLI):
         if not any(isinstance(p, CheckpointIO) for p in plugins):
             kwargs["plugins"] = [*plugins, AtomicCheckpointIO()]
         callbacks = _as_list(trainer.get("callbacks"))
-        if trainer.get("enable_progress_bar") is not False and not any(isinstance(c, ProgressBarBase) for c in callbacks):
+        if trainer.get("enable_progress_bar") is not False and not any(
+            isinstance(c, ProgressBarBase) for c in callbacks
+        ):
             kwargs["callbacks"] = [*callbacks, ProgressBar()]
         return super().instantiate_trainer(**kwargs)
 
@@ -317,8 +389,14 @@ def resolve_run_values(config: Namespace, data: Optional[LightningDataModule]) -
     """Fill in what the config leaves to the run, so that the printed and the saved config say what
     the run really uses: the sizes the data states (``model.vocab_size`` ...) and the checkpoint's
     ``monitor`` and ``mode``, which the task names when the config leaves ``monitor`` unset."""
-    fill_sizes({section: config[section].init_args for section in ("model", "task")
-                if config.get(section) and config[section].get("init_args") is not None}, data)
+    fill_sizes(
+        {
+            section: config[section].init_args
+            for section in ("model", "task")
+            if config.get(section) and config[section].get("init_args") is not None
+        },
+        data,
+    )
     if config.checkpoint.monitor is None and config.get("task") is not None:
         parser = LightningArgumentParser(exit_on_error=False)
         parser.add_subclass_arguments(Task, "task", fail_untyped=False)

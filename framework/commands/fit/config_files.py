@@ -32,8 +32,9 @@ def check_config_files(argv: list[str]) -> None:
             raise ConfigError(f"--config {path} must hold a mapping of config keys, got {type(content).__name__}")
         empty = _empty_init_args(content)
         if empty:
-            raise ConfigError(f"--config {path}: {empty} is empty; give it arguments or remove the line "
-                              "(the class's defaults apply)")
+            raise ConfigError(
+                f"--config {path}: {empty} is empty; give it arguments or remove the line (the class's defaults apply)"
+            )
 
 
 def _empty_init_args(content: Any, prefix: str = "") -> Optional[str]:

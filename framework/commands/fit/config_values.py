@@ -37,12 +37,14 @@ def above(low: float, what: str = "") -> Rule:
 
 def count_or_share(low_count: int, share_open_at_zero: bool) -> Rule:
     """An int >= ``low_count`` (a count) or a float in [0, 1] ((0, 1] if ``share_open_at_zero``)."""
+
     def accepts(value: Any) -> bool:
         if isinstance(value, bool) or not _number(value):
             return False
         if isinstance(value, int):
             return value >= low_count
         return (0 < value <= 1) if share_open_at_zero else (0 <= value <= 1)
+
     share = "(0, 1]" if share_open_at_zero else "[0, 1]"
     return Rule(accepts, f"an int >= {low_count} (batches) or a float in {share} (a share of them)")
 
@@ -64,8 +66,10 @@ TRAINER = {
     "gradient_clip_val": at_least(0),
     "num_nodes": at_least(1),
     "val_check_interval": count_or_share(1, share_open_at_zero=True),
-    **{f"limit_{stage}_batches": count_or_share(0, share_open_at_zero=False)
-       for stage in ("train", "val", "test", "predict")},
+    **{
+        f"limit_{stage}_batches": count_or_share(0, share_open_at_zero=False)
+        for stage in ("train", "val", "test", "predict")
+    },
 }
 OPTIMIZER = {
     "lr": at_least(0),
@@ -122,8 +126,10 @@ def accelerator_problem(trainer: Any) -> Optional[str]:
 
     accelerator = str(trainer.get("accelerator") or "auto")
     if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
-        return (f"trainer.accelerator={accelerator}, but torch finds no CUDA GPU on this machine "
-                f"(torch {torch.__version__}): use cpu or auto, or drop the GPU preset")
+        return (
+            f"trainer.accelerator={accelerator}, but torch finds no CUDA GPU on this machine "
+            f"(torch {torch.__version__}): use cpu or auto, or drop the GPU preset"
+        )
     if accelerator == "mps" and not torch.backends.mps.is_available():
         return "trainer.accelerator=mps, but this machine has no MPS device: use cpu or auto"
     return None

@@ -9,8 +9,14 @@ import pytest
 
 from framework.__main__ import main
 
-QUICK = ["--config", "configs/logger/csv.yaml", "--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false",
-         "--trainer.enable_model_summary=false", "--data.batch_size=4"]
+QUICK = [
+    "--config",
+    "configs/logger/csv.yaml",
+    "--trainer.fast_dev_run=true",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+    "--data.batch_size=4",
+]
 SMALL_EVENTS = ["--data.train_size=8", "--data.val_size=4", "--data.test_size=4"]
 
 
@@ -28,6 +34,16 @@ def test_a_block_of_the_wrong_kind_fails_while_parsing_with_the_key(capsys):
 
 
 def test_a_front_end_at_another_sample_rate_than_the_data_fails_when_the_run_starts():
-    with pytest.raises(ValueError, match="model.frontend.init_args.sample_rate is 16000 Hz but data.sample_rate is 8000"):
-        main(["fit", "--config", "domains/audio/cnn.yaml", *QUICK, *SMALL_EVENTS,
-              "--model.frontend.init_args.sample_rate=16000"])
+    with pytest.raises(
+        ValueError, match="model.frontend.init_args.sample_rate is 16000 Hz but data.sample_rate is 8000"
+    ):
+        main(
+            [
+                "fit",
+                "--config",
+                "domains/audio/cnn.yaml",
+                *QUICK,
+                *SMALL_EVENTS,
+                "--model.frontend.init_args.sample_rate=16000",
+            ]
+        )

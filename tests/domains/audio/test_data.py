@@ -38,8 +38,11 @@ def test_generated_events_are_deterministic_and_follow_their_pitch_pattern():
     clips = make(0)
     assert torch.equal(clips.waveform, make(0).waveform) and not torch.equal(clips.waveform, make(1).waveform)
     assert clips.waveform.shape == (120, 8000) and set(clips.target.tolist()) == set(range(len(CLASSES)))
-    expected = {"rise": lambda change: change > 2, "fall": lambda change: change < -2,
-                "steady": lambda change: change.abs() <= 1}
+    expected = {
+        "rise": lambda change: change > 2,
+        "fall": lambda change: change < -2,
+        "steady": lambda change: change.abs() <= 1,
+    }
     for name, holds in expected.items():
         for i in (clips.target == CLASSES.index(name)).nonzero().flatten().tolist():
             bins = dominant_bins(clips.waveform[i])
@@ -109,7 +112,7 @@ def test_fsdd_real_official_and_speaker_splits(shared_data):
     path = splits["test"].paths[0]
     samples = torch.from_numpy(soundfile.read(str(path), dtype="float32")[0])
     assert example["lengths"] == len(samples) < 8000 and example["target"] == int(path.name[0])
-    assert torch.equal(example["waveform"][: len(samples)], samples) and not example["waveform"][len(samples):].any()
+    assert torch.equal(example["waveform"][: len(samples)], samples) and not example["waveform"][len(samples) :].any()
     again = FSDD(seed=0)
     again.setup("fit")
     assert again.splits["val"].paths == splits["val"].paths
@@ -124,8 +127,12 @@ def test_fsdd_real_official_and_speaker_splits(shared_data):
 def test_speech_commands_reads_torchaudios_layout(tmp_path):
     version = tmp_path / "SpeechCommands" / "speech_commands_v0.02"
     clips = {
-        "yes/aa_nohash_0.wav": 1.0, "yes/bb_nohash_0.wav": 0.5, "yes/cc_nohash_1.wav": 1.2,
-        "no/aa_nohash_0.wav": 1.0, "no/dd_nohash_0.wav": 0.8, "up/ee_nohash_0.wav": 1.0,
+        "yes/aa_nohash_0.wav": 1.0,
+        "yes/bb_nohash_0.wav": 0.5,
+        "yes/cc_nohash_1.wav": 1.2,
+        "no/aa_nohash_0.wav": 1.0,
+        "no/dd_nohash_0.wav": 0.8,
+        "up/ee_nohash_0.wav": 1.0,
         "_background_noise_/white_noise.wav": 2.0,
     }
     audio = {name: write_wav(version / name, seconds, 16000, seed=i) for i, (name, seconds) in enumerate(clips.items())}
@@ -134,8 +141,11 @@ def test_speech_commands_reads_torchaudios_layout(tmp_path):
     data = SpeechCommands(root=str(tmp_path / "SpeechCommands"), words=["yes", "no"], batch_size=4)
     data.setup("fit")
     names = {k: sorted(str(p.relative_to(version)) for p in v.paths) for k, v in data.splits.items()}
-    assert names == {"train": ["no/aa_nohash_0.wav", "yes/aa_nohash_0.wav"], "val": ["yes/bb_nohash_0.wav"],
-                     "test": ["no/dd_nohash_0.wav", "yes/cc_nohash_1.wav"]}
+    assert names == {
+        "train": ["no/aa_nohash_0.wav", "yes/aa_nohash_0.wav"],
+        "val": ["yes/bb_nohash_0.wav"],
+        "test": ["no/dd_nohash_0.wav", "yes/cc_nohash_1.wav"],
+    }
     assert data.splits["train"].labels == [1, 0] and data.classes == ["yes", "no"]
     short = data.splits["val"][0]
     assert short["lengths"] == 8000

@@ -19,7 +19,7 @@ def naive_power_spectrum(x: Tensor) -> Tensor:
     padded = torch.nn.functional.pad(x, (N_FFT // 2, N_FFT // 2))
     k = torch.arange(N_FFT, dtype=x.dtype)
     window = 0.5 - 0.5 * torch.cos(2 * math.pi * k / N_FFT)
-    frames = torch.stack([padded[n * HOP:n * HOP + N_FFT] * window for n in range(x.shape[0] // HOP + 1)], 1)
+    frames = torch.stack([padded[n * HOP : n * HOP + N_FFT] * window for n in range(x.shape[0] // HOP + 1)], 1)
     f = torch.arange(N_FFT // 2 + 1, dtype=x.dtype).unsqueeze(1)
     angle = 2 * math.pi * f * k / N_FFT
     real, imag = torch.cos(angle) @ frames, -torch.sin(angle) @ frames
@@ -33,7 +33,7 @@ def naive_mel_filters(dtype: torch.dtype) -> Tensor:
     bins = torch.arange(N_FFT // 2 + 1, dtype=dtype) * SAMPLE_RATE / N_FFT
     filters = torch.zeros(N_MELS, len(bins), dtype=dtype)
     for m in range(N_MELS):
-        low, centre, high = corners[m:m + 3]
+        low, centre, high = corners[m : m + 3]
         rise, fall = (bins - low) / (centre - low), (high - bins) / (high - centre)
         filters[m] = torch.clamp(torch.minimum(rise, fall), min=0)
     return filters
@@ -67,8 +67,16 @@ def test_frontend_matches_the_naive_formula_forward_and_backward(features, norma
     waveform = torch.randn(2, 200, generator=torch.Generator().manual_seed(0))
     lengths = torch.tensor([200, 123])
     # torchaudio builds its window and mel filters in float32: agreement to ~1e-6, not 1e-12.
-    assert_matches_reference(frontend, naive_frontend, waveform, lengths=lengths, output=lambda out: out[0],
-                             atol=2e-5, rtol=1e-4, device=device)
+    assert_matches_reference(
+        frontend,
+        naive_frontend,
+        waveform,
+        lengths=lengths,
+        output=lambda out: out[0],
+        atol=2e-5,
+        rtol=1e-4,
+        device=device,
+    )
 
 
 def test_frame_mask_marks_the_frames_centred_on_real_samples():
@@ -82,8 +90,9 @@ def test_frame_mask_marks_the_frames_centred_on_real_samples():
 
 
 def test_spec_augment_masks_bands_only_in_training():
-    frontend = Frontend(SAMPLE_RATE, N_FFT, HOP, N_MELS, time_masks=2, time_mask_param=4, freq_masks=2,
-                        freq_mask_param=3)
+    frontend = Frontend(
+        SAMPLE_RATE, N_FFT, HOP, N_MELS, time_masks=2, time_mask_param=4, freq_masks=2, freq_mask_param=3
+    )
     waveform = torch.randn(8, 400)
     clean, _ = frontend.eval()(waveform)
     assert torch.equal(frontend(waveform)[0], clean)  # eval: deterministic, no masks

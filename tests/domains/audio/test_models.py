@@ -44,7 +44,7 @@ def test_padding_never_reaches_the_logits():
     waveform = torch.randn(2, 2000, generator=torch.Generator().manual_seed(1))
     lengths = torch.tensor([2000, 900])
     garbage = waveform.clone()
-    garbage[1, 900 + FRONT["n_fft"] // 2:] = 100.0  # beyond the last real frame's window
+    garbage[1, 900 + FRONT["n_fft"] // 2 :] = 100.0  # beyond the last real frame's window
     for name, model in models().items():
         model.eval()
         with torch.no_grad():

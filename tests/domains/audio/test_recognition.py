@@ -19,8 +19,9 @@ def events(**options) -> DigitStrings:
 
 def small_model(attention: str = "location_aware") -> ListenAttendSpell:
     frontend = Frontend(n_mels=16, time_masks=0, freq_masks=0)
-    return ListenAttendSpell(frontend=frontend, dim=16, embed_dim=8, stem_layers=2, pyramid_layers=1,
-                             attention=attention, dropout=0.0)
+    return ListenAttendSpell(
+        frontend=frontend, dim=16, embed_dim=8, stem_layers=2, pyramid_layers=1, attention=attention, dropout=0.0
+    )
 
 
 def test_transcripts_are_the_digit_words_up_to_the_end():
@@ -124,6 +125,9 @@ def test_the_recogniser_learns_and_the_task_draws_its_alignment():
     assert spectrogram.get_ylabel() == "mel bin" and alignment.get_ylabel() == "output token"
     decoded = task.generate(model, {key: batch[key][:1] for key in ("waveform", "lengths", "target")})[0].tolist()
     assert [label.get_text() for label in alignment.get_yticklabels()][:2] == [
-        transcript([t]) or {EOS: "</s>", PAD: "<pad>"}[t] for t in decoded[:2]]
-    with pytest.raises(ValueError, match="model.frontend.init_args.sample_rate is 8000 Hz but data.sample_rate is 16000"):
+        transcript([t]) or {EOS: "</s>", PAD: "<pad>"}[t] for t in decoded[:2]
+    ]
+    with pytest.raises(
+        ValueError, match="model.frontend.init_args.sample_rate is 8000 Hz but data.sample_rate is 16000"
+    ):
         task.check(model, events(sample_rate=16000))

@@ -61,12 +61,14 @@ def test_output_ignores_the_order_of_a_sets_elements_and_its_padding(attention, 
 @pytest.mark.parametrize("attention,pooling", VARIANTS)
 def test_loss_falls_in_a_few_steps(attention, pooling, device):
     torch.manual_seed(0)
-    data = UniqueCount(num_tokens=30, min_size=4, max_size=8, max_unique=4, train_size=64, val_size=8, test_size=8,
-                       batch_size=64)
+    data = UniqueCount(
+        num_tokens=30, min_size=4, max_size=8, max_unique=4, train_size=64, val_size=8, test_size=8, batch_size=64
+    )
     data.setup("fit")
     batch = on(device, next(iter(data.train_dataloader())))
-    model = on(device, SetClassifier(data.vocab_size, data.num_classes, dim=32, depth=2, attention=attention,
-                                     pooling=pooling))
+    model = on(
+        device, SetClassifier(data.vocab_size, data.num_classes, dim=32, depth=2, attention=attention, pooling=pooling)
+    )
     task = Classification(data.num_classes)
     optimizer = torch.optim.Adam(model.parameters(), 0.003)
     losses = []
@@ -81,10 +83,25 @@ def test_loss_falls_in_a_few_steps(attention, pooling, device):
 
 @pytest.mark.parametrize("flags", [[], ["--model.attention=none", "--model.pooling=none"]], ids=["pma", "baseline"])
 def test_config_runs_with_the_sizes_the_data_states(flags, device):
-    cli = main(["fit", "--config", "domains/demo/sets.yaml", "--config", "configs/logger/csv.yaml", *flags,
-                "--data.train_size=64", "--data.val_size=16", "--data.test_size=16", "--data.batch_size=16",
-                "--trainer.max_epochs=1", "--trainer.limit_train_batches=2", "--trainer.enable_progress_bar=false",
-                "--trainer.enable_model_summary=false", f"--trainer.accelerator={accelerator(device)}"])
+    cli = main(
+        [
+            "fit",
+            "--config",
+            "domains/demo/sets.yaml",
+            "--config",
+            "configs/logger/csv.yaml",
+            *flags,
+            "--data.train_size=64",
+            "--data.val_size=16",
+            "--data.test_size=16",
+            "--data.batch_size=16",
+            "--trainer.max_epochs=1",
+            "--trainer.limit_train_batches=2",
+            "--trainer.enable_progress_bar=false",
+            "--trainer.enable_model_summary=false",
+            f"--trainer.accelerator={accelerator(device)}",
+        ]
+    )
     model, task = cli.model.model, cli.model.task
     assert (model.vocab_size, model.num_classes, task.num_classes) == (101, 5, 5)  # from UniqueCount, not the config
     assert type(model.pool).__name__ == ("MeanPooling" if flags else "PoolingByMultiheadAttention")

@@ -25,14 +25,22 @@ def _karate() -> Data:
 
 
 def test_subgraphs_give_the_whole_graph_s_decisions():
-    graph, model, task = _karate(), NodeClassifier(34, 4, dropout=0.0, attention_dropout=0.0).eval(), NodeClassification(4)
+    graph, model, task = (
+        _karate(),
+        NodeClassifier(34, 4, dropout=0.0, attention_dropout=0.0).eval(),
+        NodeClassification(4),
+    )
     batch = task.evaluation_batch(model, graph)
     assert int(batch.target_mask.sum()) == int(graph.target_mask.sum())
     assert torch.allclose(task.decision(model, batch), model(graph.x, graph.edge_index)[graph.target_mask], atol=1e-5)
 
 
 def test_neighbours_are_the_items():
-    graph, model, task = _karate(), NodeClassifier(34, 4, dropout=0.0, attention_dropout=0.0).eval(), NodeClassification(4)
+    graph, model, task = (
+        _karate(),
+        NodeClassifier(34, 4, dropout=0.0, attention_dropout=0.0).eval(),
+        NodeClassification(4),
+    )
     batch = task.evaluation_batch(model, graph)
     items = task.item_attention(model, batch)
     degrees = torch.bincount(graph.edge_index[1], minlength=34)[graph.target_mask]
@@ -55,7 +63,9 @@ def test_label_agreement_by_hand_on_a_star():
     # node 0 is scored; neighbours 1 and 2 share its class, 3 does not
     x = torch.eye(4)
     edge_index = torch.tensor([[1, 2, 3, 0, 0, 0], [0, 0, 0, 1, 2, 3]])
-    graph = Data(x=x, edge_index=edge_index, y=torch.tensor([0, 0, 0, 1]), target_mask=torch.tensor([True, False, False, False]))
+    graph = Data(
+        x=x, edge_index=edge_index, y=torch.tensor([0, 0, 0, 1]), target_mask=torch.tensor([True, False, False, False])
+    )
     model, task = NodeClassifier(4, 2, dropout=0.0, attention_dropout=0.0).eval(), NodeClassification(2)
     views = task.gold_views(model, task.evaluation_batch(model, graph))
     assert len(views) == 2
@@ -66,12 +76,20 @@ def test_label_agreement_by_hand_on_a_star():
 
 # ------------------------------------------------------------------ HAN: meta-paths as items
 
+
 def _planted():
     torch.manual_seed(0)
     data = PlantedAuthors(num_authors=90, num_papers=150, num_venues=12, num_features=8, train_per_class=10)
     graph = data.split("val")[0]
-    model = HANClassifier(data.in_channels, data.num_classes, metapaths=data.metapaths, hidden_channels=4, heads=2,
-                          dropout=0.0, attention_dropout=0.0).eval()
+    model = HANClassifier(
+        data.in_channels,
+        data.num_classes,
+        metapaths=data.metapaths,
+        hidden_channels=4,
+        heads=2,
+        dropout=0.0,
+        attention_dropout=0.0,
+    ).eval()
     return graph, model, HeteroNodeClassification(data.num_classes)
 
 
@@ -79,7 +97,9 @@ def test_copies_of_the_graph_give_its_decisions_and_its_meta_path_weights():
     graph, model, task = _planted()
     batch = task.evaluation_batch(model, graph)
     scored = graph["author"].target_mask
-    assert int(batch["author"].target_mask.sum()) == int(scored.sum()) and batch["author"].num_nodes == 90 * int(scored.sum())
+    assert int(batch["author"].target_mask.sum()) == int(scored.sum()) and batch["author"].num_nodes == 90 * int(
+        scored.sum()
+    )
     with torch.no_grad():
         torch.testing.assert_close(task.decision(model, batch), task.decision(model, graph), atol=1e-5, rtol=0)
         items = task.item_attention(model, batch)
@@ -114,11 +134,15 @@ def test_node_level_views_by_hand_on_a_star_with_two_meta_paths():
     graph["author"].target_mask = torch.tensor([True, False, False, False])
     graph["author", "A", "author"].edge_index = torch.tensor([[0, 1, 2, 3], [0, 0, 0, 0]])
     graph["author", "B", "author"].edge_index = torch.tensor([[0, 3], [0, 0]])
-    model = HANClassifier(4, 2, metapaths=["A", "B"], hidden_channels=2, heads=2, dropout=0.0, attention_dropout=0.0).eval()
+    model = HANClassifier(
+        4, 2, metapaths=["A", "B"], hidden_channels=2, heads=2, dropout=0.0, attention_dropout=0.0
+    ).eval()
     task = HeteroNodeClassification(2)
     views = task.gold_views(model, task.evaluation_batch(model, graph))
-    assert [view.name for view in views] == ["layer0 (layers.0) A vs same-class neighbours",
-                                             "layer0 (layers.0) B vs same-class neighbours"]
+    assert [view.name for view in views] == [
+        "layer0 (layers.0) A vs same-class neighbours",
+        "layer0 (layers.0) B vs same-class neighbours",
+    ]
     assert views[0].gold[0, 0].tolist() == [True, True, False] and views[1].gold[0, 0].tolist() == [False]
     assert views[0].keys[0, 0].all() and views[1].keys[0, 0].all()  # itself left out
     torch.testing.assert_close(views[0].weights.sum(-1), torch.ones(1, 1))
@@ -140,15 +164,20 @@ def test_the_faithfulness_and_intrinsic_tests_run_on_han():
     graph, model, task = _planted()
     batches = [task.evaluation_batch(model, graph)]
     rows = faithfulness_rows(model, task, batches, permutations=2, say=lambda line: None)
-    assert {row.test for row in rows} == {"permutation", "erasure"}, "no attribution: the meta-paths' vectors are the block's"
+    assert {row.test for row in rows} == {"permutation", "erasure"}, (
+        "no attribution: the meta-paths' vectors are the block's"
+    )
     erasure = next(row for row in rows if row.test == "erasure")
     assert erasure.block == "layers.0" and "removed from the input" in erasure.setting
     found, _ = intrinsic_rows(model, task, batches, say=lambda line: None)
     assert any("APA vs same-class neighbours" in row.block for row in found)
     assert any("AVA vs same-class neighbours" in row.block for row in found)
     items = task.item_attention(model, batches[0])
-    (mass,) = [row for row in found if row.block == "layer0 (layers.0) semantic vs planted meta-paths"
-               and row.measure == "attention correctness"]
+    (mass,) = [
+        row
+        for row in found
+        if row.block == "layer0 (layers.0) semantic vs planted meta-paths" and row.measure == "attention correctness"
+    ]
     assert abs(mass.value - float(items.weights[:, 0].mean())) < 1e-6 and mass.baseline == 0.5  # APA's weight
     plausible = {row.measure: row for row in plausibility_rows(model, task, batches, methods=(), say=lambda line: None)}
     assert plausible["token F1"].block == "layers.0" and plausible["token F1"].setting.startswith("attention")

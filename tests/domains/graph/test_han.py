@@ -11,8 +11,8 @@ import torch
 
 from domains.graph import HANClassifier, HeteroNodeClassification, PlantedAuthors
 from domains.graph.data.hetero import strongest
-from framework.attention import capture
 from framework.__main__ import main
+from framework.attention import capture
 from framework.errors import ConfigError
 from tests.conftest import ONE_BATCH, accelerator
 from tests.image_logger import logged_pictures, readable
@@ -28,8 +28,9 @@ def run(config: str, *extra: str):
 
 
 def small_han(data: PlantedAuthors, **kwargs) -> HANClassifier:
-    return HANClassifier(data.in_channels, data.num_classes, metapaths=data.metapaths, hidden_channels=4, heads=2,
-                         **kwargs)
+    return HANClassifier(
+        data.in_channels, data.num_classes, metapaths=data.metapaths, hidden_channels=4, heads=2, **kwargs
+    )
 
 
 def test_han_learns_the_planted_communities_and_weighs_coauthors_over_venues():
@@ -53,7 +54,9 @@ def test_han_learns_the_planted_communities_and_weighs_coauthors_over_venues():
     with capture(model) as maps, torch.no_grad():
         task.run_model(model, batch)
     (semantic,) = [record.weights for record in maps["layers.0"] if not isinstance(record.weights, tuple)]
-    assert data.metapaths == ["APA", "AVA"] and semantic[0] > semantic[1]  # co-authors carry the labels, venues are noise
+    assert (
+        data.metapaths == ["APA", "AVA"] and semantic[0] > semantic[1]
+    )  # co-authors carry the labels, venues are noise
 
 
 def test_planted_config_runs_with_the_sizes_of_the_data(device):
@@ -67,7 +70,9 @@ def test_movielens_config_runs(shared_data):
     shared_data("MovieLens100K")
     cli = run("han_movielens", "--trainer.fast_dev_run=true")
     graph = cli.datamodule.graph
-    assert graph["user"].num_nodes == 943 and graph.edge_types == [("user", name, "user") for name in ("UMU", "UOU", "UMGMU")]
+    assert graph["user"].num_nodes == 943 and graph.edge_types == [
+        ("user", name, "user") for name in ("UMU", "UOU", "UMGMU")
+    ]
     assert (cli.model.model.in_channels, cli.model.model.num_classes, cli.model.task.num_classes) == (42, 4, 4)
     assert cli.trainer.callback_metrics["val/acc"].isfinite()
 
@@ -97,23 +102,30 @@ def test_misnamed_metapaths_and_wrong_sizes_name_the_key_in_one_line(capsys, mon
     monkeypatch.delenv("FRAMEWORK_TRACEBACK")  # as a user sees it
     fit = ["fit", "--config", "domains/graph/han.yaml", "--trainer.fast_dev_run=true", *QUIET]
     for flags, expected in (
-            (["--data.metapaths=[APA,APV]"], "data.metapaths: unknown meta-path 'APV'; PlantedAuthors has APA, AVA"),
-            (["--data.metapaths=[APA]", "--model.metapaths=[APA,AVA]"],
-             "model.metapaths is ['APA', 'AVA'] but the data has ['APA']: set model.metapaths=['APA']"),
-            (["--model.in_channels=5"], "model.in_channels is 5 but the data has 16: set model.in_channels=16"),
-            (["--data.metapaths=[AVA]", "--task.attention_supervision=1"],
-             "task.attention_supervision=1.0 needs meta-path graphs with planted gold meta-paths (domains.graph."
-             "PlantedAuthors with APA); PlantedAuthors has none: set them to 0")):
+        (["--data.metapaths=[APA,APV]"], "data.metapaths: unknown meta-path 'APV'; PlantedAuthors has APA, AVA"),
+        (
+            ["--data.metapaths=[APA]", "--model.metapaths=[APA,AVA]"],
+            "model.metapaths is ['APA', 'AVA'] but the data has ['APA']: set model.metapaths=['APA']",
+        ),
+        (["--model.in_channels=5"], "model.in_channels is 5 but the data has 16: set model.in_channels=16"),
+        (
+            ["--data.metapaths=[AVA]", "--task.attention_supervision=1"],
+            "task.attention_supervision=1.0 needs meta-path graphs with planted gold meta-paths (domains.graph."
+            "PlantedAuthors with APA); PlantedAuthors has none: set them to 0",
+        ),
+    ):
         assert fails(capsys, [*fit, *flags]).splitlines()[0] == f"error: {expected}"
 
 
 def test_the_model_reads_the_meta_paths_the_data_names():
-    cli = main(["fit", "--config", "domains/graph/han.yaml", "--trainer.fast_dev_run=true", *QUIET,
-                "--data.metapaths=[AVA]"])
+    cli = main(
+        ["fit", "--config", "domains/graph/han.yaml", "--trainer.fast_dev_run=true", *QUIET, "--data.metapaths=[AVA]"]
+    )
     assert cli.model.model.metapaths == ["AVA"] and cli.trainer.global_step == 1
 
 
 # ------------------------------------------------------------------ the planted gold meta-path and the families
+
 
 def test_the_planted_graph_marks_the_meta_path_that_carries_the_communities():
     data = PlantedAuthors(**SMALL, metapaths=["AVA", "APA"])
@@ -182,7 +194,9 @@ def test_random_attention_draws_both_levels_and_bad_combinations_are_refused():
     for records in draws:
         (edges, alpha), _, beta = (r.weights for r in records)
         reached = torch.bincount(edges[1], minlength=90) > 0  # authors with co-authors (their papers')
-        torch.testing.assert_close(torch.zeros(90, 2).index_add_(0, edges[1], alpha)[reached], torch.ones(int(reached.sum()), 2))
+        torch.testing.assert_close(
+            torch.zeros(90, 2).index_add_(0, edges[1], alpha)[reached], torch.ones(int(reached.sum()), 2)
+        )
         torch.testing.assert_close(beta.sum(), torch.tensor(1.0))
     assert not torch.allclose(draws[0][0].weights[1], draws[1][0].weights[1])  # node level, per call
     assert not torch.allclose(draws[0][2].weights, draws[1][2].weights)  # semantic level, per call

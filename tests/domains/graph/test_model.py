@@ -8,16 +8,26 @@ import torch.nn.functional as F
 
 from domains.graph import NodeClassifier
 from framework.attention.graph import GraphAttention, GraphAttentionV2
-from tests.attention.reference import assert_matches_reference, randomize_
 from tests.attention.graph_reference import gat_reference, gatv2_reference, random_graph
+from tests.attention.reference import assert_matches_reference, randomize_
 
 
 def test_gat_has_the_papers_cora_architecture():
     model = NodeClassifier(1433, 7)  # the defaults are the paper's Cora model
     hidden, output = model.layers
     assert isinstance(hidden, GraphAttention) and isinstance(output, GraphAttention)
-    assert (hidden.conv.in_channels, hidden.conv.out_channels, hidden.conv.heads, hidden.conv.concat) == (1433, 8, 8, True)
-    assert (output.conv.in_channels, output.conv.out_channels, output.conv.heads, output.conv.concat) == (64, 7, 1, False)
+    assert (hidden.conv.in_channels, hidden.conv.out_channels, hidden.conv.heads, hidden.conv.concat) == (
+        1433,
+        8,
+        8,
+        True,
+    )
+    assert (output.conv.in_channels, output.conv.out_channels, output.conv.heads, output.conv.concat) == (
+        64,
+        7,
+        1,
+        False,
+    )
     assert hidden.conv.dropout == output.conv.dropout == model.dropout == 0.6
     x, edge_index = torch.randn(10, 1433), random_graph(10)
     assert hidden(x, edge_index).shape == (10, 64)
@@ -58,12 +68,18 @@ def test_attention_switches_gatv2_and_none_is_gcn():
     assert [layer.in_channels for layer in NodeClassifier(5, 4, attention="none", num_layers=3).layers] == [5, 64, 64]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(heads=0), "model.heads must be at least 1, got 0"),
-    (dict(num_layers=0), "model.num_layers must be at least 1"),
-    (dict(dropout=1.0), "model.dropout must be in [0, 1), got 1.0"),
-    (dict(attention="mhsa"), "attention block 'mhsa' is a sequence block; this slot takes graph blocks: gat, gatv2"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(heads=0), "model.heads must be at least 1, got 0"),
+        (dict(num_layers=0), "model.num_layers must be at least 1"),
+        (dict(dropout=1.0), "model.dropout must be in [0, 1), got 1.0"),
+        (
+            dict(attention="mhsa"),
+            "attention block 'mhsa' is a sequence block; this slot takes graph blocks: gat, gatv2",
+        ),
+    ],
+)
 def test_bad_config_values_name_the_key(kwargs, message):
     with pytest.raises(ValueError) as error:
         NodeClassifier(5, 4, **kwargs)

@@ -42,7 +42,7 @@ def test_each_node_keeps_min_of_fanout_and_degree_of_its_real_in_edges():
         assert (target[hop1] == seed).sum() == min(2, in_degree[seed])
     first_hop_nodes = out.node[3 : 3 + out.num_sampled_nodes[1]]
     assert set(first_hop_nodes.tolist()) == set(source[hop1].tolist()) - set(seeds.tolist())
-    hop2 = target[out.num_sampled_edges[0]:]
+    hop2 = target[out.num_sampled_edges[0] :]
     for node in first_hop_nodes:
         assert (hop2 == node).sum() == min(3, in_degree[node])
 
@@ -69,8 +69,13 @@ def test_neighbours_are_drawn_uniformly():
 def test_loader_batches_carry_the_graphs_edges_and_match_the_full_graph_model():
     """With every neighbour kept, a 2-layer model's outputs at the seeds equal the full-graph ones."""
     graph = random_graph(2)
-    loader = NeighborLoader(graph, num_neighbors=[-1, -1], batch_size=8, input_nodes=torch.arange(0, N, 3),
-                            neighbor_sampler=neighbor_sampler(graph, [-1, -1]))
+    loader = NeighborLoader(
+        graph,
+        num_neighbors=[-1, -1],
+        batch_size=8,
+        input_nodes=torch.arange(0, N, 3),
+        neighbor_sampler=neighbor_sampler(graph, [-1, -1]),
+    )
     model = NodeClassifier(6, 3, hidden_channels=4, heads=2).eval()
     full = model(graph.x, graph.edge_index)
     for batch in loader:

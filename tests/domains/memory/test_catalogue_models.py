@@ -8,13 +8,26 @@ from __future__ import annotations
 import pytest
 import torch
 
-from domains.memory import DMN, NTM, AssociativeRecallBits, BitSequences, GeneratedStories, HopfieldReader, QuestionAnswering
+from domains.memory import (
+    DMN,
+    NTM,
+    AssociativeRecallBits,
+    BitSequences,
+    GeneratedStories,
+    HopfieldReader,
+    QuestionAnswering,
+)
 from domains.memory.data import RecallSequences
 from framework.__main__ import main
 from tests.conftest import on
 
-FAST = ["--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-        "--config", "configs/logger/csv.yaml"]
+FAST = [
+    "--trainer.fast_dev_run=true",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+    "--config",
+    "configs/logger/csv.yaml",
+]
 
 BITS, ITEM = 4, 2  # tiny recall examples: 4 bits, items of 2 vectors
 
@@ -26,8 +39,9 @@ def stories(size: int = 32) -> dict[str, torch.Tensor]:
 
 
 def recall(size: int = 32, max_items: int = 4) -> dict[str, torch.Tensor]:
-    data = AssociativeRecallBits(bits=BITS, item_length=ITEM, max_items=max_items, train_size=size, val_size=8,
-                                 test_size=8, batch_size=size)
+    data = AssociativeRecallBits(
+        bits=BITS, item_length=ITEM, max_items=max_items, train_size=size, val_size=8, test_size=8, batch_size=size
+    )
     data.setup("fit")
     return next(iter(data.train_dataloader()))
 
@@ -44,8 +58,11 @@ def hopfield(**kw) -> HopfieldReader:
     return HopfieldReader(BITS + 2, BITS, ITEM, hidden=24, context=2 * (ITEM + 1), **kw)
 
 
-MODELS = {"dmn": (dmn, stories, QuestionAnswering([1, 2])), "ntm": (ntm, recall, BitSequences()),
-          "hopfield": (hopfield, recall, BitSequences())}
+MODELS = {
+    "dmn": (dmn, stories, QuestionAnswering([1, 2])),
+    "ntm": (ntm, recall, BitSequences()),
+    "hopfield": (hopfield, recall, BitSequences()),
+}
 #: Batch size and learning rate of the learning test: the NTM learns its bits slowest, so it fits fewer.
 LEARNING = {"dmn": (32, 0.01), "ntm": (8, 0.02), "hopfield": (16, 0.01)}
 
@@ -82,8 +99,8 @@ def test_recall_examples_answer_the_item_after_the_asked_one():
         starts = steps[:, BITS].nonzero().flatten().tolist()
         query = steps[:, BITS + 1].nonzero().flatten().tolist()
         assert len(query) == 2 and query[1] - query[0] == ITEM + 1 and 2 <= len(starts) <= 5
-        items = [steps[s + 1: s + 1 + ITEM, :BITS] for s in starts]
-        asked = [i for i, item in enumerate(items[:-1]) if torch.equal(item, steps[query[0] + 1: query[1], :BITS])]
+        items = [steps[s + 1 : s + 1 + ITEM, :BITS] for s in starts]
+        asked = [i for i, item in enumerate(items[:-1]) if torch.equal(item, steps[query[0] + 1 : query[1], :BITS])]
         assert any(torch.equal(items[i + 1], target) for i in asked)
 
 
@@ -93,8 +110,11 @@ def repadded(name: str, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
         story = batch["story"]
         return {**batch, "story": torch.cat([story, story.new_zeros(len(story), 3, story.shape[2])], 1)}
     steps = batch["inputs"]
-    return {**batch, "inputs": torch.cat([steps, steps.new_zeros(len(steps), 5, steps.shape[2])], 1),
-            "mask": torch.cat([batch["mask"], batch["mask"].new_zeros(len(steps), 5)], 1)}
+    return {
+        **batch,
+        "inputs": torch.cat([steps, steps.new_zeros(len(steps), 5, steps.shape[2])], 1),
+        "mask": torch.cat([batch["mask"], batch["mask"].new_zeros(len(steps), 5)], 1),
+    }
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -111,8 +131,8 @@ def test_padding_changes_no_answer(name):
         real = batch["inputs"].shape[1]
         torch.testing.assert_close(weights_padded[:, :, :real], weights[:, :, :real])
     else:  # over sentences or steps: the padding gets nothing
-        torch.testing.assert_close(weights_padded[..., :weights.shape[-1]], weights)
-        assert not weights_padded[..., weights.shape[-1]:].any()
+        torch.testing.assert_close(weights_padded[..., : weights.shape[-1]], weights)
+        assert not weights_padded[..., weights.shape[-1] :].any()
 
 
 def test_weights_are_distributions_over_the_real_items():
@@ -156,6 +176,16 @@ def test_forward_on_device_matches_the_cpu(name, device):
 def test_dmn_takes_the_vocabulary_of_the_data():
     with pytest.raises(ValueError, match="model.vocab_size is not set"):
         DMN()
-    cli = main(["fit", "--config", "domains/memory/dmn.yaml", *FAST, "--data.train_size=32", "--data.val_size=8",
-                "--data.test_size=8", "--model.dim=8"])
+    cli = main(
+        [
+            "fit",
+            "--config",
+            "domains/memory/dmn.yaml",
+            *FAST,
+            "--data.train_size=32",
+            "--data.val_size=8",
+            "--data.test_size=8",
+            "--model.dim=8",
+        ]
+    )
     assert cli.model.model.vocab_size == cli.datamodule.vocab_size == 34

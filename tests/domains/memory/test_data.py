@@ -26,30 +26,40 @@ FILE = """1 Mary moved to the bathroom.
 
 def test_parse_babi_makes_one_example_per_question_with_the_story_before_it():
     first, second, third = parse_babi(FILE.splitlines(), task=2)
-    assert first.story == [["mary", "moved", "to", "the", "bathroom"], ["sandra", "journeyed", "to", "the", "bedroom"],
-                           ["mary", "got", "the", "football", "there"]]
+    assert first.story == [
+        ["mary", "moved", "to", "the", "bathroom"],
+        ["sandra", "journeyed", "to", "the", "bedroom"],
+        ["mary", "got", "the", "football", "there"],
+    ]
     assert (first.question, first.answer, first.support, first.task) == (["where", "is", "mary"], "bathroom", [0], 2)
     assert len(second.story) == 4 and second.support == [2, 3] and second.answer == "garden"
     assert third.story == [["john", "went", "to", "the", "office"]] and third.support == [0]
 
 
-@pytest.mark.parametrize("line, problem", [
-    ("Mary went home.", "expected 'ID sentence' or"),
-    ("x Mary went home.", "expected 'ID sentence' or"),
-    ("2 Where is Mary?\tbathroom", "expected 'ID sentence' or"),
-    ("2 Where is Mary?\t\t1", "expected 'ID sentence' or"),
-    ("2 Where is Mary?\tbathroom\t1\t1", "expected 'ID sentence' or"),
-    ("2 Where is Mary?\tbathroom\t9", "supporting ID 9 is out of range: expected the ID of a sentence of this story "
-                                       "before the question (1)"),
-    ("3 Mary went home.", "line ID 3 follows 1: the IDs count up from 1 in each story"),
-])
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ("Mary went home.", "expected 'ID sentence' or"),
+        ("x Mary went home.", "expected 'ID sentence' or"),
+        ("2 Where is Mary?\tbathroom", "expected 'ID sentence' or"),
+        ("2 Where is Mary?\t\t1", "expected 'ID sentence' or"),
+        ("2 Where is Mary?\tbathroom\t1\t1", "expected 'ID sentence' or"),
+        (
+            "2 Where is Mary?\tbathroom\t9",
+            "supporting ID 9 is out of range: expected the ID of a sentence of this story before the question (1)",
+        ),
+        ("3 Mary went home.", "line ID 3 follows 1: the IDs count up from 1 in each story"),
+    ],
+)
 def test_parse_babi_names_the_bad_line(line, problem):
     with pytest.raises(DataError, match=re.escape(f"story.txt:2: {problem}")):
         parse_babi(["1 Mary moved to the bathroom.", line], task=1, source="story.txt")
 
 
 def vocabulary_of(examples):
-    return Vocabulary([w for ex in examples for s in [*ex.story, ex.question] for w in s] + [ex.answer for ex in examples])
+    return Vocabulary(
+        [w for ex in examples for s in [*ex.story, ex.question] for w in s] + [ex.answer for ex in examples]
+    )
 
 
 def test_dataset_keeps_the_most_recent_sentences_and_moves_the_support():
@@ -135,13 +145,16 @@ def test_babi_joint_truncates_long_stories_to_fifty_sentences(shared_data):
     assert len(dm.split("test")) == 2000
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"tasks": 21}, "data.tasks must be bAbI task numbers"),
-    ({"tasks": []}, "data.tasks must be bAbI task numbers"),
-    ({"val_fraction": 1.5}, "data.val_fraction must be in"),
-    ({"memory_size": 0}, "data.memory_size must be at least 1"),
-    ({"similar_lengths": -1}, "data.similar_lengths must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"tasks": 21}, "data.tasks must be bAbI task numbers"),
+        ({"tasks": []}, "data.tasks must be bAbI task numbers"),
+        ({"val_fraction": 1.5}, "data.val_fraction must be in"),
+        ({"memory_size": 0}, "data.memory_size must be at least 1"),
+        ({"similar_lengths": -1}, "data.similar_lengths must be >= 0"),
+    ],
+)
 def test_babi_bad_settings_name_the_key(kwargs, message):
     with pytest.raises(ValueError, match=message):
         BabiStories(**kwargs)

@@ -52,7 +52,9 @@ def test_strong_supervision_adds_the_hops_cross_entropy(batch):
     step = task.step(model, batch, "train")
     plain = QuestionAnswering().step(model, batch, "train")
     assert set(step.logs) == {"attention_loss"}
-    assert float(step.loss.detach()) == pytest.approx(float(plain.loss.detach()) + 2.0 * float(step.logs["attention_loss"]), rel=1e-5)
+    assert float(step.loss.detach()) == pytest.approx(
+        float(plain.loss.detach()) + 2.0 * float(step.logs["attention_loss"]), rel=1e-5
+    )
     model.linear_start = True  # no softmax yet: no supervision
     assert QuestionAnswering(attention_supervision=2.0).step(model, batch, "train").logs is None
     with pytest.raises(ValueError, match="attention_supervision"):

@@ -11,13 +11,17 @@ from domains.memory import GeneratedStories, MatchingReader, QuestionAnswering
 from domains.memory.models.matching import STORY_WEIGHTS, compact
 from framework.__main__ import main
 
-FAST = ["--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-        "--config", "configs/logger/csv.yaml"]
+FAST = [
+    "--trainer.fast_dev_run=true",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+    "--config",
+    "configs/logger/csv.yaml",
+]
 
 
 def test_compact_puts_the_real_words_first_in_reading_order():
-    story = torch.tensor([[[5, 6, 0], [7, 0, 0], [0, 0, 0]],
-                          [[8, 0, 0], [9, 10, 11], [12, 0, 0]]])
+    story = torch.tensor([[[5, 6, 0], [7, 0, 0], [0, 0, 0]], [[8, 0, 0], [9, 10, 11], [12, 0, 0]]])
     words, mask, sentence = compact(story)
     assert words.tolist() == [[5, 6, 7, 0, 0], [8, 9, 10, 11, 12]]
     assert mask.tolist() == [[True, True, True, False, False], [True] * 5]
@@ -68,7 +72,17 @@ def test_a_matching_block_without_the_co_attention_signature_is_refused():
 
 
 def test_the_matching_block_is_chosen_on_the_command_line():
-    cli = main(["fit", "--config", "domains/memory/reader.yaml", *FAST, "--data.train_size=64", "--data.val_size=16",
-                "--data.test_size=16", "--model.matching=multi_grained_co_attention"])
+    cli = main(
+        [
+            "fit",
+            "--config",
+            "domains/memory/reader.yaml",
+            *FAST,
+            "--data.train_size=64",
+            "--data.val_size=16",
+            "--data.test_size=16",
+            "--model.matching=multi_grained_co_attention",
+        ]
+    )
     assert type(cli.model.model.matching).__name__ == "MultiGrainedCoAttention"
     assert {"val/acc", "val/error_task1", "val/error_task2"} <= set(cli.trainer.callback_metrics)

@@ -91,8 +91,13 @@ def run_callback(losses, **kwargs):
     callback = LinearStart(**kwargs)
     module = SimpleNamespace(model=model)
     for epoch, loss in enumerate(losses):
-        trainer = SimpleNamespace(sanity_checking=False, state=SimpleNamespace(fn="fit"), current_epoch=epoch,
-                                  optimizers=[optimizer], callback_metrics={"val/loss": torch.tensor(loss)})
+        trainer = SimpleNamespace(
+            sanity_checking=False,
+            state=SimpleNamespace(fn="fit"),
+            current_epoch=epoch,
+            optimizers=[optimizer],
+            callback_metrics={"val/loss": torch.tensor(loss)},
+        )
         callback.on_validation_end(trainer, module)
         if not model.linear_start:
             return epoch, optimizer.param_groups[0]["lr"]

@@ -35,8 +35,13 @@ def test_loss_falls_on_babi(shared_data):
     assert last < 0.5 * first
 
 
-FAST = ["--trainer.fast_dev_run=true", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-        "--config", "configs/logger/csv.yaml"]
+FAST = [
+    "--trainer.fast_dev_run=true",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+    "--config",
+    "configs/logger/csv.yaml",
+]
 
 
 @pytest.mark.parametrize("config", ["memn2n", "kvmemnn", "memn2n_babi", "memn2n_babi_joint"])

@@ -7,10 +7,9 @@ import pytest
 import torch
 
 from domains.nlp import CapsuleClassification, CharacterWordClassifier, GeneratedReviews, TextClassification
-from domains.nlp.models.char_word import CapsuleOutput
 from domains.nlp.data.classification import ClassificationCollator
 from domains.nlp.data.tokenization import CHARACTER_VOCAB, train_tokenizer
-from domains.nlp.models.char_word import BEGIN, END, character_ngrams
+from domains.nlp.models.char_word import BEGIN, END, CapsuleOutput, character_ngrams
 from tests.learning import training_losses
 
 
@@ -19,7 +18,11 @@ def test_batches_carry_the_bytes_of_every_token():
     batch = ClassificationCollator(tokenizer, max_length=8, characters=3, lowercase=True)([("Hello Zebra", 1), ("", 0)])
     assert batch["chars"].shape == (2, 2, 3)
     assert batch["chars"][0, 0].tolist() == [ord("h") + 1, ord("e") + 1, ord("l") + 1]  # cut at 3, lower-cased
-    assert batch["chars"][0, 1].tolist() == [ord("z") + 1, ord("e") + 1, ord("b") + 1]  # an unknown word keeps its spelling
+    assert batch["chars"][0, 1].tolist() == [
+        ord("z") + 1,
+        ord("e") + 1,
+        ord("b") + 1,
+    ]  # an unknown word keeps its spelling
     assert not batch["chars"][1].any()  # the <unk> of an empty text has no characters
     with pytest.raises(ValueError, match="data.characters must be >= 0, and 0 with data.sentences=true"):
         GeneratedReviews(characters=4, sentences=True)
@@ -48,16 +51,29 @@ def _loss_falls(model, task, batch, steps=25, lr=0.01):
     return losses[0], losses[-1]
 
 
-@pytest.mark.parametrize("attention, embeddings, combine", [
-    ("attention_via_attention", ["word"], "meta_embedding"),
-    ("pooling", ["word", "ngrams"], "meta_embedding"),
-    ("none", ["word", "ngrams"], "concat"),
-])
+@pytest.mark.parametrize(
+    "attention, embeddings, combine",
+    [
+        ("attention_via_attention", ["word"], "meta_embedding"),
+        ("pooling", ["word", "ngrams"], "meta_embedding"),
+        ("none", ["word", "ngrams"], "concat"),
+    ],
+)
 def test_classifiers_learn_and_say_where_they_looked(attention, embeddings, combine):
     torch.manual_seed(0)
     data, batch = _reviews()
-    model = CharacterWordClassifier(data.vocab_size, 3, embed_dim=16, dim=16, embeddings=embeddings, combine=combine,
-                                    attention=attention, char_dim=8, score_kwargs={"hidden": 8}, dropout=0.0)
+    model = CharacterWordClassifier(
+        data.vocab_size,
+        3,
+        embed_dim=16,
+        dim=16,
+        embeddings=embeddings,
+        combine=combine,
+        attention=attention,
+        char_dim=8,
+        score_kwargs={"hidden": 8},
+        dropout=0.0,
+    )
     first, last = _loss_falls(model, TextClassification(3), batch)
     assert last < 0.5 * first
     output = model(batch["tokens"], batch["mask"], batch["chars"], need_weights=True)
@@ -67,8 +83,17 @@ def test_classifiers_learn_and_say_where_they_looked(attention, embeddings, comb
 
 
 def test_deep_alignment_scores_attention_via_attention():
-    model = CharacterWordClassifier(100, 2, embed_dim=8, dim=8, embeddings=["word"], attention="attention_via_attention",
-                                    char_dim=4, score="deep", score_kwargs={"hidden": 6, "layers": 3})
+    model = CharacterWordClassifier(
+        100,
+        2,
+        embed_dim=8,
+        dim=8,
+        embeddings=["word"],
+        attention="attention_via_attention",
+        char_dim=4,
+        score="deep",
+        score_kwargs={"hidden": 6, "layers": 3},
+    )
     assert type(model.attention.words.score).__name__ == "DeepScore" and model.attention.characters.score.layers == 3
 
 

@@ -11,8 +11,14 @@ import torch
 from framework.__main__ import main
 
 CONFIGS = Path("domains/nlp")
-QUIET = ["--config", "configs/logger/csv.yaml", "--trainer.enable_progress_bar=false",
-         "--trainer.enable_model_summary=false", "--data.batch_size=16", "--data.eval_batch_size=16"]
+QUIET = [
+    "--config",
+    "configs/logger/csv.yaml",
+    "--trainer.enable_progress_bar=false",
+    "--trainer.enable_model_summary=false",
+    "--data.batch_size=16",
+    "--data.eval_batch_size=16",
+]
 SMALL_DATES = ["--data.train_size=64", "--data.val_size=16", "--data.test_size=16"]
 
 
@@ -24,8 +30,17 @@ def test_predict_decodes_text_with_the_checkpoints_tokeniser(tmp_path):
     stored = torch.load(best, weights_only=True)["state_dict"]["task._extra_state"]["tokenizer"]
     (tmp_path / "dates.txt").write_text("9 May 1998\nSaturday, 9 May 1998\n")
     # A data module that would train another tokeniser (other texts) must use the checkpoint's.
-    predicted = main(["predict", *args, "--data.train_size=4", "--data.seed=7", "--ckpt_path", str(best),
-                      f"--data.predict_file={tmp_path / 'dates.txt'}"])
+    predicted = main(
+        [
+            "predict",
+            *args,
+            "--data.train_size=4",
+            "--data.seed=7",
+            "--ckpt_path",
+            str(best),
+            f"--data.predict_file={tmp_path / 'dates.txt'}",
+        ]
+    )
     assert predicted.datamodule.tokenizer is predicted.model.task.tokenizer
     assert predicted.model.task.tokenizer.to_str() == stored
     outputs = predicted.trainer.predict_loop.predictions
@@ -33,9 +48,20 @@ def test_predict_decodes_text_with_the_checkpoints_tokeniser(tmp_path):
 
 
 def test_a_model_vocabulary_smaller_than_the_data_vocabulary_is_refused():
-    with pytest.raises(ValueError, match=r"model.vocab_size is 20 but the data has 64: set model.vocab_size=64 or more"):
-        main(["fit", "--config", str(CONFIGS / "seq2seq_bahdanau.yaml"), *QUIET, *SMALL_DATES,
-              "--model.vocab_size=20", "--trainer.fast_dev_run=true"])
+    with pytest.raises(
+        ValueError, match=r"model.vocab_size is 20 but the data has 64: set model.vocab_size=64 or more"
+    ):
+        main(
+            [
+                "fit",
+                "--config",
+                str(CONFIGS / "seq2seq_bahdanau.yaml"),
+                *QUIET,
+                *SMALL_DATES,
+                "--model.vocab_size=20",
+                "--trainer.fast_dev_run=true",
+            ]
+        )
 
 
 def test_an_unknown_cross_block_fails_while_the_config_is_parsed(capsys):

@@ -50,7 +50,9 @@ def test_word_tokeniser_lowercases_and_maps_unknown_words_to_unk():
 
 
 def test_a_vocabulary_smaller_than_the_texts_alphabet_is_refused():
-    with pytest.raises(ValueError, match=r"data.vocab_size=10 is too small for the bpe tokeniser of these texts: it needs 24 tokens"):
+    with pytest.raises(
+        ValueError, match=r"data.vocab_size=10 is too small for the bpe tokeniser of these texts: it needs 24 tokens"
+    ):
         train_tokenizer(["the quick brown fox jumps"], "bpe", vocab_size=10)
 
 
@@ -66,12 +68,33 @@ def test_human_dates_in_every_format_written_out():
     date = datetime.date(1998, 5, 9)  # a Saturday
     written = [human_date_spans(date, f)[0] for f in FORMATS]
     assert written == [
-        "Saturday, 9 May 1998", "09/05/98", "May 9th 98", "9 May 1998", "May 9, 1998", "09.05.1998",
-        "Sat 9 May 1998", "9th of May 1998", "9 May 98", "May 09, 1998", "9-May-1998", "Saturday 9th May 1998",
+        "Saturday, 9 May 1998",
+        "09/05/98",
+        "May 9th 98",
+        "9 May 1998",
+        "May 9, 1998",
+        "09.05.1998",
+        "Sat 9 May 1998",
+        "9th of May 1998",
+        "9 May 98",
+        "May 09, 1998",
+        "9-May-1998",
+        "Saturday 9th May 1998",
     ]
     assert human_date_spans(date, "{mon} {nth} {yy}", lower=True)[0] == "may 9th 98"
-    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 31)] == \
-        ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "31st"]
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 31)] == [
+        "1st",
+        "2nd",
+        "3rd",
+        "4th",
+        "11th",
+        "12th",
+        "13th",
+        "21st",
+        "22nd",
+        "23rd",
+        "31st",
+    ]
 
 
 def test_date_pairs_are_deterministic_distinct_and_correct():
@@ -120,8 +143,10 @@ def test_multi30k_reader_gives_aligned_pairs(shared_data):
     data = Multi30k(root=str(shared_data("multi30k")), train_size=100)
     data.setup("fit")
     assert (len(data.split("train")), len(data.split("val")), len(data.split("test"))) == (100, 1014, 1000)
-    assert data.split("train")[0] == ("Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
-                                      "Two young, White males are outside near many bushes.")
+    assert data.split("train")[0] == (
+        "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
+        "Two young, White males are outside near many bushes.",
+    )
     reverse = Multi30k(root=str(shared_data("multi30k")), source_lang="en", target_lang="de", train_size=1)
     reverse.setup("fit")
     assert reverse.split("train")[0][0].startswith("Two young")
@@ -136,7 +161,9 @@ def test_labelled_text_reads_tsv_and_text_plus_label_files(tmp_path):
     (tmp_path / "train.tsv").write_text("pos\tgood film\nneg\tbad film\npos\tgreat\nneg\tawful\n")
     (tmp_path / "test.txt").write_text("fine film\nboring\n")
     (tmp_path / "test.labels").write_text("pos\nneg\n")
-    data = LabelledText(root=str(tmp_path), splits={"train": ["train.tsv"], "test": ["test.txt", "test.labels"]}, val_size=1)
+    data = LabelledText(
+        root=str(tmp_path), splits={"train": ["train.tsv"], "test": ["test.txt", "test.labels"]}, val_size=1
+    )
     data.setup("fit")
     assert data.labels() == ["neg", "pos"]
     assert len(data.split("train")) == 3 and len(data.split("val")) == 1

@@ -73,11 +73,14 @@ def test_a_wide_beam_is_exhaustive_search():
         assert sequence_score(log_probs_of, sequences[example].tolist()) == pytest.approx(best, abs=1e-5)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: RecurrentSeq2Seq(11, dim=8, embed_dim=6, attention="additive", style="bahdanau"),
-    lambda: RecurrentSeq2Seq(11, dim=8, embed_dim=6, attention="general", style="luong", cell="lstm"),
-    lambda: TransformerSeq2Seq(11, dim=8),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: RecurrentSeq2Seq(11, dim=8, embed_dim=6, attention="additive", style="bahdanau"),
+        lambda: RecurrentSeq2Seq(11, dim=8, embed_dim=6, attention="general", style="luong", cell="lstm"),
+        lambda: TransformerSeq2Seq(11, dim=8),
+    ],
+)
 def test_greedy_is_beam_search_of_width_one_and_never_beats_a_wider_beam_here(make):
     torch.manual_seed(0)
     model = make().eval()
@@ -113,4 +116,10 @@ def test_length_normalisation_is_gnmts():
     torch.testing.assert_close(length_normalised(scores, lengths, 0.0), scores)
     torch.testing.assert_close(length_normalised(scores, lengths, 1.0), scores / torch.tensor([7 / 6, 13 / 6]))
     with pytest.raises(ValueError, match="task.beam_size must be at least 1"):
-        beam_search(MarkovModel(torch.zeros(1, V, V)), torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.bool), 0, 3)
+        beam_search(
+            MarkovModel(torch.zeros(1, V, V)),
+            torch.zeros(1, 1, dtype=torch.long),
+            torch.ones(1, 1, dtype=torch.bool),
+            0,
+            3,
+        )

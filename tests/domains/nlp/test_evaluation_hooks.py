@@ -10,9 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from domains.nlp import (HierarchicalAttentionNetwork, RecurrentSeq2Seq, SelfAttentiveClassifier, TextClassification,
-                         TransformerClassifier, TransformerSeq2Seq, Translation)
-from domains.nlp.data.dates import AlignedCollator, DatePair, DateNormalization, gold_alignment, human_date_spans
+from domains.nlp import (
+    HierarchicalAttentionNetwork,
+    RecurrentSeq2Seq,
+    SelfAttentiveClassifier,
+    TextClassification,
+    TransformerClassifier,
+    TransformerSeq2Seq,
+    Translation,
+)
+from domains.nlp.data.dates import AlignedCollator, DateNormalization, DatePair, gold_alignment, human_date_spans
 from domains.nlp.data.tokenization import train_tokenizer
 
 
@@ -20,12 +27,18 @@ def test_the_gold_alignment_of_dates_by_hand():
     text, spans = human_date_spans(datetime.date(1998, 5, 9), "{day} {month} {yy}")
     assert text == "9 May 98" and spans == {"day": (0, 1), "month": (2, 5), "yy": (6, 8)}
     links = gold_alignment(datetime.date(1998, 5, 9), spans)  # "1998-05-09"
-    assert links == (((), (6, 7)), ((), (6, 7)),         # "19": derived from "98"
-                     ((6,), (6, 7)), ((7,), (6, 7)),     # "98": copied
-                     ((), ()),                            # "-"
-                     ((), (2, 3, 4)), ((), (2, 3, 4)),   # "05": from "May"
-                     ((), ()),                            # "-"
-                     ((), (0,)), ((0,), (0,)))            # "09": a leading 0, then the copied 9
+    assert links == (
+        ((), (6, 7)),
+        ((), (6, 7)),  # "19": derived from "98"
+        ((6,), (6, 7)),
+        ((7,), (6, 7)),  # "98": copied
+        ((), ()),  # "-"
+        ((), (2, 3, 4)),
+        ((), (2, 3, 4)),  # "05": from "May"
+        ((), ()),  # "-"
+        ((), (0,)),
+        ((0,), (0,)),
+    )  # "09": a leading 0, then the copied 9
     text, spans = human_date_spans(datetime.date(2041, 9, 26), "{nth} of {month} {year}", lower=True)
     links = gold_alignment(datetime.date(2041, 9, 26), spans)
     assert text == "26th of september 2041"
@@ -48,14 +61,22 @@ def test_batches_carry_the_alignment_of_target_and_source_tokens():
 
 
 def _dates(size: int = 8):
-    data = DateNormalization(train_size=64, val_size=8, test_size=size, tokenizer="char", vocab_size=64, batch_size=size)
+    data = DateNormalization(
+        train_size=64, val_size=8, test_size=size, tokenizer="char", vocab_size=64, batch_size=size
+    )
     data.setup("test")
     return data, next(iter(data.test_dataloader()))
 
 
-@pytest.mark.parametrize("model", [RecurrentSeq2Seq(64, dim=32, attention="additive", style="bahdanau"),
-                                   RecurrentSeq2Seq(64, dim=32, attention="general", style="luong"),
-                                   TransformerSeq2Seq(64, dim=32, depth=2)], ids=["bahdanau", "luong", "transformer"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        RecurrentSeq2Seq(64, dim=32, attention="additive", style="bahdanau"),
+        RecurrentSeq2Seq(64, dim=32, attention="general", style="luong"),
+        TransformerSeq2Seq(64, dim=32, depth=2),
+    ],
+    ids=["bahdanau", "luong", "transformer"],
+)
 def test_translation_gold_views_and_supervised_attention(model):
     data, batch = _dates()
     task = Translation(attention_supervision=0.5)
@@ -136,7 +157,10 @@ def test_the_translation_families_losses_by_hand():
 
 def test_random_translation_attention_draws_its_weights():
     data, batch = _dates(4)
-    model, task = RecurrentSeq2Seq(64, dim=32, attention="general", style="luong").eval(), Translation(random_attention=True)
+    model, task = (
+        RecurrentSeq2Seq(64, dim=32, attention="general", style="luong").eval(),
+        Translation(random_attention=True),
+    )
     task.check(model, data)
     assert {m.ablation for m in model.modules() if hasattr(m, "block_name")} == {"random"}
     (first,), (second,) = (task.gold_views(model, batch) for _ in range(2))
@@ -148,10 +172,15 @@ def _texts():
     return {"tokens": tokens, "mask": tokens.ne(0), "target": torch.tensor([0, 1])}
 
 
-@pytest.mark.parametrize("make", [lambda: SelfAttentiveClassifier(20, 3, embed_dim=8, dim=16, attention_hidden=8, hidden=16),
-                                  lambda: TransformerClassifier(20, 3, dim=16, depth=2),
-                                  lambda: TransformerClassifier(20, 3, dim=16, depth=2, readout="cls")],
-                         ids=["selfattentive", "transformer", "transformer_cls"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SelfAttentiveClassifier(20, 3, embed_dim=8, dim=16, attention_hidden=8, hidden=16),
+        lambda: TransformerClassifier(20, 3, dim=16, depth=2),
+        lambda: TransformerClassifier(20, 3, dim=16, depth=2, readout="cls"),
+    ],
+    ids=["selfattentive", "transformer", "transformer_cls"],
+)
 def test_text_classifiers_weigh_their_tokens(make):
     model, task, batch = make().eval(), TextClassification(3), _texts()
     items = task.item_attention(model, batch)
@@ -168,7 +197,10 @@ def test_text_classifiers_weigh_their_tokens(make):
 
 
 def test_han_items_are_the_words_of_all_sentences():
-    model, task = HierarchicalAttentionNetwork(20, 3, embed_dim=8, dim=16, attention_hidden=8).eval(), TextClassification(3)
+    model, task = (
+        HierarchicalAttentionNetwork(20, 3, embed_dim=8, dim=16, attention_hidden=8).eval(),
+        TextClassification(3),
+    )
     tokens = torch.tensor([[[5, 6, 0], [7, 0, 0]], [[8, 9, 10], [0, 0, 0]]])
     batch = {"tokens": tokens, "mask": tokens.ne(0), "target": torch.tensor([0, 1])}
     items = task.item_attention(model, batch)
@@ -190,8 +222,10 @@ def test_supervised_attention_lowers_the_alignment_error_rate_on_dates():
     found = {}
     for weight in (0.0, 1.0):
         torch.manual_seed(0)
-        model, task = RecurrentSeq2Seq(64, dim=64, embed_dim=16, attention="general", style="luong"), Translation(
-            attention_supervision=weight)
+        model, task = (
+            RecurrentSeq2Seq(64, dim=64, embed_dim=16, attention="general", style="luong"),
+            Translation(attention_supervision=weight),
+        )
         optimizer = torch.optim.AdamW(model.parameters(), lr=0.003)
         for batch in data.train_dataloader():
             optimizer.zero_grad()
@@ -199,14 +233,17 @@ def test_supervised_attention_lowers_the_alignment_error_rate_on_dates():
             optimizer.step()
         with torch.no_grad():
             (view,) = task.gold_views(model.eval(), test)
-        found[weight] = alignment_counts(hard_alignment(view.weights, view.keys.expand_as(view.weights)), view.gold,
-                                         view.possible, view.queries).aer
+        found[weight] = alignment_counts(
+            hard_alignment(view.weights, view.keys.expand_as(view.weights)), view.gold, view.possible, view.queries
+        ).aer
     assert found[1.0] < 0.35 and found[0.0] - found[1.0] > 0.3, found
 
 
-TRANSLATORS = {"bahdanau": lambda: RecurrentSeq2Seq(64, dim=32, attention="additive", style="bahdanau"),
-               "luong": lambda: RecurrentSeq2Seq(64, dim=32, attention="general", style="luong"),
-               "transformer": lambda: TransformerSeq2Seq(64, dim=32, depth=2)}
+TRANSLATORS = {
+    "bahdanau": lambda: RecurrentSeq2Seq(64, dim=32, attention="additive", style="bahdanau"),
+    "luong": lambda: RecurrentSeq2Seq(64, dim=32, attention="general", style="luong"),
+    "transformer": lambda: TransformerSeq2Seq(64, dim=32, depth=2),
+}
 
 
 @pytest.mark.parametrize("name", list(TRANSLATORS))
@@ -214,9 +251,9 @@ def test_translation_items_are_the_source_tokens_weighed_by_the_mean_alignment(n
     """The item attention is the alignment (the Transformer's last cross-attention layer, read
     here from the block itself, heads averaged) summed over the reference's tokens by a loop and
     renormalised over the valid source tokens."""
-    from framework.attention import capture
     from domains.nlp.data.tokenization import PAD
     from domains.nlp.models.seq2seq import teacher_inputs
+    from framework.attention import capture
 
     torch.manual_seed(0)
     _, batch = _dates(4)
@@ -321,19 +358,45 @@ def test_evaluate_measures_the_faithfulness_of_a_dates_model(tmp_path):
 
     config = Path(__file__).resolve().parents[3] / "domains" / "nlp" / "seq2seq_luong.yaml"
     folder = tmp_path / "runs" / "dates" / "fit"
-    small = ["--data.train_size=64", "--data.val_size=16", "--data.test_size=16", "--data.batch_size=16",
-             "--model.dim=16", "--model.embed_dim=8", "--trainer.enable_progress_bar=false",
-             "--trainer.enable_model_summary=false", "--trainer.logger=false"]
+    small = [
+        "--data.train_size=64",
+        "--data.val_size=16",
+        "--data.test_size=16",
+        "--data.batch_size=16",
+        "--model.dim=16",
+        "--model.embed_dim=8",
+        "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false",
+        "--trainer.logger=false",
+    ]
     fitted = main(["fit", "--config", str(config), *small, "--trainer.max_epochs=1", "--run_dir", str(folder)])
     best = fitted.trainer.checkpoint_callback.best_model_path
-    main(["evaluate", "--config", str(folder / "config.yaml"), "--ckpt_path", best, *small, "--examples=16",
-          "--permutations=2", "--attribution_steps=2", "--perturb_samples=2",
-          "--tests=[eraser, faithfulness, infidelity, sensitivity]"])
+    main(
+        [
+            "evaluate",
+            "--config",
+            str(folder / "config.yaml"),
+            "--ckpt_path",
+            best,
+            *small,
+            "--examples=16",
+            "--permutations=2",
+            "--attribution_steps=2",
+            "--perturb_samples=2",
+            "--tests=[eraser, faithfulness, infidelity, sensitivity]",
+        ]
+    )
     (run,) = sorted(folder.parent.glob("*_evaluate"))
     with (run / "evaluation.csv").open(newline="") as handle:
         table = [row for row in csv.DictReader(handle) if row["test"] != "test"]
-    assert {row["test"] for row in table} == {"permutation", "erasure", "attribution", "eraser", "infidelity",
-                                              "sensitivity"}
+    assert {row["test"] for row in table} == {
+        "permutation",
+        "erasure",
+        "attribution",
+        "eraser",
+        "infidelity",
+        "sensitivity",
+    }
     assert {row["block"] for row in table if row["test"] != "attribution" or "vs" not in row["block"]} == {"attention"}
     assert all(row["value"] for row in table), [row for row in table if not row["value"]]
     sensitivity = {row["setting"].split(",")[0] for row in table if row["test"] == "sensitivity"}

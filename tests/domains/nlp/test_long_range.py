@@ -33,8 +33,9 @@ def test_a_text_hides_two_key_words_far_apart_and_its_label_says_whether_they_ma
 
 
 def test_the_data_module_draws_lengths_in_range_and_batches_them():
-    data = LongRangeMatch(min_length=20, max_length=40, train_size=50, val_size=10, test_size=10, batch_size=50,
-                          vocab_size=128)
+    data = LongRangeMatch(
+        min_length=20, max_length=40, train_size=50, val_size=10, test_size=10, batch_size=50, vocab_size=128
+    )
     lengths = [len(text.split()) for text, _ in data.split("train")]
     assert min(lengths) >= 20 and max(lengths) <= 40 and len(set(lengths)) > 5
     assert data.labels() == ["different", "same"]
@@ -53,8 +54,9 @@ def test_the_data_module_draws_lengths_in_range_and_batches_them():
 def test_the_classifier_learns_long_texts_with_an_efficient_block(attention, device):
     """A few steps on one batch of texts of 64 words or more: the loss falls (the block trains end to end)."""
     torch.manual_seed(0)
-    data = LongRangeMatch(min_length=64, max_length=72, train_size=8, val_size=1, test_size=1, batch_size=8,
-                          vocab_size=128)
+    data = LongRangeMatch(
+        min_length=64, max_length=72, train_size=8, val_size=1, test_size=1, batch_size=8, vocab_size=128
+    )
     batch = next(iter(data.train_dataloader()))
     model = TransformerClassifier(128, 2, dim=16, depth=1, attention=attention, max_len=72, dropout=0.0)
     model, batch = on(device, model, batch)

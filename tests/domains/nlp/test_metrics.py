@@ -13,7 +13,12 @@ from domains.nlp.data.tokenization import PAD
 from domains.nlp.metrics import ExactMatch, TokenAccuracy
 
 HYPOTHESES = ["A man is riding a bike down the street.", "Two dogs play in the snow.", "a girl smiles", "People."]
-REFERENCES = ["A man rides a bicycle down the street.", "Two dogs are playing in the snow.", "A girl is smiling.", "People."]
+REFERENCES = [
+    "A man rides a bicycle down the street.",
+    "Two dogs are playing in the snow.",
+    "A girl is smiling.",
+    "People.",
+]
 
 
 def test_bleu_is_sacrebleus_corpus_bleu():

@@ -57,8 +57,16 @@ def first_step_reference(style):
 
         def attend(query):
             if style == "bahdanau":  # e_j = w^T tanh(W1 q + W2 h_j + b)
-                e = torch.stack([torch.tanh(query @ score.query_weight[0] + memory[:, j] @ score.key_weight[0]
-                                            + score.bias[0, 0]) @ score.out[0, :, 0] for j in range(memory.shape[1])], 1)
+                e = torch.stack(
+                    [
+                        torch.tanh(
+                            query @ score.query_weight[0] + memory[:, j] @ score.key_weight[0] + score.bias[0, 0]
+                        )
+                        @ score.out[0, :, 0]
+                        for j in range(memory.shape[1])
+                    ],
+                    1,
+                )
             else:  # e_j = q^T W h_j
                 e = torch.stack([((query @ score.weight[0]) * memory[:, j]).sum(-1) for j in range(memory.shape[1])], 1)
             a = softmax_over(e, mask)
@@ -86,8 +94,12 @@ def test_first_decoder_step_matches_the_papers_equations(style, attention, devic
     assert_matches_reference(model, first_step_reference(style), tokens, mask, start, device=device)
 
 
-RECURRENT = [(s, c, a) for s in ("bahdanau", "luong") for c in ("gru", "lstm")
-             for a in ("additive", "dot", "general", "concat", "location", "local_p", "none")]
+RECURRENT = [
+    (s, c, a)
+    for s in ("bahdanau", "luong")
+    for c in ("gru", "lstm")
+    for a in ("additive", "dot", "general", "concat", "location", "local_p", "none")
+]
 
 
 def make_seq2seq(kind: str):
@@ -111,11 +123,16 @@ def test_step_by_step_decoding_gives_the_teacher_forced_logits(kind):
     torch.testing.assert_close(torch.stack(steps, 1), full, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("kind,normalised", [
-    ("bahdanau-gru-additive", True), ("luong-lstm-dot", True),
-    ("luong-gru-local_p", False),  # the Gaussian factor of local-p leaves rows below 1
-    ("bahdanau-gru-none", None), ("transformer", True),
-])
+@pytest.mark.parametrize(
+    "kind,normalised",
+    [
+        ("bahdanau-gru-additive", True),
+        ("luong-lstm-dot", True),
+        ("luong-gru-local_p", False),  # the Gaussian factor of local-p leaves rows below 1
+        ("bahdanau-gru-none", None),
+        ("transformer", True),
+    ],
+)
 def test_padding_the_source_changes_nothing(kind, normalised):
     torch.manual_seed(0)
     model = make_seq2seq(kind).eval()
@@ -144,7 +161,9 @@ def test_the_transformer_decoder_is_causal():
 
 
 CLASSIFIERS = [
-    lambda: SelfAttentiveClassifier(V, 3, embed_dim=E, dim=D, attention="pooling", num_queries=3, attention_hidden=5, hidden=7),
+    lambda: SelfAttentiveClassifier(
+        V, 3, embed_dim=E, dim=D, attention="pooling", num_queries=3, attention_hidden=5, hidden=7
+    ),
     lambda: SelfAttentiveClassifier(V, 3, embed_dim=E, dim=D, attention="multi_dimensional", num_queries=2, hidden=7),
     lambda: SelfAttentiveClassifier(V, 3, embed_dim=E, dim=D, attention="none", hidden=7),
     lambda: TransformerClassifier(V, 3, dim=D, readout="pooling"),
@@ -153,8 +172,11 @@ CLASSIFIERS = [
 ]
 
 
-@pytest.mark.parametrize("make", CLASSIFIERS, ids=["selfattentive", "multi_dimensional", "mean", "transformer-pooling",
-                                                  "transformer-cls", "transformer-none"])
+@pytest.mark.parametrize(
+    "make",
+    CLASSIFIERS,
+    ids=["selfattentive", "multi_dimensional", "mean", "transformer-pooling", "transformer-cls", "transformer-none"],
+)
 def test_classifiers_ignore_padding_and_weigh_only_real_tokens(make):
     torch.manual_seed(0)
     model = make().eval()

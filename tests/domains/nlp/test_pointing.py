@@ -14,7 +14,9 @@ from domains.nlp.tasks import Ordering, Translation
 
 
 def sorting_batch(size: int = 8, seed: int = 0):
-    data = NumberSorting(train_size=size, val_size=0, test_size=0, min_length=3, max_length=6, seed=seed, batch_size=size)
+    data = NumberSorting(
+        train_size=size, val_size=0, test_size=0, min_length=3, max_length=6, seed=seed, batch_size=size
+    )
     return next(iter(data.loader("train")))
 
 

@@ -22,7 +22,9 @@ from tests.image_logger import readable
 
 
 def date_batch(size: int = 8):
-    data = DateNormalization(tokenizer="char", vocab_size=64, train_size=200, val_size=size, test_size=size, batch_size=size)
+    data = DateNormalization(
+        tokenizer="char", vocab_size=64, train_size=200, val_size=size, test_size=size, batch_size=size
+    )
     data.setup("fit")
     tokenizer = data.resolve_tokenizer()
     return tokenizer, next(iter(data.val_dataloader()))
@@ -96,13 +98,14 @@ def test_frobenius_penalty_joins_the_loss_and_is_logged():
         TextClassification(num_classes=3, penalty=0.5).step(han, review_batch(sentences=True)[2], "train")
 
 
-
-
-@pytest.mark.parametrize("model", [
-    RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="additive"),
-    RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="local_p", style="luong"),
-    TransformerSeq2Seq(64, dim=16),
-])
+@pytest.mark.parametrize(
+    "model",
+    [
+        RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="additive"),
+        RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="local_p", style="luong"),
+        TransformerSeq2Seq(64, dim=16),
+    ],
+)
 def test_alignment_picture_of_the_first_example(model, device):
     tokenizer, batch = date_batch()
     model, batch = on(device, model.eval(), batch)
@@ -120,11 +123,14 @@ def test_alignment_picture_of_the_first_example(model, device):
     assert task.images(on(device, RecurrentSeq2Seq(64, dim=16, embed_dim=8, attention="none").eval()), batch) == {}
 
 
-@pytest.mark.parametrize("sentences,model", [
-    (False, SelfAttentiveClassifier(128, 3, embed_dim=8, dim=16)),
-    (False, TransformerClassifier(128, 3, dim=16, readout="cls")),
-    (True, HierarchicalAttentionNetwork(128, 3, embed_dim=8, dim=16)),
-])
+@pytest.mark.parametrize(
+    "sentences,model",
+    [
+        (False, SelfAttentiveClassifier(128, 3, embed_dim=8, dim=16)),
+        (False, TransformerClassifier(128, 3, dim=16, readout="cls")),
+        (True, HierarchicalAttentionNetwork(128, 3, embed_dim=8, dim=16)),
+    ],
+)
 def test_word_highlights_of_the_first_example(sentences, model, device):
     tokenizer, labels, batch = review_batch(sentences)
     task = TextClassification(num_classes=3)
@@ -179,8 +185,12 @@ def test_clear_errors_for_bad_task_and_run_values():
         TextClassification(num_classes=3, penalty=-1.0)
     data = GeneratedReviews(vocab_size=128, train_size=50)
     data.setup("fit")
-    with pytest.raises(ValueError, match=r"model.vocab_size is 4 but the data has 128: set model.vocab_size=128 or more"):
+    with pytest.raises(
+        ValueError, match=r"model.vocab_size is 4 but the data has 128: set model.vocab_size=128 or more"
+    ):
         TextClassification(num_classes=3).check(SelfAttentiveClassifier(4, 3), data)
-    with pytest.raises(ValueError, match=r"task.num_classes=5 but GeneratedReviews has 3 classes \(negative, neutral, positive\)"):
+    with pytest.raises(
+        ValueError, match=r"task.num_classes=5 but GeneratedReviews has 3 classes \(negative, neutral, positive\)"
+    ):
         TextClassification(num_classes=5).check(SelfAttentiveClassifier(128, 5), data)
     TextClassification(num_classes=3).check(SelfAttentiveClassifier(128, 3), data)

@@ -19,18 +19,50 @@ SMALL_DATA = ["--data.num_users=200", "--data.max_len=20", "--data.eval_batch_si
 
 
 def test_a_fitted_checkpoint_is_tested_under_both_protocols():
-    cli = main(["fit", "--config", str(CONFIGS / "popularity.yaml"), "--config", "configs/logger/csv.yaml",
-                *SMALL_DATA, *QUIET])
+    cli = main(
+        [
+            "fit",
+            "--config",
+            str(CONFIGS / "popularity.yaml"),
+            "--config",
+            "configs/logger/csv.yaml",
+            *SMALL_DATA,
+            *QUIET,
+        ]
+    )
     trained = {name for name in cli.trainer.callback_metrics if name.startswith("train/")}
     assert trained == {"train/loss", "train/mrr_sampled1"}  # no train/hr@10 among 2 candidates
     best = Path(cli.trainer.default_root_dir) / "checkpoints" / "best.ckpt"
-    tested = main(["test", "--config", str(CONFIGS / "popularity.yaml"), "--config", "configs/logger/csv.yaml",
-                   "--ckpt_path", str(best), *SMALL_DATA, *QUIET])
+    tested = main(
+        [
+            "test",
+            "--config",
+            str(CONFIGS / "popularity.yaml"),
+            "--config",
+            "configs/logger/csv.yaml",
+            "--ckpt_path",
+            str(best),
+            *SMALL_DATA,
+            *QUIET,
+        ]
+    )
     full = float(tested.trainer.callback_metrics["test/hr@10"])
     assert full > 0.05  # the counts came back with the checkpoint
     # --task.* on the command line wins over the checkpoint's task: the other protocol.
-    sampled = main(["test", "--config", str(CONFIGS / "popularity.yaml"), "--config", "configs/logger/csv.yaml",
-                    "--ckpt_path", str(best), "--task.protocol=sampled", *SMALL_DATA, *QUIET])
+    sampled = main(
+        [
+            "test",
+            "--config",
+            str(CONFIGS / "popularity.yaml"),
+            "--config",
+            "configs/logger/csv.yaml",
+            "--ckpt_path",
+            str(best),
+            "--task.protocol=sampled",
+            *SMALL_DATA,
+            *QUIET,
+        ]
+    )
     metrics = sampled.trainer.callback_metrics
     assert {"test/hr@10_sampled100", "test/ndcg@10_sampled100", "test/mrr_sampled100"} <= set(metrics)
     assert metrics["test/hr@10_sampled100"] > full
@@ -44,8 +76,17 @@ def test_a_misspelt_block_fails_at_parse_time(capsys):
 
 def test_a_model_sized_for_other_items_fails_when_the_run_starts():
     with pytest.raises(ValueError, match="model.num_items is 500 but the data has 400 items"):
-        main(["fit", "--config", str(CONFIGS / "sasrec.yaml"), "--trainer.fast_dev_run=true", *SMALL_DATA, *QUIET,
-              "--model.num_items=500"])
+        main(
+            [
+                "fit",
+                "--config",
+                str(CONFIGS / "sasrec.yaml"),
+                "--trainer.fast_dev_run=true",
+                *SMALL_DATA,
+                *QUIET,
+                "--model.num_items=500",
+            ]
+        )
 
 
 @pytest.fixture
@@ -69,4 +110,5 @@ def test_a_size_mismatch_fails_before_the_negatives_are_drawn(tmp_path, no_negat
         trainer.fit(module, datamodule=data)
     with pytest.raises(AssertionError, match="the negatives were drawn"):  # the right size gets that far
         pl.Trainer(fast_dev_run=True, logger=False, enable_progress_bar=False, enable_model_summary=False).fit(
-            TaskModule(SASRec(50, dim=8, max_len=4), NextItemRanking()), datamodule=UserItemSequences(path=str(path)))
+            TaskModule(SASRec(50, dim=8, max_len=4), NextItemRanking()), datamodule=UserItemSequences(path=str(path))
+        )

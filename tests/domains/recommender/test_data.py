@@ -65,7 +65,7 @@ def test_movielens_module_filters_and_splits_leave_one_out(shared_data):
     assert torch.equal(test.history[user], seen[-20:]) and torch.equal(train[user]["sequence"], seen[:-1][-21:])
     negatives = test.negatives[user]
     assert len(negatives.unique()) == 50
-    assert not torch.isin(negatives, torch.cat([seen, test.target[user:user + 1]])).any()
+    assert not torch.isin(negatives, torch.cat([seen, test.target[user : user + 1]])).any()
 
 
 def test_user_item_file_reads_like_movielens(shared_data, tmp_path):
@@ -178,8 +178,9 @@ def test_bad_data_settings_name_the_key(tmp_path):
 
 
 def test_the_training_loader_groups_by_length_unless_told_not_to():
-    data = GeneratedSequences(num_users=400, num_items=200, min_length=3, max_length=60, median_length=6,
-                              max_len=50, batch_size=32)
+    data = GeneratedSequences(
+        num_users=400, num_items=200, min_length=3, max_length=60, median_length=6, max_len=50, batch_size=32
+    )
     data.setup("fit")
     lengths = (data.split("train").sequence > 0).sum(1)
     assert int(lengths.median()) <= 5 and int(lengths.max()) > 30  # median 6 items, 2 held out: a long tail

@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from domains.recommender import (BERT4Rec, DIN, GeneratedSequences, GRU4Rec, MaskedItemRanking, MostPopular,
-                                 NextItemRanking, SASRec)
+from domains.recommender import (
+    DIN,
+    BERT4Rec,
+    GeneratedSequences,
+    GRU4Rec,
+    MaskedItemRanking,
+    MostPopular,
+    NextItemRanking,
+    SASRec,
+)
 from framework.attention import capture
 from framework.evaluation.faithfulness import faithfulness_rows
 from tests.conftest import accelerator, on
@@ -35,17 +43,24 @@ def batch():
     return {**found, "history": history}
 
 
-MODELS = {"sasrec": (lambda: SASRec(ITEMS, dim=16, max_len=12, dropout=0.0), NextItemRanking),
-          "bert4rec": (lambda: BERT4Rec(ITEMS, dim=16, max_len=12, dropout=0.0), MaskedItemRanking),
-          "din": (lambda: DIN(ITEMS, dim=16, hidden=(16,), chunk_size=16), NextItemRanking)}
+MODELS = {
+    "sasrec": (lambda: SASRec(ITEMS, dim=16, max_len=12, dropout=0.0), NextItemRanking),
+    "bert4rec": (lambda: BERT4Rec(ITEMS, dim=16, max_len=12, dropout=0.0), MaskedItemRanking),
+    "din": (lambda: DIN(ITEMS, dim=16, hidden=(16,), chunk_size=16), NextItemRanking),
+}
 
 
 def expected_weights(model, history: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
     """The read-out weights (B, N) computed another way: on the uncut history (the padding keys
     are masked, so cutting them changes nothing), straight from the blocks."""
     if isinstance(model, DIN):
-        return model.attention(model.items(candidate)[:, None], model.items(history), key_padding_mask=history > 0,
-                               need_weights=True).weights[:, :, 0].mean(1)
+        return (
+            model.attention(
+                model.items(candidate)[:, None], model.items(history), key_padding_mask=history > 0, need_weights=True
+            )
+            .weights[:, :, 0]
+            .mean(1)
+        )
     extra = int(isinstance(model, BERT4Rec))
     read = torch.cat([history[:, extra:], history.new_full((len(history), extra), ITEMS + 1)], 1)
     last = f"encoder.layers.{len(model.encoder.layers) - 1}.attention"
@@ -78,7 +93,9 @@ def test_the_readout_weighs_the_history_items(name, protocol, batch, device):
     assert items.blocks == (("attention",) if name == "din" else ("encoder.layers.1.attention",))
     assert scores.shape == ((8, ITEMS + 1) if protocol == "full" else (8, 11))
     best = scores.argmax(-1)
-    assert torch.equal(candidate, best if protocol == "full" else task.sampled_candidates(batch).gather(1, best[:, None])[:, 0])
+    assert torch.equal(
+        candidate, best if protocol == "full" else task.sampled_candidates(batch).gather(1, best[:, None])[:, 0]
+    )
 
 
 def test_bert4rec_never_reads_the_oldest_column_which_the_evaluation_batch_empties(batch):
@@ -134,8 +151,12 @@ def test_models_without_attention_weigh_no_items(batch):
     task = NextItemRanking()
     counted = MostPopular(ITEMS)
     counted.count(batch["seen"])
-    for model in (GRU4Rec(ITEMS, dim=16), counted, SASRec(ITEMS, dim=16, max_len=12, attention="none"),
-                  DIN(ITEMS, dim=16, attention="none")):
+    for model in (
+        GRU4Rec(ITEMS, dim=16),
+        counted,
+        SASRec(ITEMS, dim=16, max_len=12, attention="none"),
+        DIN(ITEMS, dim=16, attention="none"),
+    ):
         assert task.item_attention(model.eval(), batch) is None
     (row,) = faithfulness_rows(GRU4Rec(ITEMS, dim=16).eval(), task, [batch])
     assert row.against == "n/a: the model weighs no input items"
@@ -154,24 +175,64 @@ def test_evaluate_on_a_trained_sasrec_run(tmp_path, device):
     from framework.__main__ import main
 
     folder = tmp_path / "runs" / "sasrec" / "fit"
-    small = ["--data.num_users=300", "--data.num_items=100", "--data.max_len=20", "--data.batch_size=32",
-             "--data.num_negatives=20", f"--trainer.accelerator={accelerator(device)}", *QUIET]
-    fitted = main(["fit", "--config", str(CONFIGS / "sasrec.yaml"), *small, "--trainer.max_epochs=4",
-                   "--optimizer.init_args.lr=0.01", "--run_dir", str(folder)])
+    small = [
+        "--data.num_users=300",
+        "--data.num_items=100",
+        "--data.max_len=20",
+        "--data.batch_size=32",
+        "--data.num_negatives=20",
+        f"--trainer.accelerator={accelerator(device)}",
+        *QUIET,
+    ]
+    fitted = main(
+        [
+            "fit",
+            "--config",
+            str(CONFIGS / "sasrec.yaml"),
+            *small,
+            "--trainer.max_epochs=4",
+            "--optimizer.init_args.lr=0.01",
+            "--run_dir",
+            str(folder),
+        ]
+    )
     assert float(fitted.trainer.checkpoint_callback.best_model_score) > 0.15
     best = fitted.trainer.checkpoint_callback.best_model_path
-    main(["evaluate", "--config", str(folder / "config.yaml"), "--ckpt_path", best, *small, "--examples=64",
-          "--permutations=2", "--attribution_steps=4", "--ablation_modes=[uniform,none]"])
+    main(
+        [
+            "evaluate",
+            "--config",
+            str(folder / "config.yaml"),
+            "--ckpt_path",
+            best,
+            *small,
+            "--examples=64",
+            "--permutations=2",
+            "--attribution_steps=4",
+            "--ablation_modes=[uniform,none]",
+        ]
+    )
     (run,) = sorted(folder.parent.glob("*_evaluate"))
     table = _table(run / "evaluation.csv")
-    assert {row["test"] for row in table} == {"test", "ablation", "permutation", "erasure", "attribution", "intrinsic", "maps"}
+    assert {row["test"] for row in table} == {
+        "test",
+        "ablation",
+        "permutation",
+        "erasure",
+        "attribution",
+        "intrinsic",
+        "maps",
+    }
     ratios = [row for row in table if row["test"] == "maps" and row["measure"] == "entropy_ratio"]
     assert {row["block"] for row in ratios} == {"encoder.layers.0.attention", "encoder.layers.1.attention"}
     assert all(0 < float(row["value"]) <= 1 for row in ratios)
-    assert {row["block"] for row in table if row["test"] in ("permutation", "erasure")} == {"encoder.layers.1.attention"}
+    assert {row["block"] for row in table if row["test"] in ("permutation", "erasure")} == {
+        "encoder.layers.1.attention"
+    }
     ablations = {(row["block"], row["setting"]) for row in table if row["test"] == "ablation"}
-    assert ablations == {(b, m) for b in ("encoder.layers.0.attention", "encoder.layers.1.attention", "all")
-                         for m in ("uniform", "none")}
+    assert ablations == {
+        (b, m) for b in ("encoder.layers.0.attention", "encoder.layers.1.attention", "all") for m in ("uniform", "none")
+    }
     assert all(row["value"] for row in table if row["test"] in ("ablation", "permutation", "erasure"))
     taus = {row["setting"] for row in table if row["test"] == "attribution"}
     assert {"gradient_x_input", "integrated_gradients", "leave_one_out"} <= taus

@@ -8,13 +8,17 @@ import math
 import pytest
 import torch
 
-from domains.recommender import BERT4Rec, DIN, GRU4Rec, MaskedItemRanking, MostPopular, NextItemRanking, SASRec
+from domains.recommender import DIN, BERT4Rec, GRU4Rec, MaskedItemRanking, MostPopular, NextItemRanking, SASRec
 from domains.recommender import task as task_module
 from domains.recommender.losses import REDRAWS, sample_training_negatives
 from domains.recommender.models.base import leading_padding
 
-ROWS = torch.tensor([[0, 0, 0, 5, 2, 7],   # three items: positions 3, 4 predict 2, 7
-                     [0, 4, 1, 3, 6, 2]])  # five items: positions 1 .. 4 predict 1, 3, 6, 2
+ROWS = torch.tensor(
+    [
+        [0, 0, 0, 5, 2, 7],  # three items: positions 3, 4 predict 2, 7
+        [0, 4, 1, 3, 6, 2],
+    ]
+)  # five items: positions 1 .. 4 predict 1, 3, 6, 2
 
 
 class Linear(torch.nn.Module):
@@ -121,9 +125,16 @@ def test_training_negatives_avoid_the_row_and_are_uniform_otherwise():
         assert (shares - 1 / len(allowed)).abs().max() < 0.02  # uniform over the items outside the row
 
 
-@pytest.mark.parametrize("make", [lambda: SASRec(30, dim=16, max_len=8), lambda: BERT4Rec(30, dim=16, max_len=8),
-                                  lambda: GRU4Rec(30, dim=16, hidden=12), lambda: DIN(30, dim=16, chunk_size=7),
-                                  lambda: MostPopular(30)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SASRec(30, dim=16, max_len=8),
+        lambda: BERT4Rec(30, dim=16, max_len=8),
+        lambda: GRU4Rec(30, dim=16, hidden=12),
+        lambda: DIN(30, dim=16, chunk_size=7),
+        lambda: MostPopular(30),
+    ],
+)
 def test_scores_at_chosen_positions_are_the_scores_at_every_position(make):
     torch.manual_seed(0)
     model = make().eval()

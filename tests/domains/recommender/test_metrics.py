@@ -30,7 +30,7 @@ def compute(scores: torch.Tensor, columns: torch.Tensor, k: int) -> dict[str, fl
     out = {}
     for name, metric in (("hr", HitRate(k)), ("ndcg", NDCG(k)), ("mrr", MRR())):
         for part in range(0, len(scores), 7):  # several updates accumulate
-            metric.update(scores[part:part + 7], columns[part:part + 7])
+            metric.update(scores[part : part + 7], columns[part : part + 7])
         out[name] = float(metric.compute())
     return out
 
@@ -55,7 +55,9 @@ def test_metrics_match_torchmetrics_retrieval_without_ties():
     relevant[torch.arange(30), columns] = True
     indexes = torch.arange(30).unsqueeze(1).expand(30, 20)
     reference = {
-        "hr": RetrievalHitRate(top_k=10), "ndcg": RetrievalNormalizedDCG(top_k=10), "mrr": RetrievalMRR(),
+        "hr": RetrievalHitRate(top_k=10),
+        "ndcg": RetrievalNormalizedDCG(top_k=10),
+        "mrr": RetrievalMRR(),
     }
     got = compute(scores, columns, 10)
     for name, metric in reference.items():

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from domains.recommender import BERT4Rec, DIN, GRU4Rec, MostPopular, NextItemRanking, SASRec
+from domains.recommender import DIN, BERT4Rec, GRU4Rec, MostPopular, NextItemRanking, SASRec
 from framework.attention import capture
 from tests.conftest import on
 from tests.image_logger import readable
@@ -49,8 +49,12 @@ def test_sasrec_position_n_depends_on_items_up_to_n_only():
 
 def test_scores_against_all_items_and_against_candidates_agree():
     history = histories()
-    for model in (SASRec(NUM_ITEMS, dim=16, max_len=8), BERT4Rec(NUM_ITEMS, dim=16, max_len=8),
-                  GRU4Rec(NUM_ITEMS, dim=16, hidden=12), DIN(NUM_ITEMS, dim=16, chunk_size=7)):
+    for model in (
+        SASRec(NUM_ITEMS, dim=16, max_len=8),
+        BERT4Rec(NUM_ITEMS, dim=16, max_len=8),
+        GRU4Rec(NUM_ITEMS, dim=16, hidden=12),
+        DIN(NUM_ITEMS, dim=16, chunk_size=7),
+    ):
         model.eval()
         with torch.no_grad():
             every, last = model(history), model(history, last=True)
@@ -79,7 +83,7 @@ def test_gru4rec_matches_a_plain_gru_on_the_unpadded_history():
         for row, state in zip(history, states):
             items = row[row > 0]
             reference = model.out(model.gru(model.items(items).unsqueeze(0))[0][0])
-            torch.testing.assert_close(state[-len(items):], reference)
+            torch.testing.assert_close(state[-len(items) :], reference)
 
 
 def test_bert4rec_reads_the_mask_appended_after_the_history():
@@ -131,8 +135,9 @@ def test_captured_self_attention_maps_are_causal_over_the_history():
     assert weights.shape == (4, 8, longest, longest)
     assert weights.triu(1).abs().max() == 0
     real = history[:, -longest:] > 0
-    torch.testing.assert_close(weights.sum(-1)[real.unsqueeze(1).expand_as(weights[..., 0])],
-                               torch.ones(int(real.sum()) * 8))
+    torch.testing.assert_close(
+        weights.sum(-1)[real.unsqueeze(1).expand_as(weights[..., 0])], torch.ones(int(real.sum()) * 8)
+    )
     assert weights[~real.unsqueeze(1).unsqueeze(-2).expand_as(weights)].abs().max() == 0  # padded keys
 
 
@@ -140,8 +145,11 @@ def test_the_task_draws_the_longest_history_attending_itself(device):
     history = histories()
     longest = int((history > 0).sum(1).max())
     batch = on(device, {"history": history})
-    for model, expected in ((SASRec(NUM_ITEMS, dim=16, max_len=8), 2), (DIN(NUM_ITEMS, dim=16), 1),
-                            (GRU4Rec(NUM_ITEMS, dim=8), 0)):
+    for model, expected in (
+        (SASRec(NUM_ITEMS, dim=16, max_len=8), 2),
+        (DIN(NUM_ITEMS, dim=16), 1),
+        (GRU4Rec(NUM_ITEMS, dim=8), 0),
+    ):
         with torch.no_grad():
             pictures = NextItemRanking().images(on(device, model.eval()), batch)
         assert len(pictures) == expected and all(name.startswith("history_attention/") for name in pictures)

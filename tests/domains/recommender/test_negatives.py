@@ -55,8 +55,9 @@ def test_negatives_are_uniform_over_the_unseen_items():
         assert share / users == pytest.approx(1 / 6, abs=0.02)  # 4 standard deviations
     # and as the slow reference draws them (a set difference with the catalogue, then a choice)
     rng = np.random.default_rng(1)
-    reference = Counter(tuple(sorted(rng.choice(np.setdiff1d(np.arange(1, 7), [1, 2]), 2, replace=False)))
-                        for _ in range(users))
+    reference = Counter(
+        tuple(sorted(rng.choice(np.setdiff1d(np.arange(1, 7), [1, 2]), 2, replace=False))) for _ in range(users)
+    )
     for pair in pairs:
         assert pairs[pair] / users == pytest.approx(reference[pair] / users, abs=0.028)  # 4 sd of the difference
     # item frequencies at a larger catalogue: every unseen item equally often (count / allowed)
@@ -107,7 +108,7 @@ def test_a_data_module_draws_its_negatives_once_on_first_use_and_shares_them():
     assert not data.negatives_drawn  # set up, not drawn
     batch = next(iter(data.test_dataloader()))
     assert data.negatives_drawn and val.negatives is test.negatives is data.negatives
-    assert torch.equal(batch["negatives"], data.negatives[:len(batch["negatives"])])
+    assert torch.equal(batch["negatives"], data.negatives[: len(batch["negatives"])])
     every = [s[s > 0] for s in test.seen]
     for row, items, target in zip(data.negatives, every, test.target):
         assert not torch.isin(row, torch.cat([items, target.view(1)])).any()  # never the user's items

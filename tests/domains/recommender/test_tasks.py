@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from domains.recommender import (
-    BERT4Rec,
     DIN,
+    BERT4Rec,
     GeneratedSequences,
     MaskedItemRanking,
     MostPopular,
@@ -33,8 +33,13 @@ class Fixed(torch.nn.Module):
 
 
 def query(target: int, seen: list[int], negatives: list[int]) -> dict[str, torch.Tensor]:
-    return {"history": torch.tensor([seen[-2:]]), "target": torch.tensor([target]), "seen": torch.tensor([seen]),
-            "negatives": torch.tensor([negatives]), "user": torch.tensor([0])}
+    return {
+        "history": torch.tensor([seen[-2:]]),
+        "target": torch.tensor([target]),
+        "seen": torch.tensor([seen]),
+        "negatives": torch.tensor([negatives]),
+        "user": torch.tensor([0]),
+    }
 
 
 def test_full_ranking_excludes_history_and_padding_but_never_the_target():
@@ -63,7 +68,10 @@ def test_training_metrics_are_named_for_the_candidates_the_loss_ranks():
     assert sorted(NextItemRanking().training_metrics()) == ["mrr_sampled1"]
     assert sorted(NextItemRanking(loss="sampled_softmax", negatives=9).training_metrics()) == ["mrr_sampled9"]
     assert sorted(NextItemRanking(loss="bce", negatives=10, k=5).training_metrics()) == [
-        "hr@5_sampled10", "mrr_sampled10", "ndcg@5_sampled10"]
+        "hr@5_sampled10",
+        "mrr_sampled10",
+        "ndcg@5_sampled10",
+    ]
     assert sorted(MaskedItemRanking().training_metrics()) == ["hr@10_all_items", "mrr_all_items", "ndcg@10_all_items"]
     module = TaskModule(SASRec(20, dim=8, max_len=6), NextItemRanking())
     assert list(module.train_metrics.keys()) == ["train/mrr_sampled1"]
@@ -93,18 +101,21 @@ def test_masked_item_training_predicts_the_masked_items():
     model = BERT4Rec(20, dim=8, max_len=6)
     sequence = torch.tensor([[0, 0, 0, 3, 1, 2, 7], [9, 8, 7, 6, 5, 4, 3]])
     step = MaskedItemRanking(mask_prob=0.5).step(model, {"sequence": sequence}, "train")
-    assert 1 <= len(step.target) <= 9 and set(step.target.tolist()) <= {3, 1, 2, 7, 8, 7, 6, 5, 4}
+    assert 1 <= len(step.target) <= 9 and set(step.target.tolist()) <= {3, 1, 2, 7, 8, 6, 5, 4}
     with pytest.raises(TypeError, match="MaskedItemRanking needs a model with a \\[mask\\] token"):
         MaskedItemRanking().step(SASRec(20, max_len=6), {"sequence": sequence}, "train")
 
 
-@pytest.mark.parametrize("key, task, message", [
-    ("protocol", lambda: NextItemRanking(protocol="uni100"), "task.protocol must be 'full' or 'sampled'"),
-    ("negatives", lambda: NextItemRanking(negatives=0), "task.negatives must be at least 1 for task.loss=bce"),
-    ("loss", lambda: MaskedItemRanking(loss="bpr"), "task.loss must be one of bce, sampled_softmax, softmax"),
-    ("mask_prob", lambda: MaskedItemRanking(mask_prob=0.0), "task.mask_prob must be in"),
-    ("k", lambda: NextItemRanking(k=0), "task.k must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "key, task, message",
+    [
+        ("protocol", lambda: NextItemRanking(protocol="uni100"), "task.protocol must be 'full' or 'sampled'"),
+        ("negatives", lambda: NextItemRanking(negatives=0), "task.negatives must be at least 1 for task.loss=bce"),
+        ("loss", lambda: MaskedItemRanking(loss="bpr"), "task.loss must be one of bce, sampled_softmax, softmax"),
+        ("mask_prob", lambda: MaskedItemRanking(mask_prob=0.0), "task.mask_prob must be in"),
+        ("k", lambda: NextItemRanking(k=0), "task.k must be at least 1"),
+    ],
+)
 def test_bad_task_settings_name_the_key(key, task, message):
     with pytest.raises(ValueError, match=message):
         task()
@@ -141,8 +152,9 @@ def test_the_default_loss_falls_on_generated_histories():
 
 def test_din_loss_falls_on_generated_histories():
     torch.manual_seed(0)
-    data = GeneratedSequences(num_users=200, num_items=60, min_length=5, max_length=15, max_len=15, batch_size=32,
-                              num_negatives=20)
+    data = GeneratedSequences(
+        num_users=200, num_items=60, min_length=5, max_length=15, max_len=15, batch_size=32, num_negatives=20
+    )
     values = losses(DIN(60, dim=16), NextItemRanking(loss="sampled_softmax", negatives=4), data, steps=15)
     assert values[-1] < values[0] - 0.2
 
@@ -153,8 +165,14 @@ def test_popularity_counts_every_training_interaction_without_gradient_steps():
     module = TaskModule(model, task)
     module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=1.0, weight_decay=0.5)
     before = model.temperature.detach().clone()
-    pl.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-               enable_model_summary=False, accelerator="cpu").fit(module, datamodule=data)
+    pl.Trainer(
+        max_epochs=2,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+    ).fit(module, datamodule=data)
     expected = torch.bincount(data.train_items, minlength=61).float()
     assert data.train_items.numel() > 300 * 6  # more than the rows hold
     assert torch.equal(model.counts, expected) and model.counts[0] == 0  # counted once, not once per epoch

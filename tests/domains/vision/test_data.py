@@ -13,8 +13,17 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from domains.vision.data import (IGNORE_INDEX, DigitScenes, Digits, ImageFolderClassification, SegmentationFolders,
-                                 TorchvisionClassification, load_digit_images, read_idx, segmentation_transform)
+from domains.vision.data import (
+    IGNORE_INDEX,
+    Digits,
+    DigitScenes,
+    ImageFolderClassification,
+    SegmentationFolders,
+    TorchvisionClassification,
+    load_digit_images,
+    read_idx,
+    segmentation_transform,
+)
 from domains.vision.data.digits import digit_split_indices
 from domains.vision.data.palettes import voc_palette
 from domains.vision.data.scenes import INK_BRIGHT, INK_DARK, INK_THRESHOLD, scene_split
@@ -28,6 +37,7 @@ def scenes(**kwargs) -> DigitScenes:
 
 
 # ---------------------------------------------------------------- digit scenes
+
 
 def test_scenes_are_deterministic_per_seed_and_differ_across_splits_and_seeds():
     first, other = scenes(seed=3).scenes("train"), scenes(seed=4)
@@ -53,8 +63,11 @@ def naive_mask(scene, index: int, canvas: int) -> torch.Tensor:
             shape = torch.ones(s, s, dtype=torch.bool)
         else:
             glyph = glyphs[int(scene.glyph[index, k])]
-            shape = F.interpolate(glyph[None, None], size=(s, s), mode="bilinear", align_corners=False)[0, 0] > INK_THRESHOLD
-        region = mask[top:top + s, left:left + s]
+            shape = (
+                F.interpolate(glyph[None, None], size=(s, s), mode="bilinear", align_corners=False)[0, 0]
+                > INK_THRESHOLD
+            )
+        region = mask[top : top + s, left : left + s]
         assert not region.any(), "digits must not overlap"
         region[shape] = label
     return mask
@@ -75,7 +88,9 @@ def test_scene_labels_agree_with_the_pixels_drawn():
             window = (slice(top, top + s), slice(left, left + s))
             patch = drawn.images[i, :, window[0], window[1]].flatten(1)[:, drawn.masks[i][window].flatten() > 0]
             colours = patch.unique(dim=1).shape[1]
-            assert colours == (2 if drawn.occluded[i, k] else 1), "a tile has two stripe colours, a digit one ink colour"
+            assert colours == (2 if drawn.occluded[i, k] else 1), (
+                "a tile has two stripe colours, a digit one ink colour"
+            )
 
 
 def test_the_context_rule_holds_in_every_scene():
@@ -88,7 +103,9 @@ def test_the_context_rule_holds_in_every_scene():
         assert drawn.masks[i].unique().tolist() == [0, int(drawn.scene_class[i]) + 1]
         for k in torch.nonzero(drawn.occluded[i]).flatten().tolist():
             s, top, left = (int(t[i, k]) for t in (drawn.size, drawn.top, drawn.left))
-            assert (drawn.masks[i, top:top + s, left:left + s] == drawn.scene_class[i] + 1).all(), "a tile is labelled whole"
+            assert (drawn.masks[i, top : top + s, left : left + s] == drawn.scene_class[i] + 1).all(), (
+                "a tile is labelled whole"
+            )
     assert len(drawn.scene_class.unique()) > 5
 
 
@@ -104,16 +121,22 @@ def test_digit_scenes_module_exposes_its_attributes_and_batches():
     assert abs(float(image.mean())) < 1 and 0.5 < float(image.std()) < 2, "images are normalised"
 
 
-@pytest.mark.parametrize("kwargs, key", [(dict(digits_per_scene=10), "data.digits_per_scene"),
-                                         (dict(clean_per_scene=0), "data.clean_per_scene"),
-                                         (dict(digit_size=(6, 12)), "data.digit_size"),
-                                         (dict(std=(0.2, 0.2)), "data.std")])
+@pytest.mark.parametrize(
+    "kwargs, key",
+    [
+        (dict(digits_per_scene=10), "data.digits_per_scene"),
+        (dict(clean_per_scene=0), "data.clean_per_scene"),
+        (dict(digit_size=(6, 12)), "data.digit_size"),
+        (dict(std=(0.2, 0.2)), "data.std"),
+    ],
+)
 def test_bad_scene_settings_name_the_key(kwargs, key):
     with pytest.raises(ValueError, match=key):
         DigitScenes(**kwargs)
 
 
 # ---------------------------------------------------------------- digits classification
+
 
 def test_digits_splits_are_disjoint_complete_and_stratified():
     module = Digits(image_size=16, batch_size=32)
@@ -124,7 +147,9 @@ def test_digits_splits_are_disjoint_complete_and_stratified():
     index = digit_split_indices(0.15, 0.15, seed=0)
     assert torch.equal(torch.cat(list(index.values())).sort().values, torch.arange(1797)), "each digit in one split"
     upscaled = F.interpolate(images[index["val"], None], size=(16, 16), mode="bilinear", align_corners=False)
-    assert torch.equal(module.split("val").images, upscaled) and torch.equal(module.split("val").targets, labels[index["val"]])
+    assert torch.equal(module.split("val").images, upscaled) and torch.equal(
+        module.split("val").targets, labels[index["val"]]
+    )
     overall = torch.bincount(labels, minlength=10).float() / len(labels)
     for name, size in sizes.items():
         counts = torch.bincount(module.split(name).targets, minlength=10)
@@ -135,6 +160,7 @@ def test_digits_splits_are_disjoint_complete_and_stratified():
 
 
 # ---------------------------------------------------------------- segmentation folders
+
 
 def test_camvid_reader_on_the_shared_copy(shared_data):
     root = shared_data("CamVid")
@@ -160,7 +186,9 @@ def test_joint_augmentation_keeps_image_and_mask_aligned():
     torch.manual_seed(0)
     labels = torch.randint(0, 11, (6, 8)).repeat_interleave(12, 0).repeat_interleave(12, 1)  # 72 x 96 blocks
     image = (labels * 20).to(torch.uint8).expand(3, -1, -1)  # the image encodes its mask
-    transform = segmentation_transform(True, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), crop_size=(64, 64), scale_range=(0.5, 2.0))
+    transform = segmentation_transform(
+        True, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), crop_size=(64, 64), scale_range=(0.5, 2.0)
+    )
     from torchvision import tv_tensors
 
     agreement, padded = [], 0
@@ -196,7 +224,9 @@ def test_voc_reader_on_a_tiny_layout(tmp_path):
     rng = np.random.default_rng(0)
     labels = {}
     for name, (h, w) in {"2007_000001": (20, 30), "2007_000002": (24, 18)}.items():
-        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(_mkdir(base / "JPEGImages") / f"{name}.jpg")
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(
+            _mkdir(base / "JPEGImages") / f"{name}.jpg"
+        )
         labels[name] = rng.choice(np.array([0, 5, 20, 255], dtype=np.uint8), (h, w))
         write_png(base / "SegmentationClass" / f"{name}.png", labels[name], voc_palette(256))
     _mkdir(base / "ImageSets" / "Segmentation")
@@ -207,7 +237,9 @@ def test_voc_reader_on_a_tiny_layout(tmp_path):
     module.setup("fit")
     image, target = module.split("val")[0]
     assert image.shape == (3, 32, 32) and target.shape == (32, 32)
-    assert torch.equal(target[:24, :18], torch.from_numpy(labels["2007_000002"]).long()), "palette indices read as labels"
+    assert torch.equal(target[:24, :18], torch.from_numpy(labels["2007_000002"]).long()), (
+        "palette indices read as labels"
+    )
     assert (target[24:] == IGNORE_INDEX).all() and (target[:, 18:] == IGNORE_INDEX).all(), "padding is ignored"
     assert module.split("test").pairs == module.split("val").pairs
     assert module.split("train")[0][1].shape == (16, 16)
@@ -224,7 +256,8 @@ def test_cityscapes_reader_maps_label_ids_to_train_ids(tmp_path):
     for split in ("train", "val"):
         stem = f"{split}city_000000_000019"
         Image.fromarray(np.zeros((8, 16, 3), np.uint8)).save(
-            _mkdir(tmp_path / "cityscapes" / "leftImg8bit" / split / f"{split}city") / f"{stem}_leftImg8bit.png")
+            _mkdir(tmp_path / "cityscapes" / "leftImg8bit" / split / f"{split}city") / f"{stem}_leftImg8bit.png"
+        )
         write_png(tmp_path / "cityscapes" / "gtFine" / split / f"{split}city" / f"{stem}_gtFine_labelIds.png", ids)
     module = SegmentationFolders(layout="cityscapes", root=str(tmp_path / "cityscapes"))
     assert module.num_classes == 19 and module.class_names[13] == "car" and module.palette[0].tolist() == [128, 64, 128]
@@ -247,6 +280,7 @@ def test_a_missing_camvid_folder_says_where_to_put_it(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- classification readers
 
+
 def test_torchvision_sets_without_download_and_data_give_a_clear_error(tmp_path):
     for name, folder in (("cifar10", "cifar-10-batches-py"), ("mnist", "MNIST/raw")):
         with pytest.raises(DataNotFoundError, match=rf"{folder}.*data.download: true"):
@@ -257,7 +291,9 @@ def test_torchvision_sets_without_download_and_data_give_a_clear_error(tmp_path)
 
 def test_mnist_test_split_reader_on_the_shared_copy(shared_data):
     raw = shared_data("MNIST") / "raw"
-    reference = np.frombuffer(gzip.open(raw / "t10k-images-idx3-ubyte.gz").read(), np.uint8, offset=16).reshape(-1, 28, 28)
+    reference = np.frombuffer(gzip.open(raw / "t10k-images-idx3-ubyte.gz").read(), np.uint8, offset=16).reshape(
+        -1, 28, 28
+    )
     assert torch.equal(read_idx(raw / "t10k-images-idx3-ubyte.gz"), torch.from_numpy(reference.copy()))
     with pytest.raises(DataNotFoundError, match="test_split_only"):
         TorchvisionClassification("mnist").setup("fit")

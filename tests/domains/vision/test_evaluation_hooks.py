@@ -26,7 +26,7 @@ def test_gold_masks_are_the_drawn_ink_and_the_tiles(scenes):
     for i in range(4):
         for k in range(drawn.size.shape[1]):
             s, top, left = (int(t[i, k]) for t in (drawn.size, drawn.top, drawn.left))
-            square = gold[i, 1, top:top + s, left:left + s]
+            square = gold[i, 1, top : top + s, left : left + s]
             assert square.all() if drawn.occluded[i, k] else not square.any()
     image, target, batch_gold = next(iter(scenes.evaluation_dataloader()))
     assert torch.equal(batch_gold, gold) and image.shape == (4, 3, 64, 64)
@@ -46,8 +46,11 @@ def test_a_tile_pixel_looks_over_the_key_pixels(scenes, attention):
     assert torch.allclose(forward.forward(forward.vectors), logits, atol=1e-4)
     views = task.gold_views(model, batch)
     names = [v.name for v in views]
-    assert names == (["head.attention pass 1", "head.attention pass 2", "head.attention passes composed"]
-                     if attention == "criss_cross" else ["head.attention"])
+    assert names == (
+        ["head.attention pass 1", "head.attention pass 2", "head.attention passes composed"]
+        if attention == "criss_cross"
+        else ["head.attention"]
+    )
     assert views[0].queries.any() and views[0].gold.any()
     assert task.gold_views(model, batch[:2]) == [], "batches without gold have no views"
     step = task.step(model, batch, "test")  # a batch with gold still tests as usual: label maps for the metrics
@@ -66,8 +69,14 @@ def test_scenes_with_gold_carry_it_in_every_split():
 def _pooled(mask, grid):
     """Naive pooling of (B, S, S) bool onto a (h, w) grid: each cell's share of True pixels (B, h w)."""
     (h, w), side = grid, mask.shape[-1]
-    return torch.stack([mask[:, i * side // h:(i + 1) * side // h, j * side // w:(j + 1) * side // w].float().mean((1, 2))
-                        for i in range(h) for j in range(w)], 1)
+    return torch.stack(
+        [
+            mask[:, i * side // h : (i + 1) * side // h, j * side // w : (j + 1) * side // w].float().mean((1, 2))
+            for i in range(h)
+            for j in range(w)
+        ],
+        1,
+    )
 
 
 def test_the_segmentation_families_losses_by_hand(scenes):
@@ -114,8 +123,11 @@ def test_random_segmentation_attention_and_bad_options(scenes):
     task.check(model, scenes)
     assert {m.ablation for m in model.modules() if hasattr(m, "block_name")} == {"random"}
     assert not torch.allclose(task.item_attention(model, batch).weights, task.item_attention(model, batch).weights)
-    with pytest.raises(ValueError, match=r"task.attention_supervision=1.0 needs batches with gold attention .*data.gold=true"
-                       r"\); DigitScenes has none: set them to 0$"):
+    with pytest.raises(
+        ValueError,
+        match=r"task.attention_supervision=1.0 needs batches with gold attention .*data.gold=true"
+        r"\); DigitScenes has none: set them to 0$",
+    ):
         Segmentation(11, attention_supervision=1.0).check(model, scenes)
     with pytest.raises(ValueError, match="task.random_attention=true draws the weights at random: it takes no"):
         Segmentation(11, decouple_attention=1.0, random_attention=True)

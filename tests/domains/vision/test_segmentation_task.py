@@ -47,7 +47,9 @@ def test_miou_and_pixel_accuracy_match_a_confusion_matrix_over_batches():
     tp = confusion.diag()
     iou = tp / (confusion.sum(0) + confusion.sum(1) - tp)
     result = metrics.compute()
-    assert torch.allclose(result["miou"], iou.mean()) and torch.allclose(result["pixel_acc"], tp.sum() / confusion.sum())
+    assert torch.allclose(result["miou"], iou.mean()) and torch.allclose(
+        result["pixel_acc"], tp.sum() / confusion.sum()
+    )
 
 
 @pytest.mark.parametrize("sub_sample, keys", [(False, (4, 5)), (True, (2, 2))])

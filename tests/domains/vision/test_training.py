@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from domains.vision.data import DigitScenes, Digits
+from domains.vision.data import Digits, DigitScenes
 from domains.vision.models import AttentionResNet, SegmentationNet
 from domains.vision.task import Segmentation
 from framework.tasks import Classification
@@ -30,4 +30,3 @@ def test_an_se_resnet_learns_the_digits():
     model = AttentionResNet(10, attention="se", in_chans=1, channels=(8, 16, 32, 64), stem_width=8, small_input=True)
     losses = training_losses(model, Classification(10), batches, steps=32, lr=3e-3, optimizer=torch.optim.AdamW)
     assert sum(losses[-4:]) < 0.6 * sum(losses[:4]), losses
-

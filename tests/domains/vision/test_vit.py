@@ -25,8 +25,8 @@ def copy_block(ours: EncoderLayer, theirs: nn.Module) -> None:
     attention = ours.attention
     with torch.no_grad():
         for part, projection in enumerate((attention.q_proj, attention.k_proj, attention.v_proj)):
-            projection.weight.copy_(theirs.attn.qkv.weight[part * DIM:(part + 1) * DIM])
-            projection.bias.copy_(theirs.attn.qkv.bias[part * DIM:(part + 1) * DIM])
+            projection.weight.copy_(theirs.attn.qkv.weight[part * DIM : (part + 1) * DIM])
+            projection.bias.copy_(theirs.attn.qkv.bias[part * DIM : (part + 1) * DIM])
         attention.out_proj.load_state_dict(theirs.attn.proj.state_dict())
         ours.norm1.load_state_dict(theirs.norm1.state_dict())
         ours.norm2.load_state_dict(theirs.norm2.state_dict())
@@ -36,21 +36,33 @@ def copy_block(ours: EncoderLayer, theirs: nn.Module) -> None:
 
 def timm_model(depth: int = 2) -> nn.Module:
     """timm's ViT of our sizes; nn.LayerNorm's eps (1e-5) as ours, where timm's ViT uses 1e-6."""
-    return timm_vit.VisionTransformer(img_size=8, patch_size=2, in_chans=1, num_classes=3, embed_dim=DIM, depth=depth,
-                                      num_heads=HEADS, mlp_ratio=2.0, qkv_bias=True, norm_layer=nn.LayerNorm)
+    return timm_vit.VisionTransformer(
+        img_size=8,
+        patch_size=2,
+        in_chans=1,
+        num_classes=3,
+        embed_dim=DIM,
+        depth=depth,
+        num_heads=HEADS,
+        mlp_ratio=2.0,
+        qkv_bias=True,
+        norm_layer=nn.LayerNorm,
+    )
 
 
 def block_gradients(ours: EncoderLayer) -> dict[str, torch.Tensor]:
     """Our layer's parameter gradients under the names of timm's Block (W_Q, W_K, W_V joined into qkv)."""
     attention = ours.attention
     projections = (attention.q_proj, attention.k_proj, attention.v_proj)
-    return {"attn.qkv.weight": torch.cat([p.weight.grad for p in projections]),
-            "attn.qkv.bias": torch.cat([p.bias.grad for p in projections]),
-            **{f"attn.proj.{n}": p.grad for n, p in attention.out_proj.named_parameters()},
-            **{f"norm1.{n}": p.grad for n, p in ours.norm1.named_parameters()},
-            **{f"norm2.{n}": p.grad for n, p in ours.norm2.named_parameters()},
-            **{f"mlp.fc1.{n}": p.grad for n, p in ours.mlp[0].named_parameters()},
-            **{f"mlp.fc2.{n}": p.grad for n, p in ours.mlp[3].named_parameters()}}
+    return {
+        "attn.qkv.weight": torch.cat([p.weight.grad for p in projections]),
+        "attn.qkv.bias": torch.cat([p.bias.grad for p in projections]),
+        **{f"attn.proj.{n}": p.grad for n, p in attention.out_proj.named_parameters()},
+        **{f"norm1.{n}": p.grad for n, p in ours.norm1.named_parameters()},
+        **{f"norm2.{n}": p.grad for n, p in ours.norm2.named_parameters()},
+        **{f"mlp.fc1.{n}": p.grad for n, p in ours.mlp[0].named_parameters()},
+        **{f"mlp.fc2.{n}": p.grad for n, p in ours.mlp[3].named_parameters()},
+    }
 
 
 def test_encoder_layer_matches_timms_block(device):
@@ -72,7 +84,9 @@ def test_encoder_layer_matches_timms_block(device):
     ours_grads = block_gradients(ours)
     assert sorted(ours_grads) == sorted(theirs_grads)
     for name, grad in ours_grads.items():
-        torch.testing.assert_close(grad.cpu(), theirs_grads[name], atol=1e-10, rtol=1e-8, msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(
+            grad.cpu(), theirs_grads[name], atol=1e-10, rtol=1e-8, msg=lambda m, n=name: f"{n}: {m}"
+        )
 
 
 def test_attention_rollout_is_the_product_of_the_residual_mixed_layers():
@@ -97,8 +111,12 @@ def test_rollout_map_covers_the_patches_and_needs_weights():
     maps = model.rollout(torch.randn(3, 1, 8, 8))
     assert maps.shape == (3, 4, 4)
     torch.testing.assert_close(maps.sum((1, 2)), torch.ones(3))
-    assert ViTClassifier(10, image_size=8, patch_size=2, dim=DIM, depth=1, attention="none").rollout(
-        torch.randn(1, 1, 8, 8)) is None
+    assert (
+        ViTClassifier(10, image_size=8, patch_size=2, dim=DIM, depth=1, attention="none").rollout(
+            torch.randn(1, 1, 8, 8)
+        )
+        is None
+    )
 
 
 def test_image_classification_draws_rollout_and_where_pixels_look():
@@ -108,10 +126,19 @@ def test_image_classification_draws_rollout_and_where_pixels_look():
     pictures = task.images(vit, batch)
     assert list(pictures) == ["rollout"] and len(pictures["rollout"]) == 2
     readable(fig := pictures["rollout"][0])
-    torch.testing.assert_close(torch.from_numpy(fig.axes[1].images[0].get_array().data).float(), vit.rollout(batch[0])[0])
+    torch.testing.assert_close(
+        torch.from_numpy(fig.axes[1].images[0].get_array().data).float(), vit.rollout(batch[0])[0]
+    )
     assert not fig.axes[0].lines, "the query is [CLS], no pixel to mark"
-    resnet = AttentionResNet(10, attention="axial", attention_args={"num_heads": 2}, in_chans=1, channels=(8, 8, 8, 8),
-                             stem_width=8, small_input=True).eval()
+    resnet = AttentionResNet(
+        10,
+        attention="axial",
+        attention_args={"num_heads": 2},
+        in_chans=1,
+        channels=(8, 8, 8, 8),
+        stem_width=8,
+        small_input=True,
+    ).eval()
     with torch.no_grad():
         pictures = task.images(resnet, batch)
     assert sorted(pictures) == [f"pixel_attention/net.layer{s}.2" for s in (1, 2, 3, 4)]
