@@ -40,7 +40,8 @@ def usage() -> str:
         "",
         "examples:",
         f"  {PROG} fit --config domains/vision/ccnet.yaml",
-        f"  {PROG} test --config runs/<experiment>/<run>/config.yaml --ckpt_path runs/<experiment>/<run>/checkpoints/best.ckpt",
+        f"  {PROG} test --config runs/<experiment>/<run>/config.yaml"
+        " --ckpt_path runs/<experiment>/<run>/checkpoints/best.ckpt",
         f"  {PROG} compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,none] --seeds 3",
     ]
     return "\n".join(lines)

@@ -5,8 +5,9 @@ diverged: the user needs one or two lines that say what is wrong, where (the con
 the file) and what to do, not a traceback. Such errors are :class:`FrameworkError`, or a
 ``ValueError``/``TypeError``/``KeyError``/``FileNotFoundError`` raised by a check in the
 framework's or a domain's own code, Lightning's ``MisconfigurationException``, or a
-``PermissionError`` or full-disk error naming its file. :func:`explain` turns them into those lines; anything else is unexpected and keeps
-its traceback, and so does every error when ``FRAMEWORK_TRACEBACK=1`` (or ``--traceback``).
+``PermissionError`` or full-disk error naming its file. :func:`explain` turns them into those
+lines; anything else is unexpected and keeps its traceback, and so does every error when
+``FRAMEWORK_TRACEBACK=1`` (or ``--traceback``).
 """
 
 from __future__ import annotations

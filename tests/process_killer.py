@@ -3,9 +3,9 @@
 ``KillAt(step=13)`` dies after training step 13; ``KillAt(event=..., n=...)`` at the n-th (1-based)
 occurrence of an event: ``train_batch`` (after a training step), ``val_batch`` (inside a
 validation), ``epoch_end`` (after an epoch's end, its checkpoint written), ``checkpoint`` (while a
-checkpoint is being written: its bytes written, not yet renamed into place), ``seconds`` (n seconds after training starts,
-from a timer thread: anywhere). ``signal="TERM"`` sends SIGTERM instead (what SLURM and Kubernetes
-send), which the run handles: it stops after the step it is in.
+checkpoint is being written: its bytes written, not yet renamed into place), ``seconds`` (n
+seconds after training starts, from a timer thread: anywhere). ``signal="TERM"`` sends SIGTERM
+instead (what SLURM and Kubernetes send), which the run handles: it stops after the step it is in.
 """
 
 from __future__ import annotations

@@ -115,8 +115,8 @@ def test_each_kind_of_collapse_fires_once_when_the_loss_falls():
         )
     lines = [line for line, _ in said]
     assert lines == [
-        "attention collapse: sink: one-hot (max weight 1.000, on the same key for most queries), 2 validations in a row, "
-        "while val/loss fell from 1 to 0.8",
+        "attention collapse: sink: one-hot (max weight 1.000, on the same key for most queries), "
+        "2 validations in a row, while val/loss fell from 1 to 0.8",
         "attention collapse: stuck: frozen (Kendall tau 1.000 between validations, unchanged since validation 0), "
         "2 validations in a row, while val/loss fell from 1 to 0.6",
     ]

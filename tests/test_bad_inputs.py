@@ -214,8 +214,8 @@ def test_a_value_that_cannot_work_names_its_key_and_leaves_no_run_folder(capsys,
         (
             "domains/graph/gat.yaml",
             ["--model.attention=torch.nn.MultiheadAttention"],
-            "does not take this model's arguments (34, 8, heads=8, concat=True, dropout=0.6) (MultiheadAttention.__init__() "
-            "got an unexpected keyword argument 'heads'): the model needs a graph block",
+            "does not take this model's arguments (34, 8, heads=8, concat=True, dropout=0.6) "
+            "(MultiheadAttention.__init__() got an unexpected keyword argument 'heads'): the model needs a graph block",
         ),
         (
             "domains/graph/gat.yaml",

@@ -290,7 +290,7 @@ def test_the_demo_learns_with_attention_and_not_without():
         model = SequenceClassifier(data.vocab_size, data.num_classes, dim=64, attention=attention)
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
         losses = []
-        for epoch in range(2):
+        for _epoch in range(2):
             for i in range(0, len(train), 64):
                 loss = F.cross_entropy(
                     model(train.tokens[i : i + 64], train.mask[i : i + 64]), train.target[i : i + 64]

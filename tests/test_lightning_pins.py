@@ -71,7 +71,7 @@ def test_a_lightning_modules_trainer_attribute():
     module = BoringModel()
     assert module._trainer is None, "LightningModule._trainer changed: check framework/task_module.py"
     with pytest.raises(RuntimeError):
-        module.trainer
+        _ = module.trainer
     trainer = pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False)
     module.trainer = trainer
     assert module._trainer is trainer, "LightningModule._trainer changed: check framework/task_module.py"

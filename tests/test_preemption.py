@@ -41,7 +41,10 @@ class WaitForStop(Callback):
 
 
 def waiting(marker: Path) -> str:
-    return f'--trainer.callbacks+={{"class_path": "tests.test_preemption.WaitForStop", "init_args": {{"marker": "{marker}"}}}}'
+    return (
+        '--trainer.callbacks+={"class_path": "tests.test_preemption.WaitForStop", '
+        f'"init_args": {{"marker": "{marker}"}}}}'
+    )
 
 
 def waited(marker: Path, still: Callable[[], bool]) -> int:

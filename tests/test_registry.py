@@ -219,7 +219,7 @@ def test_blocks_fits_the_terminal_width(capsys, monkeypatch):
         lines = capsys.readouterr().out.splitlines()
         assert max(map(len, lines)) <= columns, columns
         entry = info("adaptive_span")
-        block = "\n".join(lines[lines.index(next(l for l in lines if l.startswith("adaptive_span "))) :][:8])
+        block = "\n".join(lines[lines.index(next(line for line in lines if line.startswith("adaptive_span "))) :][:8])
         for cell in (entry.category, entry.source, entry.paper):  # every word of a wrapped cell is there
             assert all(word in block for word in cell.replace("/", "/ ").split()), (columns, cell)
     assert len(lines) > len(available()) + 6, "at 250 columns each block's paper goes below it"

@@ -2,7 +2,8 @@
 over seeds, run through ``python -m framework compare``.
 
     FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_audio                     # 3 seeds, both splits
-    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_audio --models cnn crnn_attention --splits official --epochs 3
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_audio --models cnn crnn_attention \\
+        --splits official --epochs 3
 
 One comparison per split (runs/compare/bench_audio_<split>/): each model trained with its
 ``domains/audio/<model>_fsdd.yaml`` (the cosine schedule follows ``--epochs``), the checkpoint

@@ -1,9 +1,9 @@
 """Evaluation benchmark: ``python -m framework evaluate`` on trained bAbI, dates, TREC and digit-scene models.
 
-    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_evaluate                 # train (short schedules) and evaluate
+    FRAMEWORK_DATA_DIR=../shared/data python -m tools.bench_evaluate             # train (short schedules) and evaluate
     python -m tools.bench_evaluate --parts dates trec --minutes 2
-    python -m tools.bench_evaluate --ckpt "dates Bahdanau=runs/.../best.ckpt"       # take a checkpoint, train nothing
-    python -m tools.bench_evaluate --report                                          # the tables of finished runs
+    python -m tools.bench_evaluate --ckpt "dates Bahdanau=runs/.../best.ckpt"   # take a checkpoint, train nothing
+    python -m tools.bench_evaluate --report                                      # the tables of finished runs
 
 Models (configs as they are, unless said):
 
@@ -172,7 +172,7 @@ def summary(rows: list[dict[str, str]]) -> list[list[str]]:
     for name in dict.fromkeys(r["model"] for r in rows):
         mine = [r for r in rows if r["model"] == name]
 
-        def find(**where: str) -> Optional[dict[str, str]]:
+        def find(mine: list[dict[str, str]] = mine, /, **where: str) -> Optional[dict[str, str]]:
             return next((r for r in mine if all(r[k] == v for k, v in where.items())), None)
 
         plain = find(test="test")

@@ -1,6 +1,7 @@
 """Benchmark of the measures: which faithfulness and plausibility measures order models by their true faithfulness?
 
-    python -m tools.bench_measures --quick             # smaller fits and evaluations, 3 seeds: all five domains in about 1 h on 2 CPU cores
+    python -m tools.bench_measures --quick             # smaller fits and evaluations, 3 seeds: all five domains
+                                                       #   in about 1 h on 2 CPU cores
     python -m tools.bench_measures                     # the full setting: 5 seeds, larger fits (hours on 2 CPU cores)
     python -m tools.bench_measures --domains recall --seeds 3 --jobs 2
     python -m tools.bench_measures --report            # only the tables of what has finished
@@ -80,7 +81,8 @@ class Domain(NamedTuple):
 
 
 #: The digit scenes at CPU size (both settings): 32 x 32, one drawn digit and one tile of 12-16 px, no clutter, a
-#: half-width ResNet-18; every split's batches carry the gold masks (the supervised and decoupled families train on them).
+#: half-width ResNet-18; every split's batches carry the gold masks (the supervised and decoupled families train
+#: on them).
 SCENES = [
     "--data.gold=true",
     "--data.canvas_size=32",
@@ -304,7 +306,10 @@ def evaluate(domain: str, setting: Setting, family: str, seed: int, args: argpar
     with (table.parent / "evaluate.log").open("w") as log:
         done = subprocess.run(command, cwd=ROOT, env=environment(args.threads), stdout=log, stderr=subprocess.STDOUT)
     if done.returncode:
-        return f"{domain} {family} seed {seed}: evaluate failed (status {done.returncode}); see {table.parent / 'evaluate.log'}"
+        return (
+            f"{domain} {family} seed {seed}: evaluate failed (status {done.returncode}); "
+            f"see {table.parent / 'evaluate.log'}"
+        )
     (table.parent / "run" / "evaluation.csv").replace(table)
     print(
         f"[{time.strftime('%H:%M:%S')}] evaluated {domain} {family} seed {seed} in {time.time() - start:.0f} s",

@@ -257,7 +257,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "drawing_s": statistics.median(drawing),
         "batches": f"{train_batches or 'all'} / {val_batches or 'all'}",
         "load": (load, os.getloadavg()[0]),
-        "pairs": [f / l for f, l in zip(fit_epochs, loop_epochs)],
+        "pairs": [fit / loop for fit, loop in zip(fit_epochs, loop_epochs)],
     }
     row["ratio"] = row["fit_s"] / row["loop_s"]
     if args.device == "cuda":
@@ -310,12 +310,13 @@ def main() -> None:
     rows = [measure(name, args) for name in args.models]
     clock = "process CPU time" if args.cpu_time else "wall time"
     print(
-        f"\nFramework overhead on {args.device} ({torch.get_num_threads()} threads, {clock}, median of {args.epochs} epochs "
-        "each, fit and loop epochs in turns; load: the 1-minute load average before and after)"
+        f"\nFramework overhead on {args.device} ({torch.get_num_threads()} threads, {clock}, "
+        f"median of {args.epochs} epochs each, fit and loop epochs in turns; "
+        "load: the 1-minute load average before and after)"
     )
     columns = (
-        "| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop | drawing process CPU s/epoch | load |"
-        + (" kernels/step | GPU busy |" if args.device == "cuda" else "")
+        "| model | batches (train / val) | fit s/epoch | loop s/epoch | fit / loop "
+        "| drawing process CPU s/epoch | load |" + (" kernels/step | GPU busy |" if args.device == "cuda" else "")
     )
     print(columns)
     print("|" + "---|" * (columns.count("|") - 1))

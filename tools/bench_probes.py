@@ -235,7 +235,8 @@ def overhead_table(epochs: int = 2) -> None:
         f"({len(timed.steps) // epochs} steps an epoch, one validation an epoch)"
     )
     print(
-        f"fit wall clock: {seconds:.1f} s with, {plain_seconds:.1f} s without ({100 * (seconds / plain_seconds - 1):+.1f} %, "
+        f"fit wall clock: {seconds:.1f} s with, {plain_seconds:.1f} s without "
+        f"({100 * (seconds / plain_seconds - 1):+.1f} %, "
         "two runs of one process: on a shared machine this is mostly the load of the moment)"
     )
 

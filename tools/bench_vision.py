@@ -4,8 +4,10 @@ algorithm and non-local.
 
     python -m tools.bench_vision models --data scenes --epochs 8 --seeds 3   # CCNet vs FCN vs non-local vs DANet
     python -m tools.bench_vision models --data camvid --epochs 10            # the same on ../shared/data/CamVid
-    python -m tools.bench_vision blocks                                      # C=512 at 32, 64 and 97 (CCNet's Cityscapes size)
-    python -m tools.bench_vision blocks --device cuda                        # the criss-cross core on the GPU (default there)
+    python -m tools.bench_vision blocks                                      # C=512 at 32, 64 and 97
+                                                                             #   (CCNet's Cityscapes size)
+    python -m tools.bench_vision blocks --device cuda                        # the criss-cross core on the GPU
+                                                                             #   (default there)
 
 ``models`` is one comparison (runs/compare/bench_vision_<data>/): the domain config
 (domains/vision/ccnet.yaml for the scenes, ccnet_camvid.yaml for CamVid) with

@@ -9,7 +9,8 @@
   pointer network.
 * ``tasks``: ``TextClassification``, ``CapsuleClassification`` and ``Translation`` (their
   checkpoints carry the tokeniser), ``Ordering`` (the pointer network's permutations), a module each.
-* ``decoding``: greedy and beam search (the core's, with NLP's special tokens); ``metrics``; ``pictures``: alignments and highlights.
+* ``decoding``: greedy and beam search (the core's, with NLP's special tokens); ``metrics``;
+  ``pictures``: alignments and highlights.
 
 Configs (they name the classes below as ``domains.nlp.<name>``): ``selfattentive.yaml``,
 ``transformer_cls.yaml`` (generated reviews, ``datasets/reviews.yaml``), ``han.yaml``

@@ -35,6 +35,9 @@ from torch.utils._pytree import tree_flatten, tree_map
 from .backends import choose, multi_path_blocks, paths
 from .base import AttentionBlock
 
+#: The default device of the timings.
+CPU = torch.device("cpu")
+
 
 @dataclass
 class Row:
@@ -206,7 +209,7 @@ def compare_block(
     block: AttentionBlock,
     inputs: tuple[tuple, dict],
     backends: Optional[list[str]] = None,
-    device: torch.device = torch.device("cpu"),
+    device: torch.device = CPU,
     repeats: int = 5,
 ) -> list[Row]:
     """The rows of ``block``'s paths (those of ``backends`` it has; default all), eager first."""
@@ -247,7 +250,7 @@ def parity(
     model: nn.Module,
     run: Callable[[], Any],
     backends: Optional[list[str]] = None,
-    device: torch.device = torch.device("cpu"),
+    device: torch.device = CPU,
     repeats: int = 5,
 ) -> list[Row]:
     """Every block with several paths, on what ``run()`` (one batch through ``model``) gave it."""

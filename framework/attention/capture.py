@@ -132,7 +132,7 @@ def record(block: nn.Module, record: Any) -> None:
         if c.probes is None:
             c._add(name, record)
         elif not _gives_rows(block):
-            found = rows_of(block.grid_weights(record), record.queries, lambda grid: c.probe_index(grid))
+            found = rows_of(block.grid_weights(record), record.queries, lambda grid, c=c: c.probe_index(grid))
             if found is None:
                 c._add(name, record)
             else:

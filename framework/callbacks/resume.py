@@ -108,8 +108,9 @@ class ResumePoints(Callback):
         if self._restore is not None and _finished(trainer):  # resumed, and the loop had nothing left to run
             self.on_train_start(trainer, pl_module)
             rank_zero_info(
-                f"Nothing was trained: the checkpoint ends this run ({trainer.fit_loop.epoch_progress.current.processed}"
-                f" epochs, {trainer.global_step} steps; --trainer.max_epochs={trainer.max_epochs}, "
+                "Nothing was trained: the checkpoint ends this run "
+                f"({trainer.fit_loop.epoch_progress.current.processed} epochs, {trainer.global_step} steps; "
+                f"--trainer.max_epochs={trainer.max_epochs}, "
                 f"--trainer.max_steps={trainer.max_steps}). Raise them to train it further."
             )
 

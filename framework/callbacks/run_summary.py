@@ -301,13 +301,15 @@ class RunSummary(Callback):
             index, best = self._best(checkpoint)
             width = max((len(k) for k in last), default=6)
             lines.append(
-                f"  {'metric':<{width}}  {'last':>10}  {'best':>10}   (best: validation {index + 1} of {len(self.history)})"
+                f"  {'metric':<{width}}  {'last':>10}  {'best':>10}   "
+                f"(best: validation {index + 1} of {len(self.history)})"
             )
             for key in sorted(last):
                 lines.append(f"  {key:<{width}}  {last[key]:>10.4f}  {best.get(key, float('nan')):>10.4f}")
         if checkpoint is not None and checkpoint.best_model_path:
             lines.append(
-                f"  best checkpoint: {checkpoint.best_model_path} ({checkpoint.monitor} = {float(checkpoint.best_model_score):.4f})"
+                f"  best checkpoint: {checkpoint.best_model_path} "
+                f"({checkpoint.monitor} = {float(checkpoint.best_model_score):.4f})"
             )
         if checkpoint is not None and checkpoint.last_model_path:
             lines.append(f"  last checkpoint: {checkpoint.last_model_path}")

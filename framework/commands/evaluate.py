@@ -1,7 +1,8 @@
 """``python -m framework evaluate``: the evaluation of a trained model's attention on its test split.
 
     python -m framework evaluate --config runs/demo/<run>/config.yaml --ckpt_path runs/demo/<run>/checkpoints/best.ckpt
-    python -m framework evaluate --config ... --ckpt_path ... --tests='[ablation, intrinsic]' --ablation_modes='[uniform]'
+    python -m framework evaluate --config ... --ckpt_path ... --tests='[ablation, intrinsic]' \\
+        --ablation_modes='[uniform]'
 
 The config and checkpoint are read as ``test`` reads them (the model and task come from the
 checkpoint, ``--task.*`` flags win, ``--model.*`` flags that would change the model are

@@ -77,7 +77,7 @@ def infidelities(
     for name, scores in explanations.items():
         generator = torch.Generator().manual_seed(seed)
 
-        def perturb(inputs: Tensor) -> tuple[Tensor, Tensor]:
+        def perturb(inputs: Tensor, *, generator: torch.Generator = generator) -> tuple[Tensor, Tensor]:
             copies = len(inputs) // len(valid)
             keep = valid.bool().repeat_interleave(copies, 0)
             erased = (torch.rand(inputs.shape, generator=generator).to(inputs.device) < DROP) & keep

@@ -28,7 +28,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor, nn
 
-from .faithfulness import Collected, erasure
+from .faithfulness import Collected, Erasure, erasure
 from .protocol import EvaluationHooks
 from .table import Row
 
@@ -111,7 +111,7 @@ def eraser_rows(
         predicted, enough = p.argmax(-1), valid.sum(-1) >= 2
         asked: dict[bytes, Tensor] = {}  # erasures of this batch: with few items, several fractions pick the same
 
-        def without(chosen: Tensor) -> Tensor:
+        def without(chosen: Tensor, *, asked: dict[bytes, Tensor] = asked, erased: Erasure = erased) -> Tensor:
             key = chosen.cpu().numpy().tobytes()
             if key not in asked:
                 asked[key] = erased.probabilities(chosen)

@@ -64,8 +64,9 @@ class Erasure(NamedTuple):
 
 
 def erasure(model: nn.Module, task: EvaluationHooks, batch: Any, valid: Tensor, needs_vectors: bool = False) -> Erasure:
-    """Items removed from the input where the task can (:meth:`~framework.evaluation.protocol.EvaluationHooks.erase_items`),
-    else their vectors at the item layer set to zero (:meth:`~framework.evaluation.protocol.EvaluationHooks.item_forward`,
+    """Items removed from the input where the task can
+    (:meth:`~framework.evaluation.protocol.EvaluationHooks.erase_items`), else their vectors at
+    the item layer set to zero (:meth:`~framework.evaluation.protocol.EvaluationHooks.item_forward`,
     also made when ``needs_vectors``)."""
     erased_input = task.erase_items(batch, torch.zeros_like(valid)) is not None
     forward = task.item_forward(model, batch) if needs_vectors or not erased_input else None

@@ -7,7 +7,8 @@ audio frames, pixels) says so, and the faithfulness and intrinsic tests run on i
 has a default that means "not available here"::
 
     batch    = task.evaluation_batch(model, batch) # the test batch as examples (graphs: one subgraph per node)
-    output   = task.forward_pass(model, batch)     # one test forward pass: what the ablation probe, rollout and maps watch
+    output   = task.forward_pass(model, batch)     # one test forward pass: what the ablation probe,
+                                                   #   rollout and maps watch
     logits   = task.decision(model, batch)         # (B, K): the decision whose faithfulness is tested
     items    = task.item_attention(model, batch)   # ItemAttention: (B, N) weights over the items, their validity
     erased   = task.erase_items(batch, mask)       # the batch without the chosen items (None: cannot)

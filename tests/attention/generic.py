@@ -181,7 +181,7 @@ def probe_rows_match_the_full_map(name: str, device: str = "cpu", probes: int = 
             assert torch.equal(probed_record.probes, index), f"{said}: probes {probed_record.probes} != {index}"
             got = probed_record.weights
             torch.testing.assert_close(
-                got, grid.index_select(-2, index), atol=1e-5, rtol=0, msg=lambda m: f"{said}: {m}"
+                got, grid.index_select(-2, index), atol=1e-5, rtol=0, msg=lambda m, said=said: f"{said}: {m}"
             )
             if probed_record.valid is not None:
                 assert not (got * ~probed_record.valid).any(), f"{said}: weight on a key that is not valid"

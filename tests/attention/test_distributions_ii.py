@@ -93,7 +93,7 @@ def _kkt(p: torch.Tensor, z: torch.Tensor, alpha: float) -> None:
     torch.testing.assert_close(p.sum(-1), torch.ones_like(p[..., 0]))
     support = p > 0
     tau = (alpha - 1) * z - p.clamp_min(1e-300) ** (alpha - 1)  # equal on the support
-    for row_p, row_s, row_t, row_z in zip(
+    for _row_p, row_s, row_t, row_z in zip(
         p.flatten(0, -2), support.flatten(0, -2), tau.flatten(0, -2), z.flatten(0, -2)
     ):
         t = row_t[row_s]

@@ -175,14 +175,14 @@ def test_performer_redraws_its_features_while_training_only():
 
 def sparse_allowed(block, n):
     """The pattern by its definition, entry by entry."""
-    l, c = block.stride, block.summary
+    stride, c = block.stride, block.summary
     allowed = torch.zeros(n, n, dtype=torch.bool)
     for i in range(n):
         for j in range(n):
             if block.pattern == "strided":
-                ok = abs(i - j) < l or (i - j) % l == 0
+                ok = abs(i - j) < stride or (i - j) % stride == 0
             else:
-                ok = i // l == j // l or j % l >= l - c
+                ok = i // stride == j // stride or j % stride >= stride - c
             allowed[i, j] = ok and (j <= i or not block.causal)
     return allowed
 

@@ -96,7 +96,7 @@ def _reference(
         mask = mask & torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).tril()
     for hop in range(block.hops):
         if hop:
-            query = query + out
+            query = query + out  # noqa: F821 (out: the previous hop's, assigned at the end of this loop)
         q = heads(query, block.q_proj)
         e = _energies(block, q, k)
         kind = type(block.distribution).__name__

@@ -342,7 +342,7 @@ def test_co_attention_matches_reference(cls, reference, device):
     mask1, mask2 = lengths_mask([5, 3, 0], 5), lengths_mask([4, 1, 2], 4)
     for i in range(2):
         assert_matches_reference(
-            block, lambda *a: reference(*a)[i], x1, x2, mask1, mask2, output=lambda out, i=i: out[i], device=device
+            block, lambda *a, i=i: reference(*a)[i], x1, x2, mask1, mask2, output=lambda out, i=i: out[i], device=device
         )
     c1, c2 = block(x1, x2, mask1, mask2)
     assert c1.shape == (B, D) and c2.shape == (B, 6) and not c1[2].any()
@@ -354,11 +354,11 @@ def rotatory_reference(block, left, target, right, left_mask, target_mask, right
 
     rows = []
     for e in range(left.shape[0]):
-        l, t, r = left[e][left_mask[e]], target[e][target_mask[e]], right[e][right_mask[e]]
+        left_row, t, r = left[e][left_mask[e]], target[e][target_mask[e]], right[e][right_mask[e]]
         r_t = t.mean(0) if len(t) else t.new_zeros(D)
         r_lt = r_rt = r_t
         for _ in range(block.hops):
-            r_l = attend(score(block.left, r_lt, l), l)[0]
+            r_l = attend(score(block.left, r_lt, left_row), left_row)[0]
             r_r = attend(score(block.right, r_rt, r), r)[0]
             r_lt = attend(score(block.left_target, r_l, t), t)[0]
             r_rt = attend(score(block.right_target, r_r, t), t)[0]

@@ -17,7 +17,9 @@ from .distribution import Softmax
     "attention_over_attention",
     kind="cross",
     category="query-related / type: specialized queries (attention-over-attention)",
-    paper="Cui, Chen, Wei, Wang, Liu & Hu, Attention-over-Attention Neural Networks for Reading Comprehension, ACL 2017",
+    paper=(
+        "Cui, Chen, Wei, Wang, Liu & Hu, Attention-over-Attention Neural Networks for Reading Comprehension, ACL 2017"
+    ),
 )
 class AttentionOverAttention(_CoAttention):
     """Attention-over-attention: query-to-document attentions weighted by an averaged document-to-query attention.

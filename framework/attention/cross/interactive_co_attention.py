@@ -97,7 +97,8 @@ class InteractiveCoAttention(_CoAttention):
     paper="Fan, Feng & Zhao, A Multi-grained Attention Network for Aspect-Level Sentiment Classification, EMNLP 2018",
 )
 class MultiGrainedCoAttention(_CoAttention):
-    """Multi-grained co-attention: coarse-grained (averaged queries) and fine-grained (alignment matrix) attention both ways.
+    """Multi-grained co-attention: coarse-grained (averaged queries) and fine-grained (alignment
+    matrix) attention both ways.
 
     Coarse-grained, an :class:`InteractiveCoAttention` with MGAN's bilinear (``general``) score::
 

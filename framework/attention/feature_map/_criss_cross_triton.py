@@ -90,13 +90,13 @@ def _probabilities(q, k, lse2, offs_m, offs_n, L, COLUMN: tl.constexpr, PRECISIO
     return tl.where(valid, tl.exp2(s - lse2[:, None]), 0.0)
 
 
-@triton.autotune(configs=_FORWARD_CONFIGS, key=["L", "C_QK", "C_V", "COLUMN"], restore_value=["O"])
+@triton.autotune(configs=_FORWARD_CONFIGS, key=["L", "C_QK", "C_V", "COLUMN"], restore_value=["OUT"])
 @triton.jit
 def _forward_kernel(
     Q,
     K,
     V,
-    O,
+    OUT,
     LSE_IN,
     LSE_OUT,
     sqb,
@@ -166,10 +166,10 @@ def _forward_kernel(
         )
         acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, PRECISION)
         m_i = m_new
-    o_ptrs = O + b * sob + line * sol + offs_m[:, None] * sop + offs_c[None, :] * soc
+    o_ptrs = OUT + b * sob + line * sol + offs_m[:, None] * sop + offs_c[None, :] * soc
     o_mask = (offs_m[:, None] < L) & (offs_c[None, :] < C_V)
     lse_offs = b * slb + line * sll + offs_m * slp
-    if COLUMN:  # merge with the row part: its sum exp(lse_row), its normalised output in O
+    if COLUMN:  # merge with the row part: its sum exp(lse_row), its normalised output in OUT
         lse_row = tl.load(LSE_IN + lse_offs, mask=offs_m < L, other=0.0) * _LOG2E
         top = tl.maximum(lse_row, m_i)
         row_scale, col_scale = tl.exp2(lse_row - top), tl.exp2(m_i - top)
@@ -180,13 +180,13 @@ def _forward_kernel(
     else:
         out = acc / l_i[:, None]
         lse2 = m_i + tl.log2(l_i)
-    tl.store(o_ptrs, out.to(O.dtype.element_ty), mask=o_mask)
+    tl.store(o_ptrs, out.to(OUT.dtype.element_ty), mask=o_mask)
     if pid_c == 0:
         tl.store(LSE_OUT + lse_offs, lse2 * _LN2, mask=offs_m < L)
 
 
 @triton.jit
-def _delta_kernel(DO, O, DELTA, P, C: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+def _delta_kernel(DO, OUT, DELTA, P, C: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
     """D = rowsum(dy * y) over the C channels of P contiguous pixels."""
     offs_p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)
     total = tl.zeros([BLOCK_P], tl.float32)
@@ -195,7 +195,7 @@ def _delta_kernel(DO, O, DELTA, P, C: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK
         offs = offs_p[:, None].to(tl.int64) * C + offs_c[None, :]
         mask = (offs_p[:, None] < P) & (offs_c[None, :] < C)
         do = tl.load(DO + offs, mask=mask, other=0.0).to(tl.float32)
-        o = tl.load(O + offs, mask=mask, other=0.0).to(tl.float32)
+        o = tl.load(OUT + offs, mask=mask, other=0.0).to(tl.float32)
         total += tl.sum(do * o, 1)
     tl.store(DELTA + offs_p, total, mask=offs_p < P)
 

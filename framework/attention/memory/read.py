@@ -25,7 +25,10 @@ UPDATES = ("add", "linear", "per_hop")
     "memory_read",
     kind="memory",
     category="memory / multi-hop memory read (key-value)",
-    paper="Sukhbaatar et al., End-To-End Memory Networks, NeurIPS 2015; Miller et al., Key-Value Memory Networks, EMNLP 2016",
+    paper=(
+        "Sukhbaatar et al., End-To-End Memory Networks, NeurIPS 2015; "
+        "Miller et al., Key-Value Memory Networks, EMNLP 2016"
+    ),
 )
 class MemoryRead(AttentionBlock):
     """Multi-hop memory read: the query addresses keys by inner product and reads values.

@@ -24,7 +24,9 @@ def frobenius_penalty(weights: Tensor) -> Tensor:
     "pooling",
     kind="pooling",
     category="query-related / type: self-attentive (learned query)",
-    paper="Yang et al., NAACL 2016 (learned context vector); Lin et al., ICLR 2017 (structured self-attentive embedding)",
+    paper=(
+        "Yang et al., NAACL 2016 (learned context vector); Lin et al., ICLR 2017 (structured self-attentive embedding)"
+    ),
 )
 class AttentionPooling(Attention):
     """Self-attentive pooling: r learned queries summarise the N tokens of a sequence.

@@ -97,9 +97,10 @@ class SparseAttention(Attention):
     block mask of the pattern and the padding as a score modification, which skips the
     key blocks a query block does not need and never builds the (N, N) scores (compiled on
     CUDA). ``auto`` takes ``flex`` on CUDA when no weights are wanted, no dropout is set
-    and the head width is a power of two of at least 16, else ``dense``. A block of the mask is skipped only when the pattern misses it
-    entirely: the strided columns and the fixed summaries touch every key block, so the
-    saving of ``flex`` is memory (no N x N matrix) more than time.
+    and the head width is a power of two of at least 16, else ``dense``. A block of the mask
+    is skipped only when the pattern misses it entirely: the strided columns and the fixed
+    summaries touch every key block, so the saving of ``flex`` is memory (no N x N matrix)
+    more than time.
 
     Args:
         dim: token features D.
@@ -247,13 +248,17 @@ register(
     "sparse_strided",
     kind="sequence",
     category="efficient / sparse pattern (strided)",
-    paper="Child, Gray, Radford & Sutskever, Generating Long Sequences with Sparse Transformers, arXiv:1904.10509, 2019",
+    paper=(
+        "Child, Gray, Radford & Sutskever, Generating Long Sequences with Sparse Transformers, arXiv:1904.10509, 2019"
+    ),
     pattern="strided",
 )(SparseAttention)
 register(
     "sparse_fixed",
     kind="sequence",
     category="efficient / sparse pattern (fixed)",
-    paper="Child, Gray, Radford & Sutskever, Generating Long Sequences with Sparse Transformers, arXiv:1904.10509, 2019",
+    paper=(
+        "Child, Gray, Radford & Sutskever, Generating Long Sequences with Sparse Transformers, arXiv:1904.10509, 2019"
+    ),
     pattern="fixed",
 )(SparseAttention)

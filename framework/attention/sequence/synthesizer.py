@@ -120,13 +120,19 @@ register(
     "synthesizer_dense",
     kind="sequence",
     category="efficient / synthetic attention (dense synthesizer)",
-    paper="Tay, Bahri, Metzler, Juan, Zhao & Zheng, Synthesizer: Rethinking Self-Attention for Transformer Models, ICML 2021",
+    paper=(
+        "Tay, Bahri, Metzler, Juan, Zhao & Zheng, Synthesizer: Rethinking Self-Attention "
+        "for Transformer Models, ICML 2021"
+    ),
     variant="dense",
 )(Synthesizer)
 register(
     "synthesizer_random",
     kind="sequence",
     category="efficient / synthetic attention (random synthesizer)",
-    paper="Tay, Bahri, Metzler, Juan, Zhao & Zheng, Synthesizer: Rethinking Self-Attention for Transformer Models, ICML 2021",
+    paper=(
+        "Tay, Bahri, Metzler, Juan, Zhao & Zheng, Synthesizer: Rethinking Self-Attention "
+        "for Transformer Models, ICML 2021"
+    ),
     variant="random",
 )(Synthesizer)

@@ -22,7 +22,8 @@ USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --g
        python -m framework compare --config CONFIG --search KEY=SPACE [--search ...] [--trials N] [--pruner P] ...
        python -m framework compare <the comparison's arguments> --verify CELL [--seed S] [--tolerance T]"""
 EXAMPLE = """examples:
-  python -m framework compare --config domains/vision/ccnet.yaml --grid model.attention=[criss_cross,danet,non_local,none] --seeds 5
+  python -m framework compare --config domains/vision/ccnet.yaml \\
+      --grid model.attention=[criss_cross,danet,non_local,none] --seeds 5
   python -m framework compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,local,none] \\
       --grid optimizer.init_args.lr=[0.003,0.001] --seeds 3 --jobs 2 --baseline none --trainer.max_epochs=4
   python -m framework compare --grid config=[domains/graph/gat_cora.yaml,domains/graph/gcn_cora.yaml] --seeds 10 \\

@@ -296,7 +296,8 @@ def markdown(summary: Summary) -> str:
     if hidden:
         lines.append("")
         lines.append(
-            f"{len(hidden)} more test metric(s) in results.csv ({', '.join(hidden[:4])}{' ...' if len(hidden) > 4 else ''})."
+            f"{len(hidden)} more test metric(s) in results.csv "
+            f"({', '.join(hidden[:4])}{' ...' if len(hidden) > 4 else ''})."
         )
     if summary.metric and any(any(v is not None for v in chosen.values()) for chosen in summary.best.values()):
         lines.append("")

@@ -2,7 +2,8 @@
 whose config names a model, a task and data.
 
     python -m framework fit --config domains/vision/ccnet.yaml --trainer.max_epochs=3
-    python -m framework test --config runs/vision/ccnet/<run>/config.yaml --ckpt_path runs/vision/ccnet/<run>/checkpoints/best.ckpt
+    python -m framework test --config runs/vision/ccnet/<run>/config.yaml \\
+        --ckpt_path runs/vision/ccnet/<run>/checkpoints/best.ckpt
 
 A config has the usual LightningCLI sections ``trainer``, ``data``, ``optimizer``,
 ``lr_scheduler``, ``seed_everything``, and two of this framework:

@@ -48,7 +48,9 @@ def test_padding_never_reaches_the_logits():
     for name, model in models().items():
         model.eval()
         with torch.no_grad():
-            torch.testing.assert_close(model(garbage, lengths), model(waveform, lengths), msg=lambda m: f"{name}: {m}")
+            torch.testing.assert_close(
+                model(garbage, lengths), model(waveform, lengths), msg=lambda m, name=name: f"{name}: {m}"
+            )
 
 
 def test_transformer_output_does_not_depend_on_how_much_padding_follows():

@@ -20,10 +20,12 @@ def encode(table, sentence, position):
     total = table.new_zeros(d)
     for j, w in enumerate(words, 1):
         if position:
-            l = torch.tensor([(1 - j / J) - (k / d) * (1 - 2 * j / J) for k in range(1, d + 1)], dtype=table.dtype)
+            encoding = torch.tensor(
+                [(1 - j / J) - (k / d) * (1 - 2 * j / J) for k in range(1, d + 1)], dtype=table.dtype
+            )
         else:
-            l = table.new_ones(d)
-        total = total + l * table[w]
+            encoding = table.new_ones(d)
+        total = total + encoding * table[w]
     return total
 
 

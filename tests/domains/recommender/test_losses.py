@@ -66,7 +66,7 @@ def test_bce_is_the_papers_formula_at_real_positions_only(fixed_negatives):
     assert [p[:2] for p in positions()] == [(0, 3), (0, 4), (1, 1), (1, 2), (1, 3), (1, 4)]
     terms = []
     for m, (_, _, current, following) in enumerate(positions()):
-        score = lambda item: 0.3 * item - 0.2 * current  # noqa: E731
+        score = lambda item, current=current: 0.3 * item - 0.2 * current  # noqa: E731
         term = -math.log(sigmoid(score(following)))
         term -= sum(math.log(1 - sigmoid(score(int(j)))) for k, j in enumerate(FIXED[m]) if not (m == 3 and k == 1))
         terms.append(term)
@@ -78,7 +78,7 @@ def test_sampled_softmax_is_the_cross_entropy_among_target_and_negatives(fixed_n
     step = NextItemRanking(loss="sampled_softmax", negatives=2).step(Linear(), {"sequence": ROWS}, "train")
     terms = []
     for m, (_, _, current, following) in enumerate(positions()):
-        score = lambda item: 0.3 * item - 0.2 * current  # noqa: E731
+        score = lambda item, current=current: 0.3 * item - 0.2 * current  # noqa: E731
         others = [int(j) for k, j in enumerate(FIXED[m]) if not (m == 3 and k == 1)]
         terms.append(-score(following) + math.log(sum(math.exp(score(i)) for i in [following, *others])))
     assert step.loss.item() == pytest.approx(sum(terms) / 6, rel=1e-6)
@@ -88,7 +88,7 @@ def test_full_softmax_covers_every_item_but_padding():
     step = NextItemRanking(loss="softmax").step(Linear(), {"sequence": ROWS}, "train")
     terms = []
     for _, _, current, following in positions():
-        score = lambda item: 0.3 * item - 0.2 * current  # noqa: E731
+        score = lambda item, current=current: 0.3 * item - 0.2 * current  # noqa: E731
         terms.append(-score(following) + math.log(sum(math.exp(score(i)) for i in range(1, 9))))
     assert step.loss.item() == pytest.approx(sum(terms) / 6, rel=1e-6)
     assert step.target.tolist() == [2, 7, 1, 3, 6, 2] and step.preds.shape == (6, 9)
