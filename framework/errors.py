@@ -114,24 +114,37 @@ def explain(error: BaseException) -> str:
     return f"error: {message}\n(set {TRACEBACK_ENV}=1 or add --traceback to see where it was raised)"
 
 
-def parser_message(message: str) -> str:
+def parser_message(message: str, domain: Optional[Callable[[str], Optional[str]]] = None) -> str:
     """The gist of a config parser's error in one line: the config key it names (joined across
-    nested parsers, ``model.attention``) and the most specific reason, such as a block-name
-    type's own message ("unknown sequence block 'mhsaa'; did you mean: mhsa?")."""
+    nested parsers, ``model.attention``) and the most specific reason, such as a domain type's
+    own message ("expected an int >= 1, got 0") or a block-name type's ("unknown sequence block
+    'mhsaa'; did you mean: mhsa?"); a choice's reason lists the choices. ``domain(key)``, where
+    it knows the key, says its domain in words: the reason is then "expected <domain>, got <value>"."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    keys = re.findall(r'Parser key "([^"]+)"', message)
+    key = ".".join(re.findall(r'Parser key "([^"]+)"', message))
+    given = re.search(r"^\s*Given value: (.{1,60})$", message, flags=re.M)
     ours = re.findall(r"Not of type \w+: (.+)", message)
-    if ours:
-        reason = ours[0].strip()
+    choice = re.search(r"Expected a typing\.Literal\[(.*)\](?:\. Got value: (.*)$)?", message, flags=re.M)
+    said = domain(key) if domain is not None and key else None
+    if said is not None:
+        got = re.search(r"Got value: (.+)$", message, flags=re.M) or given
+        value = got.group(1).strip() if got else None
+        if value and (nested := re.fullmatch(r"NestedArg\(key='[^']*', val='?(.*?)'?\)", value)):
+            value = nested.group(1)
+        if value is None and (got := re.search(r", got (.+)$", next(iter(ours), ""))):
+            value = got.group(1).strip("'")
+        reason = f"expected {said}" + (f", got {value!r}" if value is not None else "")
+    elif ours:  # a domain's own reason ("expected ..., got ...") before another type's of the same union
+        reason = next((line for line in ours if line.startswith("expected ")), ours[0]).strip()
+    elif choice and (choice.group(2) or given):
+        reason = f"expected one of {choice.group(1)}, got {(choice.group(2) or given.group(1)).strip()!r}"
     else:
         after = max((i for i, line in enumerate(lines) if line.startswith("Parser key")), default=-1) + 1
         details = [line.lstrip("- ") for line in lines[after:] if not line.startswith(STRUCTURE)]
         reason = details[0] if details else lines[0]
-        given = re.search(r"^\s*Given value: (.{1,60})$", message, flags=re.M)
         if given and "Got value" not in reason:
             reason += f"; got {given.group(1)}"
     reason = re.sub(r"NestedArg\(key='([^']*)', val='?([^')]*)'?\)", r"\1=\2", reason)  # jsonargparse's own repr
-    key = ".".join(keys)
     return f"{key}: {reason}" if key else reason
 
 

@@ -20,6 +20,7 @@ from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
 
 from .errors import ConfigError
+from .values import PositiveInt
 
 REACH_TIMEOUT = 3.0  # seconds the W&B server gets to accept a connection before a run goes offline
 INIT_TIMEOUT = 15.0  # seconds wandb.init may take online (wandb's default is 90); WANDB_INIT_TIMEOUT overrides
@@ -262,8 +263,21 @@ class CSVLogger(_CSVLogger):
     writes the file anew from the checkpoint's record, so that it holds exactly what was logged
     up to the checkpoint (rows a killed process wrote after it, or never wrote out, do not matter)."""
 
-    def __init__(self, save_dir: Optional[str] = None, name: str = "", version: str = "", **kwargs: Any) -> None:
-        super().__init__(save_dir=save_dir or ".", name=name, version=version, **kwargs)
+    def __init__(
+        self,
+        save_dir: Optional[str] = None,
+        name: str = "",
+        version: str = "",
+        prefix: str = "",
+        flush_logs_every_n_steps: PositiveInt = 100,
+    ) -> None:
+        super().__init__(
+            save_dir=save_dir or ".",
+            name=name,
+            version=version,
+            prefix=prefix,
+            flush_logs_every_n_steps=flush_logs_every_n_steps,
+        )
         self.logged: list = []
 
     @property

@@ -200,8 +200,6 @@ def test_split_data_module_loads_its_splits_and_names_a_missing_one():
 
     with pytest.raises(KeyError, match="no 'val' split; it has \\['train'\\]"):
         TrainOnly(batch_size=2).val_dataloader()
-    with pytest.raises(ValueError, match="data.predict_split"):
-        TrainOnly(predict_split="dev")
 
 
 def test_positional_encoding_sinusoids_and_length_check():

@@ -23,7 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
     (
         "foundations, which import nothing of the framework",
-        ("framework.errors", "framework.quiet", "framework.warm_process", "framework.drawing", "framework.optim"),
+        (
+            "framework.errors",
+            "framework.quiet",
+            "framework.values",
+            "framework.warm_process",
+            "framework.drawing",
+            "framework.optim",
+        ),
     ),
     ("the picture kit", ("framework.pictures",)),
     ("the block library: pure nn.Modules", ("framework.attention",)),

@@ -10,6 +10,8 @@ import lightning.pytorch as pl
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_info
 
+from framework.values import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+
 
 class LinearStart(Callback):
     """Turns the model's ``linear_start`` off once the monitored loss stops falling, or after
@@ -41,24 +43,13 @@ class LinearStart(Callback):
     def __init__(
         self,
         monitor: str = "val/loss",
-        patience: Optional[int] = 0,
-        min_delta: float = 0.0,
-        max_epochs: Optional[int] = None,
-        lr_factor: float = 1.0,
+        patience: Optional[NonNegativeInt] = 0,
+        min_delta: NonNegativeFloat = 0.0,
+        max_epochs: Optional[PositiveInt] = None,
+        lr_factor: PositiveFloat = 1.0,
     ) -> None:
         if patience is None and max_epochs is None:
             raise ValueError("LinearStart: set patience or max_epochs (or both); with neither it never ends")
-        if (
-            (patience is not None and patience < 0)
-            or min_delta < 0
-            or (max_epochs is not None and max_epochs < 1)
-            or lr_factor <= 0
-        ):
-            raise ValueError(
-                f"LinearStart: need patience >= 0, min_delta >= 0, max_epochs >= 1 and lr_factor > 0; "
-                f"got patience={patience}, min_delta={min_delta}, max_epochs={max_epochs}, "
-                f"lr_factor={lr_factor}"
-            )
         self.monitor, self.patience, self.min_delta = monitor, patience, min_delta
         self.max_epochs, self.lr_factor = max_epochs, lr_factor
         self.best, self.waited, self.epochs, self.ended_at = math.inf, 0, 0, -1

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Union
+from typing import Literal, Union
 
 import torch
 from torch import Tensor
 from torchmetrics import Metric
 
 from framework.errors import ConfigError
+from framework.values import PositiveInt
 
 #: Figures of the questions of all tasks together.
 OVERALL = ("acc", "error", "mean_error")
@@ -34,7 +35,9 @@ class AnswerMetric(Metric):
 
     full_state_update = False
 
-    def __init__(self, tasks: Sequence[int], figure: Union[str, int]) -> None:
+    def __init__(
+        self, tasks: Sequence[PositiveInt], figure: Union[Literal["acc", "error", "mean_error"], PositiveInt]
+    ) -> None:
         super().__init__()
         if figure not in OVERALL and figure not in tasks:
             raise ValueError(
@@ -81,7 +84,7 @@ class BitErrors(Metric):
 
     full_state_update = False
 
-    def __init__(self, figure: str = "bits") -> None:
+    def __init__(self, figure: Literal["bits", "sequences"] = "bits") -> None:
         super().__init__()
         if figure not in ("bits", "sequences"):
             raise ValueError(f"bit errors: figure must be 'bits' or 'sequences', got {figure!r}")

@@ -15,6 +15,7 @@ from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, replaying
 from framework.tasks import Task
 from framework.tasks.attention_training import AttentionTraining
+from framework.values import NonNegativeFloat, PositiveInt
 
 from .metrics import OVERALL, AnswerMetric, BitErrors
 from .pictures import hop_image, weights_image
@@ -63,19 +64,15 @@ class QuestionAnswering(AttentionTraining, Task):
 
     def __init__(
         self,
-        tasks: Sequence[int] = (1, 2),
-        attention_supervision: float = 0.0,
-        decouple_attention: float = 0.0,
+        tasks: Sequence[PositiveInt] = (1, 2),
+        attention_supervision: NonNegativeFloat = 0.0,
+        decouple_attention: NonNegativeFloat = 0.0,
         random_attention: bool = False,
     ) -> None:
         super().__init__()
         self.attention_options(attention_supervision, decouple_attention, random_attention)
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
-        if (
-            not self.tasks
-            or any(not isinstance(t, int) or t < 1 for t in self.tasks)
-            or len(set(self.tasks)) < len(self.tasks)
-        ):
+        if not self.tasks or len(set(self.tasks)) < len(self.tasks):
             raise ConfigError(f"task.tasks must be distinct task numbers (1, 2, ...), got {tasks!r}")
 
     def metrics(self) -> MetricCollection:

@@ -12,6 +12,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from framework.values import AnyInt
+
 from .data.tokenization import PAD
 
 
@@ -24,7 +26,7 @@ class TokenAccuracy(Metric):
     higher_is_better = True
     full_state_update = False
 
-    def __init__(self, ignore_index: int = PAD) -> None:
+    def __init__(self, ignore_index: AnyInt = PAD) -> None:
         super().__init__()
         self.ignore_index = ignore_index
         self.add_state("correct", torch.tensor(0), dist_reduce_fx="sum")

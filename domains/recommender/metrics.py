@@ -20,6 +20,7 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from framework.errors import ConfigError
+from framework.values import PositiveInt
 
 
 def target_rank(scores: Tensor, column: Tensor) -> Tensor:
@@ -34,14 +35,17 @@ def target_rank(scores: Tensor, column: Tensor) -> Tensor:
 
 
 class RankMetric(Metric):
-    """Mean of ``gain(rank)`` over queries; ``update(scores (B, C), target_column (B,))``."""
+    """Mean of ``gain(rank)`` over queries; ``update(scores (B, C), target_column (B,))``.
+
+    Built by the tasks with torchmetrics' default options (no ``compute_on_cpu``, ``dist_sync_fn``
+    ...: those take objects, and no task sets them)."""
 
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self) -> None:
+        super().__init__()
         self.add_state("total", torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
         self.add_state("count", torch.tensor(0), dist_reduce_fx="sum")
 
@@ -57,10 +61,11 @@ class RankMetric(Metric):
 
 
 class CutoffMetric(RankMetric):
-    """A rank metric with a cut-off k (only the top k positions count)."""
+    """A rank metric with a cut-off k (only the top k positions count; the task's ``k``, checked
+    here too for a caller in Python)."""
 
-    def __init__(self, k: int = 10, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, k: PositiveInt = 10) -> None:
+        super().__init__()
         if k < 1:
             raise ConfigError(f"task.k must be at least 1, got {k}")
         self.k = k

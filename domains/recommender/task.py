@@ -39,14 +39,18 @@ from framework.attention import AttentionBlock, capture
 from framework.errors import ConfigError
 from framework.evaluation.protocol import ItemAttention, ItemForward, erase_tokens, repeat_batch
 from framework.tasks import Step, Task
+from framework.values import NonNegativeInt, PositiveInt, declare
 
 from . import losses as objectives
-from .losses import LOSSES, Loss, without_padding
+from .losses import Loss, without_padding
 from .metrics import MRR, NDCG, HitRate
 from .models.base import leading_padding
 from .pictures import history_attention
 
 Protocol = Literal["full", "sampled"]
+
+#: ``task.mask_prob``: the share of the items that the Cloze task masks.
+MaskShare = declare("MaskShare", float, "a number in (0, 1]", low=0, high=1, low_open=True)
 
 
 def _number_of_items(model: nn.Module) -> int:
@@ -114,14 +118,8 @@ class SequentialRanking(Task):
 
     mode = "max"
 
-    def __init__(self, protocol: Protocol = "full", num_negatives: int = 100, k: int = 10) -> None:
+    def __init__(self, protocol: Protocol = "full", num_negatives: PositiveInt = 100, k: PositiveInt = 10) -> None:
         super().__init__()
-        if protocol not in ("full", "sampled"):
-            raise ConfigError(f"task.protocol must be 'full' or 'sampled', got {protocol!r}")
-        if num_negatives < 1:
-            raise ConfigError(f"task.num_negatives must be at least 1, got {num_negatives}")
-        if k < 1:
-            raise ConfigError(f"task.k must be at least 1, got {k}")
         self.protocol, self.num_negatives, self.k = protocol, num_negatives, k
         self.label = "" if protocol == "full" else f"_sampled{num_negatives}"
         self.monitor = f"val/ndcg@{k}{self.label}"
@@ -346,8 +344,7 @@ class SequentialRanking(Task):
 
 
 def check_loss(loss: str, negatives: int) -> None:
-    if loss not in LOSSES:
-        raise ConfigError(f"task.loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+    """The sampled losses need negatives (a relation of two keys: each key's domain is its type)."""
     if loss != "softmax" and negatives < 1:
         raise ConfigError(
             f"task.negatives must be at least 1 for task.loss={loss} (task.loss=softmax scores every "
@@ -409,7 +406,7 @@ class NextItemRanking(TrainingLoss, SequentialRanking):
         Others: as in :class:`SequentialRanking`.
     """
 
-    def __init__(self, loss: Loss = "bce", negatives: int = 1, **kwargs) -> None:
+    def __init__(self, loss: Loss = "bce", negatives: NonNegativeInt = 1, **kwargs) -> None:
         super().__init__(**kwargs)
         check_loss(loss, negatives)
         self.loss, self.negatives = loss, negatives
@@ -436,10 +433,10 @@ class MaskedItemRanking(TrainingLoss, SequentialRanking):
         Others: as in :class:`SequentialRanking`.
     """
 
-    def __init__(self, mask_prob: float = 0.2, loss: Loss = "softmax", negatives: int = 100, **kwargs) -> None:
+    def __init__(
+        self, mask_prob: MaskShare = 0.2, loss: Loss = "softmax", negatives: NonNegativeInt = 100, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
-        if not 0.0 < mask_prob <= 1.0:
-            raise ConfigError(f"task.mask_prob must be in (0, 1], got {mask_prob}")
         check_loss(loss, negatives)
         self.mask_prob, self.loss, self.negatives = mask_prob, loss, negatives
 

@@ -19,10 +19,15 @@ from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, replaying
 from framework.tasks import Classification, Task, call_model, split_batch
 from framework.tasks.attention_training import AttentionTraining
+from framework.values import AnyInt, ClassCount, Fraction, NonNegativeFloat, NonNegativeInt, Probability, declare
 
 from .data.palettes import as_palette, voc_palette
 from .models import SegmentationOutput
 from .pictures import looked_at, masks, token_attention
+
+#: A colour channel's level, 0 to 255, and a class's colour (red, green, blue) in ``task.palette``.
+ColourLevel = declare("ColourLevel", int, "an int in [0, 255] (a colour channel)", low=0, high=255)
+RGB = tuple[ColourLevel, ColourLevel, ColourLevel]
 
 
 def dense_weights(block: nn.Module, record: Record) -> Optional[Tensor]:
@@ -130,22 +135,20 @@ class Segmentation(AttentionTraining, Task):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
-        ignore_index: int = 255,
-        aux_weight: float = 0.4,
-        num_images: int = 4,
-        pixel: Sequence[float] = (0.5, 0.5),
-        palette: Optional[Sequence[Sequence[int]]] = None,
-        attention_supervision: float = 0.0,
-        decouple_attention: float = 0.0,
+        num_classes: Optional[ClassCount] = None,
+        ignore_index: AnyInt = 255,
+        aux_weight: NonNegativeFloat = 0.4,
+        num_images: NonNegativeInt = 4,
+        pixel: Sequence[Probability] = (0.5, 0.5),
+        palette: Optional[Sequence[RGB]] = None,
+        attention_supervision: NonNegativeFloat = 0.0,
+        decouple_attention: NonNegativeFloat = 0.0,
         random_attention: bool = False,
     ) -> None:
         require_sizes("task", num_classes=num_classes)
         super().__init__()
         self.attention_options(attention_supervision, decouple_attention, random_attention)
-        if num_classes < 2:
-            raise ConfigError(f"task.num_classes must be at least 2, got {num_classes}")
-        if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):
+        if len(pixel) != 2:
             raise ConfigError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
         self.num_classes, self.ignore_index, self.aux_weight = num_classes, ignore_index, aux_weight
         self.num_images, self.pixel = num_images, tuple(pixel)
@@ -355,13 +358,13 @@ class ImageClassification(Classification):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
-        label_smoothing: float = 0.0,
-        num_images: int = 4,
-        pixel: Sequence[float] = (0.5, 0.5),
+        num_classes: Optional[ClassCount] = None,
+        label_smoothing: Fraction = 0.0,
+        num_images: NonNegativeInt = 4,
+        pixel: Sequence[Probability] = (0.5, 0.5),
     ) -> None:
         super().__init__(num_classes, label_smoothing)
-        if len(pixel) != 2 or not all(0 <= p <= 1 for p in pixel):
+        if len(pixel) != 2:
             raise ConfigError(f"task.pixel must be (row, column) fractions in [0, 1], got {list(pixel)}")
         self.num_images, self.pixel = num_images, tuple(pixel)
 

@@ -15,6 +15,13 @@ checks, weights on demand, the ablation switch), ``masks`` the checks of a seque
 and the one boolean mask it attends with (``sequence_mask``), ``record`` what a capture keeps of one call,
 ``capture`` and ``ablation`` act on a whole model, ``probes`` says which queries a capture with
 probes records the exact rows of.
+
+A block states the domain of each parameter a config can set in its annotation, with the types
+of :mod:`framework.values` (``dim: PositiveInt``, ``dropout: Fraction``) and ``Literal`` choices
+(``score: ScoreName``). The blocks import those types under ``TYPE_CHECKING``: the config parser
+(jsonargparse) resolves them when a config names a block and refuses a value outside its domain,
+while ``import framework.attention`` loads no parser. Called from Python, a block checks its
+arguments itself.
 """
 
 import importlib

@@ -17,13 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fnmatch import fnmatch
-from typing import Optional
+from typing import Literal, Optional, get_args
 
 import torch
 from torch import Tensor, nn
 
 #: What replaces a block's weights.
-ABLATIONS = ("uniform", "random", "permute")
+#: The replacements of a block's weights.
+Ablation = Literal["uniform", "random", "permute"]
+ABLATIONS: tuple[str, ...] = get_args(Ablation)
 
 
 def ablated(

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import Optional, Union
+from typing import Literal, Optional, Union, get_args
 
 import torch
 from torch import nn
 
 from .base import AttentionBlock
 
-BACKENDS = ("eager", "sdpa", "linear", "flex", "triton", "portable", "compiled")
+#: The paths a block may run on, by name (``--attention_backend``, ``parity --backends``).
+Backend = Literal["eager", "sdpa", "linear", "flex", "triton", "portable", "compiled"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 Choice = Union[str, Mapping[str, str]]
 
 

@@ -13,6 +13,7 @@ from ..attention import capture
 from ..drawing import Job, drawer
 from ..loggers import metrics_step
 from ..pictures import Sketch, as_image, sketching
+from ..values import NonNegativeInt
 from .attention_stats import watch_validation_step
 
 #: seconds to wait for the drawing process at the end of a stage before drawing a job here
@@ -60,9 +61,9 @@ class AttentionMaps(Callback):
         probes: probe queries per call of a block; 0 captures the full maps.
     """
 
-    def __init__(self, every_n_epochs: int = 1, blocks: Optional[list[str]] = None, probes: int = 64) -> None:
-        if probes < 0:
-            raise ValueError(f"attention_maps: probes must be 0 (full maps) or more, got {probes}")
+    def __init__(
+        self, every_n_epochs: NonNegativeInt = 1, blocks: Optional[list[str]] = None, probes: NonNegativeInt = 64
+    ) -> None:
         self.every_n_epochs = every_n_epochs
         self.blocks = blocks or []
         self.probes = probes

@@ -12,6 +12,7 @@ from torch import nn
 from ..attention import capture
 from ..attention.statistics import RowStatistics
 from ..evaluation.maps import gold_masses, probe_statistics
+from ..values import NonNegativeInt, PositiveInt
 
 
 def watch_validation_step(pl_module: pl.LightningModule, blocks: list[str], probes: int) -> Optional[capture]:
@@ -60,18 +61,13 @@ class AttentionStatistics(Callback):
 
     def __init__(
         self,
-        every_n_epochs: int = 1,
-        probes: int = 64,
-        top_k: int = 5,
+        every_n_epochs: NonNegativeInt = 1,
+        probes: PositiveInt = 64,
+        top_k: PositiveInt = 5,
         blocks: Optional[list[str]] = None,
         per_head: bool = True,
         gold: bool = True,
     ) -> None:
-        if probes < 1 or top_k < 1 or every_n_epochs < 0:
-            raise ValueError(
-                f"attention_stats: probes and top_k must be at least 1 and every_n_epochs at least 0, got "
-                f"probes={probes}, top_k={top_k}, every_n_epochs={every_n_epochs}"
-            )
         self.every_n_epochs, self.probes, self.top_k = every_n_epochs, probes, top_k
         self.blocks, self.per_head, self.gold = blocks or [], per_head, gold
         #: the statistics of the last validation that computed them, and when (epoch, global step)

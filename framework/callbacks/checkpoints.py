@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from datetime import timedelta
+from typing import Literal, Optional, Union
 
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
+
+from ..values import AllOrCount, NonNegativeInt
 
 
 class RunCheckpoint(ModelCheckpoint):
@@ -22,8 +25,31 @@ class RunCheckpoint(ModelCheckpoint):
     so that a run resumed from it logs nothing twice and misses nothing.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        dirpath: Optional[str] = None,
+        filename: Optional[str] = None,
+        monitor: Optional[str] = None,
+        verbose: bool = False,
+        save_last: Optional[Union[bool, Literal["link"]]] = None,
+        save_top_k: AllOrCount = 1,
+        save_on_exception: bool = False,
+        save_weights_only: bool = False,
+        mode: Optional[Literal["min", "max"]] = None,
+        auto_insert_metric_name: bool = True,
+        every_n_train_steps: Optional[NonNegativeInt] = None,
+        train_time_interval: Optional[timedelta] = None,
+        every_n_epochs: Optional[NonNegativeInt] = None,
+        save_on_train_epoch_end: Optional[bool] = None,
+        enable_version_counter: bool = True,
+    ) -> None:
+        """Lightning's arguments, each typed with its domain; ``mode`` None: the direction of the
+        monitored metric (the command line fills it in from the task)."""
+        super().__init__(
+            dirpath, filename, monitor, verbose, save_last, save_top_k, save_on_exception, save_weights_only,
+            mode or "min", auto_insert_metric_name, every_n_train_steps, train_time_interval, every_n_epochs,
+            save_on_train_epoch_end, enable_version_counter,
+        )  # fmt: skip
         self._last_written_at: Optional[int] = None  # global step of the newest last.ckpt
         self._ours = False
 

@@ -15,6 +15,7 @@ from lightning.pytorch.utilities import rank_zero_only
 
 from ..attention.statistics import RowStatistics
 from ..evaluation.maps import probe_statistics
+from ..values import NonNegativeInt, PositiveInt, Probability
 from .attention_stats import AttentionStatistics
 
 #: The kinds of collapse, and what the warning says of each.
@@ -78,18 +79,16 @@ class AttentionCollapse(Callback):
     def __init__(
         self,
         enabled: bool = True,
-        uniform_above: float = 0.995,
-        one_hot_above: float = 0.98,
-        same_key_above: float = 0.9,
-        frozen_tau: float = 0.99,
-        patience: int = 2,
-        frozen_from: int = 1,
+        uniform_above: Probability = 0.995,
+        one_hot_above: Probability = 0.98,
+        same_key_above: Probability = 0.9,
+        frozen_tau: Probability = 0.99,
+        patience: PositiveInt = 2,
+        frozen_from: NonNegativeInt = 1,
         loss: str = "val/loss",
-        probes: int = 64,
+        probes: PositiveInt = 64,
         blocks: Optional[list[str]] = None,
     ) -> None:
-        if patience < 1:
-            raise ValueError(f"attention_collapse: patience must be at least 1, got {patience}")
         self.enabled, self.patience, self.frozen_from, self.loss = enabled, patience, frozen_from, loss
         self.uniform_above, self.one_hot_above, self.same_key_above = uniform_above, one_hot_above, same_key_above
         self.frozen_tau, self.probes, self.blocks = frozen_tau, probes, blocks or []

@@ -15,7 +15,7 @@ from lightning.pytorch.trainer.states import RunningStage, TrainerFn
 from lightning.pytorch.utilities import rank_zero_info
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from ..errors import ConfigError
+from ..values import NonNegativeFloat, PositiveInt
 
 
 def rng_states() -> dict[str, Any]:
@@ -70,11 +70,7 @@ class ResumePoints(Callback):
             checkpoint (0: not by time).
     """
 
-    def __init__(self, every_n_steps: Optional[int] = None, every_n_minutes: float = 10.0) -> None:
-        if every_n_steps is not None and every_n_steps < 1:
-            raise ConfigError(f"resume.every_n_steps must be at least 1 (or null), got {every_n_steps}")
-        if every_n_minutes < 0:
-            raise ConfigError(f"resume.every_n_minutes must be >= 0 (0 = off), got {every_n_minutes}")
+    def __init__(self, every_n_steps: Optional[PositiveInt] = None, every_n_minutes: NonNegativeFloat = 10.0) -> None:
         self.every_n_steps, self.every_n_minutes = every_n_steps, every_n_minutes
         self._saved_at = time.monotonic()
         self._trainer: Optional[pl.Trainer] = None

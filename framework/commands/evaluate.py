@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional, get_args
 
 import torch
 from lightning.pytorch.utilities import move_data_to_device
@@ -29,19 +29,32 @@ from .. import runs
 from ..checkpoint import config_from_checkpoint
 from ..errors import ConfigError
 from ..evaluation import standard
-from ..evaluation.block_ablation import MODES, ablation_rows, attention_blocks, choose, quiet_trainer, test_metrics
+from ..evaluation.block_ablation import (
+    MODES,
+    AblationMode,
+    ablation_rows,
+    attention_blocks,
+    choose,
+    quiet_trainer,
+    test_metrics,
+)
 from ..evaluation.eraser import FRACTIONS
-from ..evaluation.faithfulness import METHODS, faithfulness_rows
+from ..evaluation.faithfulness import METHODS, Method, faithfulness_rows
 from ..evaluation.intrinsic import intrinsic_rows
 from ..evaluation.maps import map_rows
 from ..evaluation.protocol import probe_forward
 from ..evaluation.rollout import rollout_picture, rollouts
+from ..evaluation.standard import StandardTest
 from ..evaluation.table import Row, format_table, log_table, write_csv
 from ..pictures import as_image
-from .fit import FrameworkCLI, check_values, run_command
+from ..values import NonNegativeInt, OpenFraction, PositiveFloat, PositiveInt, declare
+from .fit import FrameworkCLI, check_machine, run_command
 from .status_line import StatusLine, duration
 
-TESTS = ("ablation", "faithfulness", "intrinsic", "rollout", "maps")
+#: The tests of ``--tests``: these (the default) and the standard measures.
+EvaluationTest = Literal["ablation", "faithfulness", "intrinsic", "rollout", "maps", StandardTest]
+TESTS: tuple[str, ...] = get_args(EvaluationTest)[:5]
+AttributionSteps = declare("AttributionSteps", int, "an int >= 2", low=2)
 
 
 class EvaluateCLI(FrameworkCLI):
@@ -72,13 +85,13 @@ class EvaluateCLI(FrameworkCLI):
         )
         parser.add_argument(
             "--tests",
-            type=list[str],
+            type=list[EvaluationTest],
             default=list(TESTS),
             help=f"Which tests: any of {', '.join(TESTS + standard.TESTS)} (default: {', '.join(TESTS)}).",
         )
         parser.add_argument(
             "--ablation_modes",
-            type=list[str],
+            type=list[AblationMode],
             default=list(MODES),
             help=f"Ablation modes: any of {', '.join(MODES)} (none: the block skipped, where its "
             "output has its input's shape).",
@@ -91,23 +104,27 @@ class EvaluateCLI(FrameworkCLI):
         )
         parser.add_argument(
             "--examples",
-            type=int,
+            type=PositiveInt,
             default=500,
             help="Test examples of the faithfulness and intrinsic tests (at least; whole batches).",
         )
-        parser.add_argument("--permutations", type=int, default=10, help="Permutations per example.")
-        parser.add_argument("--erase_k", type=list[int], default=[1], help="Items erased: top-k attended vs k random.")
+        parser.add_argument("--permutations", type=NonNegativeInt, default=10, help="Permutations per example.")
+        parser.add_argument(
+            "--erase_k", type=list[PositiveInt], default=[1], help="Items erased: top-k attended vs k random."
+        )
         parser.add_argument(
             "--attributions",
-            type=list[str],
+            type=list[Method],
             default=list(METHODS),
             help=f"Attribution methods compared with the attention: any of {', '.join(METHODS)}.",
         )
-        parser.add_argument("--attribution_steps", type=int, default=16, help="Steps of integrated gradients.")
+        parser.add_argument(
+            "--attribution_steps", type=AttributionSteps, default=16, help="Steps of integrated gradients."
+        )
         add_standard_arguments(parser)
         parser.add_argument(
             "--probes",
-            type=int,
+            type=PositiveInt,
             default=64,
             help="Probe queries per block of the maps test: their exact rows, not the N x N map.",
         )
@@ -128,7 +145,7 @@ class EvaluateCLI(FrameworkCLI):
                 "model as configured, without training)"
             )
         check_options(config)
-        check_values(config)
+        check_machine(config)
         runs.place_run(config, "evaluate")
 
 
@@ -137,54 +154,30 @@ def check_options(config: Any) -> None:
     ablated one by one, is the CLI's; ``--ablation``, one mode for ``test``, is ``--ablation_modes`` here)."""
     if config.get("ablation") is not None:
         raise ConfigError("--ablation: evaluate takes a list of modes, --ablation_modes='[uniform, none]'")
-    for flag, given, allowed in (
-        ("--tests", config.tests, TESTS + standard.TESTS),
-        ("--ablation_modes", config.ablation_modes, MODES),
-        ("--attributions", config.attributions, METHODS),
-    ):
-        wrong = [value for value in given if value not in allowed]
-        if wrong:
-            raise ConfigError(f"{flag}: unknown {', '.join(map(repr, wrong))}; choose from {', '.join(allowed)}")
-    for flag, value, least in (
-        ("--examples", config.examples, 1),
-        ("--permutations", config.permutations, 0),
-        ("--attribution_steps", config.attribution_steps, 2),
-        ("--probes", config.probes, 1),
-    ):
-        if value < least:
-            raise ConfigError(f"{flag} must be at least {least}, got {value}")
-    if any(k < 1 for k in config.erase_k):
-        raise ConfigError(f"--erase_k: every k must be at least 1, got {config.erase_k}")
-    check_standard_options(config)
+    if not config.fractions:
+        raise ConfigError("--fractions: give at least one share, as [0.1, 0.2]")
 
 
 def add_standard_arguments(parser: Any) -> None:
     """The options of the standard measures (:mod:`framework.evaluation.standard`)."""
     parser.add_argument(
         "--fractions",
-        type=list[float],
+        type=list[OpenFraction],
         default=list(FRACTIONS),
         help="Shares of the items in a rationale (eraser, graph_fidelity): ERASER's bins by default.",
     )
     parser.add_argument(
-        "--perturb_samples", type=int, default=10, help="Perturbations per example of infidelity and sensitivity."
+        "--perturb_samples",
+        type=PositiveInt,
+        default=10,
+        help="Perturbations per example of infidelity and sensitivity.",
     )
     parser.add_argument(
         "--perturb_radius",
-        type=float,
+        type=PositiveFloat,
         default=0.02,
         help="Sensitivity's perturbations: uniform in an L-infinity ball of this radius (Captum's default).",
     )
-
-
-def check_standard_options(config: Any) -> None:
-    """The standard measures' options, each error naming its flag."""
-    if not config.fractions or any(not 0 < f < 1 for f in config.fractions):
-        raise ConfigError(f"--fractions: shares in (0, 1) expected, got {config.fractions}")
-    if config.perturb_samples < 1:
-        raise ConfigError(f"--perturb_samples must be at least 1, got {config.perturb_samples}")
-    if config.perturb_radius <= 0:
-        raise ConfigError(f"--perturb_radius must be above 0, got {config.perturb_radius}")
 
 
 def test_loader(cli: EvaluateCLI) -> Iterable[Any]:

@@ -11,15 +11,17 @@ trainer, no run folder and no logger.
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import torch
 from lightning.pytorch.cli import LightningArgumentParser
 from torch import nn
 
+from ..attention.backends import Backend
 from ..errors import ConfigError
 from ..tasks import Task
-from .fit import FrameworkCLI, check_values, instantiate_data, resolve_run_values, run_command
+from ..values import PositiveInt
+from .fit import FrameworkCLI, check_machine, instantiate_data, resolve_run_values, run_command
 
 
 class ParityCLI(FrameworkCLI):
@@ -38,17 +40,19 @@ class ParityCLI(FrameworkCLI):
         super().add_arguments_to_parser(parser)
         parser.add_argument(
             "--backends",
-            type=Optional[list[str]],
+            type=Optional[list[Backend]],
             default=None,
             help="The paths compared with eager (default: every path of every block).",
         )
         parser.add_argument(
             "--device",
-            type=Optional[str],
+            type=Optional[Literal["cpu", "cuda"]],
             default=None,
             help="Where the paths are timed (default: cuda when there is one, else cpu).",
         )
-        parser.add_argument("--repeats", type=int, default=5, help="Timed passes per path (the median is shown).")
+        parser.add_argument(
+            "--repeats", type=PositiveInt, default=5, help="Timed passes per path (the median is shown)."
+        )
         parser.add_argument(
             "--ckpt_path",
             type=Optional[str],
@@ -57,15 +61,7 @@ class ParityCLI(FrameworkCLI):
         )
 
     def before_instantiate_classes(self) -> None:
-        from ..attention.backends import BACKENDS
-
-        config = self.config
-        wrong = [name for name in config.backends or [] if name not in BACKENDS]
-        if wrong:
-            raise ConfigError(f"--backends: unknown {', '.join(map(repr, wrong))}; choose from {', '.join(BACKENDS)}")
-        if config.repeats < 1:
-            raise ConfigError(f"--repeats must be at least 1, got {config.repeats}")
-        check_values(config)
+        check_machine(self.config)
 
     def instantiate_classes(self) -> None:
         config = self.config

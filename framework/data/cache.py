@@ -14,8 +14,9 @@ import pickle
 import shutil
 import warnings
 import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar, Union
+from typing import TypeVar, Union
 
 T = TypeVar("T")
 
@@ -52,7 +53,8 @@ def load_or_rebuild(folder: Path, load: Callable[[], T]) -> T:
     except UNREADABLE as error:
         warnings.warn(
             f"cache file {_damaged(folder)} could not be read ({_reason(error)}); deleted {folder} "
-            "and made it again from the source files", stacklevel=2,
+            "and made it again from the source files",
+            stacklevel=2,
         )
         shutil.rmtree(folder)
         return load()

@@ -15,12 +15,13 @@ that base class's hook.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Callable, Optional, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Optional, TypeVar
 
 from torch.utils.data import Dataset
 
 from ..errors import ConfigError
+from ..values import NonNegativeInt, PositiveInt, Seed
 from .module import SPLITS, SplitDataModule
 
 T = TypeVar("T")
@@ -29,8 +30,9 @@ T = TypeVar("T")
 def split_sizes(train_size: int, val_size: int, test_size: int) -> dict[str, int]:
     """``{"train": train_size, "val": val_size, "test": test_size}``; a ``ConfigError`` when one is negative."""
     if min(train_size, val_size, test_size) < 0:
-        raise ConfigError(f"data.train_size, val_size and test_size must be >= 0, got {train_size}, {val_size}, "
-                         f"{test_size}")
+        raise ConfigError(
+            f"data.train_size, val_size and test_size must be >= 0, got {train_size}, {val_size}, {test_size}"
+        )
     return {"train": train_size, "val": val_size, "test": test_size}
 
 
@@ -61,8 +63,16 @@ class GeneratedSplits(SplitDataModule):
         seed: ``seed``.
     """
 
-    def __init__(self, train_size: int, val_size: int, test_size: int, seed: int = 0, batch_size: int = 64,
-                 eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        train_size: NonNegativeInt,
+        val_size: NonNegativeInt,
+        test_size: NonNegativeInt,
+        seed: Seed = 0,
+        batch_size: PositiveInt = 64,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         self.sizes, self.seed = split_sizes(train_size, val_size, test_size), seed
 

@@ -31,8 +31,10 @@ def check_limits(stage: str, trainer: Any) -> None:
     for key in NOTHING_AT_ZERO.get(stage, ()):
         value = getattr(trainer, key, None)
         if value is not None and value == 0:
-            raise ConfigError(f"trainer.{key}={value} leaves {stage} nothing to run (it would end at once and exit as "
-                              "if it had worked): give a positive value, or leave it unset")
+            raise ConfigError(
+                f"trainer.{key}={value} leaves {stage} nothing to run (it would end at once and exit as "
+                "if it had worked): give a positive value, or leave it unset"
+            )
 
 
 def check_validation_interval(trainer: Any, train_batches: int) -> None:
@@ -45,6 +47,8 @@ def check_validation_interval(trainer: Any, train_batches: int) -> None:
         train_batches = int(train_batches * limit)
     every_epoch = getattr(trainer, "check_val_every_n_epoch", 1) is not None
     if isinstance(interval, int) and not isinstance(interval, bool) and every_epoch and interval > train_batches > 0:
-        raise ConfigError(f"trainer.val_check_interval={interval} is more than the {train_batches} training batches of "
-                          f"an epoch: give at most {train_batches}, a share in (0, 1], or set "
-                          "trainer.check_val_every_n_epoch=null to count batches across epochs")
+        raise ConfigError(
+            f"trainer.val_check_interval={interval} is more than the {train_batches} training batches of "
+            f"an epoch: give at most {train_batches}, a share in (0, 1], or set "
+            "trainer.check_val_every_n_epoch=null to count batches across epochs"
+        )

@@ -28,8 +28,12 @@ import numpy as np
 from .paths import DataError, reading
 
 #: Byte-order marks of encodings a data file is never declared in (UTF-32's first: it starts like UTF-16's).
-FOREIGN_MARKS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),
-                 (codecs.BOM_UTF16_BE, "UTF-16"))
+FOREIGN_MARKS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
 #: Bytes no text file of a data set holds: NUL and the other control characters but tab, line
 #: feed, vertical tab, form feed and carriage return.
 BINARY = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
@@ -49,19 +53,24 @@ def decode(data: bytes, path: Union[str, Path], encoding: str) -> str:
     """
     for mark, name in FOREIGN_MARKS:
         if data.startswith(mark) and not encoding.lower().replace("-", "").startswith(name.lower().replace("-", "")):
-            raise DataError(f"{path} is {name} text (it starts with a {name} byte-order mark), but the format is "
-                            f"{encoding}: save it as {encoding}")
+            raise DataError(
+                f"{path} is {name} text (it starts with a {name} byte-order mark), but the format is "
+                f"{encoding}: save it as {encoding}"
+            )
     if data.startswith(codecs.BOM_UTF8) and codecs.lookup(encoding).name == "utf-8":
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     binary = BINARY.search(data)
     if binary is not None:
-        raise DataError(f"{path}:{line_of(data, binary.start())}: byte 0x{data[binary.start()]:02x} is a control "
-                        f"character: binary data (or UTF-16 text), not {encoding} text")
+        raise DataError(
+            f"{path}:{line_of(data, binary.start())}: byte 0x{data[binary.start()]:02x} is a control "
+            f"character: binary data (or UTF-16 text), not {encoding} text"
+        )
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as err:
-        raise DataError(f"{path}:{line_of(data, err.start)}: byte 0x{data[err.start]:02x} is not valid {encoding} "
-                        "text") from None
+        raise DataError(
+            f"{path}:{line_of(data, err.start)}: byte 0x{data[err.start]:02x} is not valid {encoding} text"
+        ) from None
 
 
 def one_of(value: str, known: Collection[str], limit: int = 8) -> str:
@@ -92,8 +101,14 @@ class TextFile:
             (no line with more than white space).
     """
 
-    def __init__(self, path: Union[str, Path], what: str, encoding: str = "utf-8", gzipped: Optional[bool] = None,
-                 lines: Optional[Iterable[str]] = None) -> None:
+    def __init__(
+        self,
+        path: Union[str, Path],
+        what: str,
+        encoding: str = "utf-8",
+        gzipped: Optional[bool] = None,
+        lines: Optional[Iterable[str]] = None,
+    ) -> None:
         self.path, self.what = Path(path), what
         if lines is not None:  # already in memory (a test's, a generator's): checked but for the encoding
             self.lines = [line.rstrip("\r\n") for line in lines]
@@ -134,8 +149,9 @@ class TextFile:
                 raise self.error(number, f"expected {shape}, got {line[:80]!r}")
             yield number, match
 
-    def integers(self, separator: Optional[str], columns: dict[str, tuple[Optional[int], Optional[int]]],
-                 shape: str) -> np.ndarray:
+    def integers(
+        self, separator: Optional[str], columns: dict[str, tuple[Optional[int], Optional[int]]], shape: str
+    ) -> np.ndarray:
         """The non-blank lines as a table of integers (lines, columns) int64, read by numpy at
         once; ``columns`` names each column with its ``(low, high)`` range (None: open). A line
         of another field count, a field that is no integer or one out of its range is an error
@@ -153,14 +169,15 @@ class TextFile:
             raise self.error(numbered[0][0], f"expected {shape}")  # numpy and the line-by-line read disagree
         for column, (name, (low, high)) in enumerate(columns.items()):
             values = table[:, column]
-            outside = np.flatnonzero((values < (low if low is not None else values.min()))
-                                     | (values > (high if high is not None else values.max())))
+            outside = np.flatnonzero(
+                (values < (low if low is not None else values.min()))
+                | (values > (high if high is not None else values.max()))
+            )
             if len(outside):
                 self.integer(numbered[outside[0]][0], str(values[outside[0]]), name, low, high)
         return table
 
-    def integer(self, number: int, value: str, name: str, low: Optional[int] = None,
-                high: Optional[int] = None) -> int:
+    def integer(self, number: int, value: str, name: str, low: Optional[int] = None, high: Optional[int] = None) -> int:
         """``value`` as an integer in ``[low, high]`` (either bound may be open), else an error
         naming the line and the field ``name``."""
         try:
@@ -168,8 +185,11 @@ class TextFile:
         except ValueError:
             raise self.error(number, f"{name} {value[:40]!r} is not an integer") from None
         if (low is not None and result < low) or (high is not None and result > high):
-            bounds = f"{low} to {high}" if low is not None and high is not None else (
-                f"at least {low}" if low is not None else f"at most {high}")
+            bounds = (
+                f"{low} to {high}"
+                if low is not None and high is not None
+                else (f"at least {low}" if low is not None else f"at most {high}")
+            )
             raise self.error(number, f"{name} {result} is out of range: expected {bounds}")
         return result
 

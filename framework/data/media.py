@@ -20,21 +20,25 @@ import numpy as np
 from .paths import DataError, not_empty, reading
 
 
-def check_audio(paths: Sequence[Path], sample_rate: int, channels: Optional[int] = None,
-                key: str = "data.sample_rate") -> None:
+def check_audio(
+    paths: Sequence[Path], sample_rate: int, channels: Optional[int] = None, key: str = "data.sample_rate"
+) -> None:
     """Every file's header: readable by soundfile, at least one frame, ``sample_rate`` Hz and
     (unless None) ``channels`` channels; the first offence is a :class:`DataError` naming the file."""
     import soundfile
 
     for path in paths:
-        with reading(not_empty(path, "an audio file"), "an audio file",
-                     errors=(soundfile.SoundFileError, OSError, RuntimeError)):
+        with reading(
+            not_empty(path, "an audio file"), "an audio file", errors=(soundfile.SoundFileError, OSError, RuntimeError)
+        ):
             info = soundfile.info(str(path))
         if info.frames < 1:
             raise DataError(f"{path} holds no audio (0 samples)")
         if info.samplerate != sample_rate:
-            raise DataError(f"{path} is sampled at {info.samplerate} Hz but {key}={sample_rate}: resample the file, or "
-                            f"set {key} (and the model's frontend sample_rate) to {info.samplerate} if all files are")
+            raise DataError(
+                f"{path} is sampled at {info.samplerate} Hz but {key}={sample_rate}: resample the file, or "
+                f"set {key} (and the model's frontend sample_rate) to {info.samplerate} if all files are"
+            )
         if channels is not None and info.channels != channels:
             raise DataError(f"{path} has {info.channels} channels; the data set's files have {channels}")
 
@@ -44,8 +48,11 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
     cannot be read is a :class:`DataError` naming it."""
     import soundfile
 
-    with reading(not_empty(path, "an audio file"), "an audio file",
-                 errors=(soundfile.SoundFileError, OSError, RuntimeError, ValueError)):
+    with reading(
+        not_empty(path, "an audio file"),
+        "an audio file",
+        errors=(soundfile.SoundFileError, OSError, RuntimeError, ValueError),
+    ):
         samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     if not len(samples):
         raise DataError(f"{path} holds no audio (0 samples)")
@@ -85,5 +92,7 @@ def check_label_values(values: np.ndarray, valid: np.ndarray, path: Path, meanin
     bad = ~valid[values]
     if bad.any():
         row, column = (int(i) for i in np.argwhere(bad)[0])
-        raise DataError(f"{path}: label value {int(values[row, column])} at row {row}, column {column} is out of "
-                        f"range: expected {meaning}")
+        raise DataError(
+            f"{path}: label value {int(values[row, column])} at row {row}, column {column} is out of "
+            f"range: expected {meaning}"
+        )

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any, Literal, Optional, get_args
 
 import lightning.pytorch as pl
 import torch
 from torch.utils.data import Dataset
 from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 
-from ..errors import ConfigError
+from ..values import NonNegativeInt, PositiveInt
 from .limits import check_limits, check_validation_interval
 from .paths import DataError
 from .sampling import EpochShuffle, loader_generator
 from .tensors import TensorExamples, collate
 
-SPLITS = ("train", "val", "test")
+#: A split's name, as a config names one (``data.predict_split``).
+Split = Literal["train", "val", "test"]
+SPLITS: tuple[str, ...] = get_args(Split)
 
 
 def is_empty(dataset: Dataset) -> bool:
@@ -55,13 +58,14 @@ class SplitDataModule(pl.LightningDataModule):
 
     collate_fn: Optional[Callable[[list], Any]] = None
 
-    def __init__(self, batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0,
-                 predict_split: str = "test") -> None:
+    def __init__(
+        self,
+        batch_size: PositiveInt = 64,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+        predict_split: Split = "test",
+    ) -> None:
         super().__init__()
-        if batch_size < 1:
-            raise ConfigError(f"data.batch_size must be at least 1, got {batch_size}")
-        if predict_split not in SPLITS:
-            raise ConfigError(f"data.predict_split must be one of {SPLITS}, got {predict_split!r}")
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
         self.num_workers, self.predict_split = num_workers, predict_split
         self.splits: dict[str, Dataset] = {}

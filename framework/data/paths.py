@@ -12,10 +12,10 @@ import os
 import pickle
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Union
 
 from ..errors import FrameworkError
 
@@ -43,8 +43,9 @@ def cache_dir(name: str) -> Path:
     return path
 
 
-def dataset_dir(folder: str, *, root: Union[str, Path, None] = None, source: str,
-                expect: Sequence[str] = (), key: str = "data.root") -> Path:
+def dataset_dir(
+    folder: str, *, root: Union[str, Path, None] = None, source: str, expect: Sequence[str] = (), key: str = "data.root"
+) -> Path:
     """The folder of a data set, checked to exist and to hold ``expect`` (relative paths).
 
     Args:
@@ -77,8 +78,9 @@ READ_ERRORS = (UnicodeDecodeError, EOFError, pickle.UnpicklingError, gzip.BadGzi
 
 
 @contextmanager
-def reading(path: Union[str, Path], what: str = "", errors: tuple[type[BaseException], ...] = READ_ERRORS
-            ) -> Iterator[None]:
+def reading(
+    path: Union[str, Path], what: str = "", errors: tuple[type[BaseException], ...] = READ_ERRORS
+) -> Iterator[None]:
     """Turn the errors of reading one data file into a :class:`DataError` that names it::
 
         with reading(path, "a bAbI task file"):
@@ -97,8 +99,10 @@ def reading(path: Union[str, Path], what: str = "", errors: tuple[type[BaseExcep
             raise
         kind = f" ({what})" if what else ""
         reason = str(err).splitlines()[0].replace(f" '{path}'", "") if str(err) else type(err).__name__
-        raise DataError(f"could not read {path}{kind}: {reason}; the file is damaged or not in the expected "
-                        "format (get a fresh copy of the data set)") from err
+        raise DataError(
+            f"could not read {path}{kind}: {reason}; the file is damaged or not in the expected "
+            "format (get a fresh copy of the data set)"
+        ) from err
 
 
 def not_empty(path: Union[str, Path], what: str) -> Path:

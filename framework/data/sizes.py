@@ -26,8 +26,13 @@ from ..errors import ConfigError
 #: The sizes a data module may state, as model and task arguments of the same name, and how a size
 #: given in a config must compare with the data's: a model's vocabulary may be larger than the
 #: data's, the other sizes (and the list of meta-paths) must be equal (:meth:`framework.tasks.Task.check`).
-SIZES = {"vocab_size": "at least", "num_classes": "equal", "in_channels": "equal", "num_items": "equal",
-         "metapaths": "equal"}
+SIZES = {
+    "vocab_size": "at least",
+    "num_classes": "equal",
+    "in_channels": "equal",
+    "num_items": "equal",
+    "metapaths": "equal",
+}
 
 
 def fill_sizes(arguments: dict[str, MutableMapping[str, Any]], data: Any) -> dict[str, Any]:
@@ -43,16 +48,19 @@ def fill_sizes(arguments: dict[str, MutableMapping[str, Any]], data: Any) -> dic
     Raises:
         ConfigError: a size is unset and the data module does not state it, naming the key.
     """
-    unset = [(section, name) for section, args in arguments.items() for name in SIZES
-             if name in args and args[name] is None]
+    unset = [
+        (section, name) for section, args in arguments.items() for name in SIZES if name in args and args[name] is None
+    ]
     if unset and any(stated(data, name) is None for _, name in unset) and hasattr(data, "setup"):
         data.setup("fit")  # the sizes some data modules know only once they have read the data
     filled = {}
     for section, name in unset:
         value = stated(data, name)
         if value is None:
-            raise ConfigError(f"{section}.{name} is not set and the data ({type(data).__name__}) does not state it: "
-                              f"set {section}.{name}")
+            raise ConfigError(
+                f"{section}.{name} is not set and the data ({type(data).__name__}) does not state it: "
+                f"set {section}.{name}"
+            )
         arguments[section][name] = filled[f"{section}.{name}"] = value
     return filled
 
@@ -74,6 +82,8 @@ def require_sizes(owner: str, **sizes: Any) -> None:
     unset = [f"{owner}.{name}" for name, value in sizes.items() if value is None]
     if unset:
         one = len(unset) == 1
-        raise ConfigError(f"{', '.join(unset)} {'is' if one else 'are'} not set: give {'it' if one else 'them'}, or "
-                          f"leave {'it' if one else 'them'} to the command line, which takes "
-                          f"{'it' if one else 'them'} from the data module")
+        raise ConfigError(
+            f"{', '.join(unset)} {'is' if one else 'are'} not set: give {'it' if one else 'them'}, or "
+            f"leave {'it' if one else 'them'} to the command line, which takes "
+            f"{'it' if one else 'them'} from the data module"
+        )

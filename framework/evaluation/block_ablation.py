@@ -13,19 +13,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from fnmatch import fnmatch
-from typing import Any, Optional
+from typing import Any, Literal, Optional, get_args
 
 import lightning.pytorch as pl
 import torch
 from torch import Tensor, nn
 
-from ..attention import ABLATIONS, ablation
+from ..attention import ablation
+from ..attention.ablation import Ablation
 from ..attention.base import AttentionOutput
 from .protocol import first_tensor
 from .table import Row
 
 #: What ``--ablation`` takes: the library's replacements of the weights, and ``none`` (skip the block).
-MODES = (*ABLATIONS, "none")
+AblationMode = Literal[Ablation, "none"]
+MODES: tuple[str, ...] = get_args(AblationMode)
 
 
 def attention_blocks(model: nn.Module) -> dict[str, nn.Module]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, Optional
+from typing import Any, Literal, NamedTuple, Optional, get_args
 
 import torch
 from torch import Tensor, nn
@@ -36,7 +36,9 @@ from .measures import jensen_shannon, kendall_tau, total_variation
 from .protocol import EvaluationHooks, ItemAttention, ItemForward
 from .table import Row
 
-METHODS = ("gradient_x_input", "integrated_gradients", "leave_one_out")
+#: The attribution methods the attention is compared with.
+Method = Literal["gradient_x_input", "integrated_gradients", "leave_one_out"]
+METHODS: tuple[str, ...] = get_args(Method)
 
 
 def top_k(weights: Tensor, valid: Tensor, k: int) -> Tensor:

@@ -14,14 +14,15 @@ command, :mod:`framework.commands.evaluate`, gives their options). They are not 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal, get_args
 
 from torch import nn
 
 from .table import Row
 
 #: The tests of this module, by their ``--tests`` names.
-TESTS = ("eraser", "plausibility", "infidelity", "sensitivity", "graph_fidelity")
+StandardTest = Literal["eraser", "plausibility", "infidelity", "sensitivity", "graph_fidelity"]
+TESTS: tuple[str, ...] = get_args(StandardTest)
 
 
 def passes(tests: Iterable[str]) -> list[str]:

@@ -24,7 +24,27 @@ from .folders import (
 )
 from .prediction_files import PredictionSink
 
-__all__ = ["CONFIG_PRESETS", "RUNS_ROOT_ENV", "RUN_DIR_ENV", "RUN_FILES", "SUMMARY_FILE", "SUMMARY_FORMAT",
-           "PredictionSink", "check_experiment", "created", "discard_unused", "holds_a_run", "launcher_job", "lock",
-           "new_run_dir", "place_run", "read_summary", "release", "requeued_checkpoint", "resolve_run_dir",
-           "run_dir_of_checkpoint", "runs_root", "write_json_atomically"]
+__all__ = [
+    "CONFIG_PRESETS",
+    "RUNS_ROOT_ENV",
+    "RUN_DIR_ENV",
+    "RUN_FILES",
+    "SUMMARY_FILE",
+    "SUMMARY_FORMAT",
+    "PredictionSink",
+    "check_experiment",
+    "created",
+    "discard_unused",
+    "holds_a_run",
+    "launcher_job",
+    "lock",
+    "new_run_dir",
+    "place_run",
+    "read_summary",
+    "release",
+    "requeued_checkpoint",
+    "resolve_run_dir",
+    "run_dir_of_checkpoint",
+    "runs_root",
+    "write_json_atomically",
+]

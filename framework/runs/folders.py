@@ -51,15 +51,19 @@ def lock(folder: Path) -> None:
     if folder in _locks:
         return
     if not os.access(folder, os.W_OK):
-        raise ConfigError(f"the run folder {folder} cannot be written (permissions or a read-only file system): "
-                          "make it writable, or choose another with --run_dir")
+        raise ConfigError(
+            f"the run folder {folder} cannot be written (permissions or a read-only file system): "
+            "make it writable, or choose another with --run_dir"
+        )
     descriptor = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(descriptor)
-        raise ConfigError(f"the run folder {folder} is in use by another process: wait for it to end, or choose "
-                          "another folder with --run_dir") from None
+        raise ConfigError(
+            f"the run folder {folder} is in use by another process: wait for it to end, or choose "
+            "another folder with --run_dir"
+        ) from None
     _locks[folder] = descriptor
     for partial in (folder / "checkpoints").glob(".*.partial"):  # what a writer killed mid-write left
         partial.unlink(missing_ok=True)
@@ -157,8 +161,10 @@ def resolve_run_dir(subcommand: str, experiment: str, run_dir: Optional[str], ck
         if path.is_dir():
             lock(path)  # first: a folder another process writes in is said to be in use
         if holds_a_run(path) and (resumed is None or resumed.resolve() != path.resolve()):
-            raise ConfigError(f"--run_dir {path} already holds a run: name a new folder, or resume that run with "
-                              f"`fit --ckpt_path {path / 'checkpoints' / 'last.ckpt'}`")
+            raise ConfigError(
+                f"--run_dir {path} already holds a run: name a new folder, or resume that run with "
+                f"`fit --ckpt_path {path / 'checkpoints' / 'last.ckpt'}`"
+            )
     elif resumed is not None:
         path = resumed
     elif job is not None:  # every rank and a requeued job name the same folder
@@ -183,8 +189,10 @@ def check_experiment(name: str) -> str:
     """An experiment name from the command line: a relative path that stays inside the runs folder."""
     parts = Path(name).parts
     if not name.strip() or Path(name).is_absolute() or ".." in parts or any(part.startswith("~") for part in parts):
-        raise ConfigError(f"--experiment must name a folder inside the runs folder ({runs_root()}), such as "
-                          f"'ablations' or 'vision/heads', got {name!r}")
+        raise ConfigError(
+            f"--experiment must name a folder inside the runs folder ({runs_root()}), such as "
+            f"'ablations' or 'vision/heads', got {name!r}"
+        )
     return name
 
 
@@ -217,8 +225,9 @@ def place_run(config: Any, stage: str) -> None:
     experiment named after the first config file): the trainer's root, the checkpoints' folder and
     every logger's ``save_dir`` that the config leaves unset; a validate, test, predict or evaluate
     of a fit's checkpoint continues the fit's W&B run."""
-    experiment = config.experiment = check_experiment(config.experiment) if config.experiment else \
-        _experiment_name(config.get("config"))
+    experiment = config.experiment = (
+        check_experiment(config.experiment) if config.experiment else _experiment_name(config.get("config"))
+    )
     named = config.run_dir
     run_dir = resolve_run_dir(stage, experiment, named, config.get("ckpt_path"))
     if stage == "fit" and not named and not config.get("ckpt_path") and launcher_job():

@@ -122,12 +122,6 @@ class AttentionTraining:
     def attention_options(
         self, attention_supervision: float = 0.0, decouple_attention: float = 0.0, random_attention: bool = False
     ) -> None:
-        for key, value in (
-            ("attention_supervision", attention_supervision),
-            ("decouple_attention", decouple_attention),
-        ):
-            if value < 0:
-                raise ConfigError(f"task.{key} must be >= 0, got {value}")
         if random_attention and (attention_supervision or decouple_attention):
             raise ConfigError(
                 "task.random_attention=true draws the weights at random: it takes no "

@@ -10,7 +10,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
 from ..data.sizes import require_sizes
-from ..errors import ConfigError
+from ..values import AnyInt, ClassCount, Fraction, NonNegativeFloat
 from .attention_training import AttentionTraining
 from .base import Task
 
@@ -33,17 +33,15 @@ class Classification(AttentionTraining, Task):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
-        label_smoothing: float = 0.0,
-        ignore_index: int = -100,
-        attention_supervision: float = 0.0,
-        decouple_attention: float = 0.0,
+        num_classes: Optional[ClassCount] = None,
+        label_smoothing: Fraction = 0.0,
+        ignore_index: AnyInt = -100,
+        attention_supervision: NonNegativeFloat = 0.0,
+        decouple_attention: NonNegativeFloat = 0.0,
         random_attention: bool = False,
     ) -> None:
         require_sizes("task", num_classes=num_classes)
         super().__init__()
-        if num_classes < 2:
-            raise ConfigError(f"task.num_classes must be at least 2, got {num_classes}")
         self.num_classes, self.label_smoothing, self.ignore_index = num_classes, label_smoothing, ignore_index
         self.attention_options(attention_supervision, decouple_attention, random_attention)
 

@@ -11,5 +11,15 @@ from .events import CLASSES, AudioEventDataset, AudioEvents
 from .fsdd import FSDD
 from .speechcommands import SpeechCommands
 
-__all__ = ["CLASSES", "FSDD", "AudioDataModule", "AudioEventDataset", "AudioEvents", "ClipFiles", "DigitStrings",
-           "SpeechCommands", "fit_length", "transcript"]
+__all__ = [
+    "CLASSES",
+    "FSDD",
+    "AudioDataModule",
+    "AudioEventDataset",
+    "AudioEvents",
+    "ClipFiles",
+    "DigitStrings",
+    "SpeechCommands",
+    "fit_length",
+    "transcript",
+]

@@ -18,7 +18,7 @@ from torch import Tensor
 from torch.utils.data import Dataset
 
 from framework.data import DataError, SplitDataModule, check_audio, read_audio
-from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveFloat, PositiveInt
 
 
 def fit_length(waveform: Tensor, num_samples: int) -> tuple[Tensor, int]:
@@ -27,7 +27,7 @@ def fit_length(waveform: Tensor, num_samples: int) -> tuple[Tensor, int]:
     length = waveform.shape[0]
     if length >= num_samples:
         start = (length - num_samples) // 2
-        return waveform[start:start + num_samples], num_samples
+        return waveform[start : start + num_samples], num_samples
     return torch.nn.functional.pad(waveform, (0, num_samples - length)), length
 
 
@@ -37,8 +37,10 @@ def read_wav(path: Path, sample_rate: int, channels: Optional[int] = None) -> Te
     A file that breaks a rule or cannot be read is a ``DataError`` naming it."""
     samples, rate = read_audio(path)
     if rate != sample_rate:
-        raise DataError(f"{path} is sampled at {rate} Hz but data.sample_rate={sample_rate}: resample the file, or set "
-                        f"data.sample_rate (and model.frontend.sample_rate) to {rate} if all files are")
+        raise DataError(
+            f"{path} is sampled at {rate} Hz but data.sample_rate={sample_rate}: resample the file, or set "
+            f"data.sample_rate (and model.frontend.sample_rate) to {rate} if all files are"
+        )
     if channels is not None and samples.shape[1] != channels:
         raise DataError(f"{path} has {samples.shape[1]} channels; the data set's files have {channels}")
     return torch.from_numpy(samples).mean(1)
@@ -63,8 +65,14 @@ class ClipFiles(Dataset):
         channels: the channels every file must have (None: any, averaged).
     """
 
-    def __init__(self, paths: Sequence[Path], labels: Sequence[int], sample_rate: int, num_samples: int,
-                 channels: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        labels: Sequence[int],
+        sample_rate: int,
+        num_samples: int,
+        channels: Optional[int] = None,
+    ) -> None:
         if len(paths) != len(labels):
             raise ValueError(f"ClipFiles: {len(paths)} paths but {len(labels)} labels")
         check_audio(paths, sample_rate, channels)
@@ -87,12 +95,14 @@ class AudioDataModule(SplitDataModule):
         batch_size, eval_batch_size, num_workers: as in SplitDataModule.
     """
 
-    def __init__(self, sample_rate: int, duration: float, batch_size: int = 64, eval_batch_size: Optional[int] = None,
-                 num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        sample_rate: PositiveInt,
+        duration: PositiveFloat,
+        batch_size: PositiveInt = 64,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
-        if sample_rate < 1:
-            raise ConfigError(f"data.sample_rate must be a positive number of Hz, got {sample_rate}")
-        if duration <= 0:
-            raise ConfigError(f"data.duration must be a positive number of seconds, got {duration}")
         self.sample_rate, self.duration = sample_rate, duration
         self.num_samples = round(sample_rate * duration)

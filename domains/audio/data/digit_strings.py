@@ -17,7 +17,7 @@ Tokens: ``<pad>`` = 0, ``<s>`` = 1, ``</s>`` = 2, digit d = 3 + d (:data:`VOCAB_
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Optional
+from typing import Literal, NamedTuple, Optional
 
 import torch
 from torch import Tensor
@@ -26,16 +26,18 @@ from torch.utils.data import Dataset
 from framework.data import SplitDataModule, split_seed, split_sizes
 from framework.decoding import Specials
 from framework.errors import ConfigError
+from framework.values import NonNegativeFloat, NonNegativeInt, OpenFraction, PositiveInt, Seed
 
 from .clips import read_wav
 from .events import synthesize
-from .fsdd import CHANNELS, FSDD
+from .fsdd import CHANNELS, FSDD, SplitProtocol
 
 PAD, BOS, EOS, FIRST_DIGIT = 0, 1, 2, 3
 SPECIALS = Specials(pad=PAD, bos=BOS, eos=EOS)
 VOCAB_SIZE = FIRST_DIGIT + 10
 WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-SOURCES = ("fsdd", "events")
+#: Where the strings' digits come from (``data.source``).
+Source = Literal["fsdd", "events"]
 EDGE_S = 0.1  # silence before the first digit and after the last, seconds
 
 
@@ -74,8 +76,17 @@ class DigitStringExamples(Dataset):
     Examples: ``{"waveform": (T,), "lengths": (), "target": (L + 1,)}``, the digit tokens then ``</s>``.
     """
 
-    def __init__(self, clips: Sequence[Clip], size: int, min_digits: int, max_digits: int, gap: tuple[float, float],
-                 noise: float, sample_rate: int, seed: int) -> None:
+    def __init__(
+        self,
+        clips: Sequence[Clip],
+        size: int,
+        min_digits: int,
+        max_digits: int,
+        gap: tuple[float, float],
+        noise: float,
+        sample_rate: int,
+        seed: int,
+    ) -> None:
         self.clips, self.noise, self.sample_rate, self.seed = list(clips), noise, sample_rate, seed
         by_voice: dict[str, list[list[int]]] = {}
         for index, clip in enumerate(self.clips):
@@ -143,34 +154,54 @@ class DigitStrings(SplitDataModule):
 
     vocab_size = VOCAB_SIZE
 
-    def __init__(self, source: str = "fsdd", root: Optional[str] = None, split: str = "official",
-                 test_speakers: Optional[list[str]] = None, val_fraction: float = 0.1, train_size: int = 4000,
-                 val_size: int = 400, test_size: int = 500, min_digits: int = 2, max_digits: int = 7,
-                 gap: tuple[float, float] = (0.05, 0.25), noise: float = 1e-3, events_per_digit: int = 20,
-                 seed: int = 0, sample_rate: int = 8000, batch_size: int = 32, eval_batch_size: Optional[int] = None,
-                 num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        source: Source = "fsdd",
+        root: Optional[str] = None,
+        split: SplitProtocol = "official",
+        test_speakers: Optional[list[str]] = None,
+        val_fraction: OpenFraction = 0.1,
+        train_size: NonNegativeInt = 4000,
+        val_size: NonNegativeInt = 400,
+        test_size: NonNegativeInt = 500,
+        min_digits: PositiveInt = 2,
+        max_digits: PositiveInt = 7,
+        gap: tuple[NonNegativeFloat, NonNegativeFloat] = (0.05, 0.25),
+        noise: NonNegativeFloat = 1e-3,
+        events_per_digit: PositiveInt = 20,
+        seed: Seed = 0,
+        sample_rate: PositiveInt = 8000,
+        batch_size: PositiveInt = 32,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
-        if source not in SOURCES:
-            raise ConfigError(f"data.source must be one of {SOURCES}, got {source!r}")
         self.sizes = split_sizes(train_size, val_size, test_size)
         if not 1 <= min_digits <= max_digits:
-            raise ConfigError(f"data.min_digits and data.max_digits must satisfy 1 <= min_digits <= max_digits, got "
-                             f"{min_digits} and {max_digits}")
+            raise ConfigError(
+                f"data.min_digits and data.max_digits must satisfy 1 <= min_digits <= max_digits, got "
+                f"{min_digits} and {max_digits}"
+            )
         if len(gap) != 2 or not 0 <= gap[0] <= gap[1]:
             raise ConfigError(f"data.gap must be [low, high] seconds with 0 <= low <= high, got {list(gap)}")
-        if events_per_digit < 1:
-            raise ConfigError(f"data.events_per_digit must be at least 1, got {events_per_digit}")
         self.fsdd = FSDD(root, split, test_speakers, val_fraction, seed, sample_rate) if source == "fsdd" else None
         self.source, self.sample_rate, self.seed = source, sample_rate, seed
-        self.min_digits, self.max_digits, self.gap, self.noise = min_digits, max_digits, (float(gap[0]), float(gap[1])), noise
+        self.min_digits, self.max_digits, self.gap, self.noise = (
+            min_digits,
+            max_digits,
+            (float(gap[0]), float(gap[1])),
+            noise,
+        )
         self.events_per_digit = events_per_digit
         self.collate_fn = collate_strings
 
     def pools(self) -> dict[str, list[Clip]]:
         """The single-digit clips of each split."""
         if self.fsdd is not None:
-            return {name: [Clip(read_wav(r.path, self.sample_rate, CHANNELS), r.digit, r.speaker) for r in part]
-                    for name, part in self.fsdd.recordings().items()}
+            return {
+                name: [Clip(read_wav(r.path, self.sample_rate, CHANNELS), r.digit, r.speaker) for r in part]
+                for name, part in self.fsdd.recordings().items()
+            }
         pools = {}
         for name in self.sizes:  # generated events of 0.4 s, -5 to 20 dB SNR
             generator = torch.Generator().manual_seed(split_seed(10_000 + self.seed, name))
@@ -180,6 +211,16 @@ class DigitStrings(SplitDataModule):
         return pools
 
     def make_splits(self) -> dict[str, DigitStringExamples]:
-        return {name: DigitStringExamples(pool, self.sizes[name], self.min_digits, self.max_digits, self.gap,
-                                          self.noise, self.sample_rate, split_seed(self.seed, name))
-                for name, pool in self.pools().items()}
+        return {
+            name: DigitStringExamples(
+                pool,
+                self.sizes[name],
+                self.min_digits,
+                self.max_digits,
+                self.gap,
+                self.noise,
+                self.sample_rate,
+                split_seed(self.seed, name),
+            )
+            for name, pool in self.pools().items()
+        }

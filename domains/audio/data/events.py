@@ -16,6 +16,7 @@ from torch import Tensor
 
 from framework.data import TensorExamples, seeded_splits, split_sizes
 from framework.errors import ConfigError
+from framework.values import AnyReal, NonNegativeInt, PositiveInt, Seed, declare
 
 from .clips import AudioDataModule
 
@@ -24,6 +25,8 @@ from .clips import AudioDataModule
 CLASSES = ("rise", "fall", "steady", "arch", "valley", "step_up", "step_down", "vibrato", "beeps", "noise")
 RAMP_S = 0.01  # attack and release of every event (linear ramps), seconds
 CHUNK = 256  # clips synthesised at once (bounds the (CHUNK, T) buffers)
+#: ``data.duration`` of the generated clips: long enough to hold an event.
+EventDuration = declare("EventDuration", float, "a number >= 0.3 (seconds, to hold an event)", low=0.3)
 
 #: log2(f / f0) of the tone classes over the event time u (B, T) in [0, 1], for a span s (B, 1)
 #: in octaves, a vibrato rate r (B, 1) in Hz and the time t (T,) in seconds; centred on f0
@@ -48,8 +51,9 @@ def pitch_contour(label: Tensor, u: Tensor, t: Tensor, span: Tensor, rate: Tenso
     return contour
 
 
-def synthesize(label: Tensor, num_samples: int, sample_rate: int, generator: torch.Generator,
-               snr_db: tuple[float, float]) -> Tensor:
+def synthesize(
+    label: Tensor, num_samples: int, sample_rate: int, generator: torch.Generator, snr_db: tuple[float, float]
+) -> Tensor:
     """(B,) labels -> (B, T) waveforms, every random choice drawn from ``generator``.
 
     Per clip: onset and duration (0.25 - 0.7 s, inside the clip), f0 log-uniform in
@@ -96,8 +100,16 @@ class AudioEventDataset(TensorExamples):
     def __init__(self, size: int, sample_rate: int, num_samples: int, snr_db: tuple[float, float], seed: int) -> None:
         generator = torch.Generator().manual_seed(seed)
         self.target = torch.randint(len(CLASSES), (size,), generator=generator)
-        self.waveform = torch.cat([synthesize(self.target[i:i + CHUNK], num_samples, sample_rate, generator, snr_db)
-                                   for i in range(0, size, CHUNK)]) if size else torch.zeros(0, num_samples)
+        self.waveform = (
+            torch.cat(
+                [
+                    synthesize(self.target[i : i + CHUNK], num_samples, sample_rate, generator, snr_db)
+                    for i in range(0, size, CHUNK)
+                ]
+            )
+            if size
+            else torch.zeros(0, num_samples)
+        )
         self.lengths = torch.full((size,), num_samples)
 
 
@@ -115,15 +127,23 @@ class AudioEvents(AudioDataModule):
 
     num_classes = len(CLASSES)
 
-    def __init__(self, train_size: int = 3000, val_size: int = 500, test_size: int = 500, sample_rate: int = 8000,
-                 duration: float = 1.0, snr_db: tuple[float, float] = (-10.0, 10.0), seed: int = 0,
-                 batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        train_size: NonNegativeInt = 3000,
+        val_size: NonNegativeInt = 500,
+        test_size: NonNegativeInt = 500,
+        sample_rate: PositiveInt = 8000,
+        duration: EventDuration = 1.0,
+        snr_db: tuple[AnyReal, AnyReal] = (-10.0, 10.0),
+        seed: Seed = 0,
+        batch_size: PositiveInt = 64,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(sample_rate, duration, batch_size, eval_batch_size, num_workers)
         self.sizes = split_sizes(train_size, val_size, test_size)
         if len(snr_db) != 2 or snr_db[0] > snr_db[1]:
             raise ConfigError(f"data.snr_db must be [low, high] with low <= high, got {list(snr_db)}")
-        if duration < 0.3:
-            raise ConfigError(f"data.duration must be at least 0.3 s to hold an event, got {duration}")
         self.snr_db, self.seed = (float(snr_db[0]), float(snr_db[1])), seed
 
     def make_splits(self) -> dict[str, AudioEventDataset]:

@@ -17,18 +17,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Literal, NamedTuple, Optional
 
 import torch
 
 from framework.data import DataError, dataset_dir
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, OpenFraction, PositiveFloat, PositiveInt, Seed
 
 from .clips import AudioDataModule, ClipFiles
 
 SOURCE = "https://github.com/Jakobovski/free-spoken-digit-dataset (the recordings/ folder)"
 FILE_NAME = re.compile(r"(?P<digit>\d)_(?P<speaker>[^_]+)_(?P<index>\d+)\.wav")
-SPLITS = ("official", "speakers")
+#: FSDD's test protocols (``data.split``).
+SplitProtocol = Literal["official", "speakers"]
 OFFICIAL_TEST_INDICES = range(5)
 CHANNELS = 1  # every recording is mono
 
@@ -48,8 +50,10 @@ def list_recordings(folder: Path) -> list[Recording]:
     for path in sorted(folder.glob("*.wav")):
         match = FILE_NAME.fullmatch(path.name)
         if match is None:
-            raise DataError(f"{path} is not named {{digit}}_{{speaker}}_{{index}}.wav (digit 0-9, index a number): "
-                            "its name is its label")
+            raise DataError(
+                f"{path} is not named {{digit}}_{{speaker}}_{{index}}.wav (digit 0-9, index a number): "
+                "its name is its label"
+            )
         recordings.append(Recording(path, int(match["digit"]), match["speaker"], int(match["index"])))
     return recordings
 
@@ -70,26 +74,38 @@ class FSDD(AudioDataModule):
 
     num_classes = 10
 
-    def __init__(self, root: Optional[str] = None, split: str = "official", test_speakers: Optional[list[str]] = None,
-                 val_fraction: float = 0.1, seed: int = 0, sample_rate: int = 8000, duration: float = 1.0,
-                 batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        root: Optional[str] = None,
+        split: SplitProtocol = "official",
+        test_speakers: Optional[list[str]] = None,
+        val_fraction: OpenFraction = 0.1,
+        seed: Seed = 0,
+        sample_rate: PositiveInt = 8000,
+        duration: PositiveFloat = 1.0,
+        batch_size: PositiveInt = 64,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(sample_rate, duration, batch_size, eval_batch_size, num_workers)
-        if split not in SPLITS:
-            raise ConfigError(f"data.split must be one of {SPLITS}, got {split!r}")
         test_speakers = list(test_speakers or [])
         if split == "speakers" and not test_speakers:
             raise ConfigError("data.test_speakers must name at least one speaker when data.split is 'speakers'")
         if split == "official" and test_speakers:
-            raise ConfigError(f"data.test_speakers={test_speakers} is only used with data.split: speakers "
-                             "(the official split tests on indices 0-4 of every speaker)")
-        if not 0 < val_fraction < 1:
-            raise ConfigError(f"data.val_fraction must be in (0, 1), got {val_fraction}")
+            raise ConfigError(
+                f"data.test_speakers={test_speakers} is only used with data.split: speakers "
+                "(the official split tests on indices 0-4 of every speaker)"
+            )
         self.root, self.split_name, self.test_speakers = root, split, test_speakers
         self.val_fraction, self.seed = val_fraction, seed
 
     def make_splits(self) -> dict[str, ClipFiles]:
-        return {name: ClipFiles([r.path for r in part], [r.digit for r in part], self.sample_rate, self.num_samples,
-                                CHANNELS) for name, part in self.recordings().items()}
+        return {
+            name: ClipFiles(
+                [r.path for r in part], [r.digit for r in part], self.sample_rate, self.num_samples, CHANNELS
+            )
+            for name, part in self.recordings().items()
+        }
 
     def recordings(self) -> dict[str, list[Recording]]:
         """The recordings of each split (``train``, ``val``, ``test``) under the configured protocol."""

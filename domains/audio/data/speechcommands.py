@@ -16,6 +16,7 @@ from torchaudio.datasets import SPEECHCOMMANDS
 
 from framework.data import TextFile, dataset_dir
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveFloat, PositiveInt
 
 from .clips import AudioDataModule, ClipFiles
 
@@ -52,9 +53,17 @@ class SpeechCommands(AudioDataModule):
         batch_size, eval_batch_size, num_workers: as in SplitDataModule.
     """
 
-    def __init__(self, root: Optional[str] = None, version: str = "speech_commands_v0.02",
-                 words: Optional[list[str]] = None, sample_rate: int = 16000, duration: float = 1.0,
-                 batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        root: Optional[str] = None,
+        version: str = "speech_commands_v0.02",
+        words: Optional[list[str]] = None,
+        sample_rate: PositiveInt = 16000,
+        duration: PositiveFloat = 1.0,
+        batch_size: PositiveInt = 64,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(sample_rate, duration, batch_size, eval_batch_size, num_workers)
         if words is not None and len(set(words)) < 2:
             raise ConfigError(f"data.words must name at least two distinct words, got {words}")
@@ -68,8 +77,9 @@ class SpeechCommands(AudioDataModule):
         return None if words is None else len(words)
 
     def make_splits(self) -> dict[str, ClipFiles]:
-        folder = dataset_dir("SpeechCommands", root=self.root, source=SOURCE,
-                             expect=tuple(f"{self.version}/{name}" for name in LISTS))
+        folder = dataset_dir(
+            "SpeechCommands", root=self.root, source=SOURCE, expect=tuple(f"{self.version}/{name}" for name in LISTS)
+        )
         check_lists(folder / self.version)
         clips = {name: list_split(folder, self.version, subset) for name, subset in SUBSETS.items()}
         self.sources = {name: f"{folder / self.version} ({subset} list)" for name, subset in SUBSETS.items()}
@@ -80,6 +90,12 @@ class SpeechCommands(AudioDataModule):
             raise ConfigError(f"data.words: no training clips of {missing} in {folder / self.version}; it has {found}")
         self.classes = words
         label = {word: i for i, word in enumerate(words)}
-        return {name: ClipFiles([p for p, w in part if w in label], [label[w] for _, w in part if w in label],
-                                self.sample_rate, self.num_samples)
-                for name, part in clips.items()}
+        return {
+            name: ClipFiles(
+                [p for p, w in part if w in label],
+                [label[w] for _, w in part if w in label],
+                self.sample_rate,
+                self.num_samples,
+            )
+            for name, part in clips.items()
+        }

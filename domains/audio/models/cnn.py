@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from framework.attention import FeatureMapBlock
 from framework.data.sizes import require_sizes
 from framework.layers import AttentiveConvNet
+from framework.values import Fraction, PositiveInt
 
 from .frames import check_frequency_bins
 from .frontend import Frontend
@@ -35,11 +36,11 @@ class SpectrogramCNN(nn.Module):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
+        num_classes: Optional[PositiveInt] = None,
         frontend: Optional[Frontend] = None,
-        widths: Sequence[int] = (16, 32, 64),
+        widths: Sequence[PositiveInt] = (16, 32, 64),
         attention: FeatureMapBlock = "none",
-        dropout: float = 0.1,
+        dropout: Fraction = 0.1,
     ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()

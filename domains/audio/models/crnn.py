@@ -11,6 +11,7 @@ from framework.attention import FeatureMapBlock, PoolingBlock, build
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import ConvStage, run_packed
+from framework.values import Fraction, PositiveInt
 
 from .frames import check_frequency_bins, shrink_mask
 from .frontend import Frontend
@@ -41,13 +42,13 @@ class CRNN(nn.Module):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
+        num_classes: Optional[PositiveInt] = None,
         frontend: Optional[Frontend] = None,
-        widths: Sequence[int] = (16, 32),
+        widths: Sequence[PositiveInt] = (16, 32),
         attention: FeatureMapBlock = "none",
-        hidden: int = 64,
+        hidden: PositiveInt = 64,
         pooling: PoolingBlock = "pooling",
-        dropout: float = 0.1,
+        dropout: Fraction = 0.1,
     ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()

@@ -6,17 +6,19 @@ It is an ``nn.Module`` of the model, so the spectrogram is computed on the model
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Literal, Optional
 
 import torch
 import torchaudio.transforms as T
 from torch import Tensor, nn
 
 from framework.errors import ConfigError
+from framework.values import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
 LOG_EPS = 1e-6  # log(mel + eps), as torchaudio's MFCC(log_mels=True)
-FEATURES = ("mel", "mfcc")
-NORMALIZE = ("clip", "bins")
+#: The front end's features (``features``) and its standardisation (``normalize``).
+Features = Literal["mel", "mfcc"]
+Normalize = Literal["clip", "bins"]
 
 
 def frame_mask(lengths: Tensor, num_frames: int, hop_length: int) -> Tensor:
@@ -89,25 +91,21 @@ class Frontend(nn.Module):
 
     def __init__(
         self,
-        sample_rate: int = 8000,
-        n_fft: int = 256,
-        hop_length: int = 128,
-        n_mels: int = 32,
-        features: str = "mel",
-        n_mfcc: int = 20,
-        f_min: float = 0.0,
-        f_max: Optional[float] = None,
-        normalize: str = "clip",
-        time_masks: int = 2,
-        time_mask_param: int = 5,
-        freq_masks: int = 2,
-        freq_mask_param: int = 4,
+        sample_rate: PositiveInt = 8000,
+        n_fft: PositiveInt = 256,
+        hop_length: PositiveInt = 128,
+        n_mels: PositiveInt = 32,
+        features: Features = "mel",
+        n_mfcc: PositiveInt = 20,
+        f_min: NonNegativeFloat = 0.0,
+        f_max: Optional[PositiveFloat] = None,
+        normalize: Normalize = "clip",
+        time_masks: NonNegativeInt = 2,
+        time_mask_param: NonNegativeInt = 5,
+        freq_masks: NonNegativeInt = 2,
+        freq_mask_param: NonNegativeInt = 4,
     ) -> None:
         super().__init__()
-        if features not in FEATURES:
-            raise ConfigError(f"model.frontend.features must be one of {FEATURES}, got {features!r}")
-        if normalize not in NORMALIZE:
-            raise ConfigError(f"model.frontend.normalize must be one of {NORMALIZE}, got {normalize!r}")
         if features == "mfcc" and not 1 <= n_mfcc <= n_mels:
             raise ConfigError(f"model.frontend.n_mfcc must be in 1..n_mels={n_mels}, got {n_mfcc}")
         mel = dict(

@@ -14,6 +14,7 @@ from framework.attention.cross.alignment import RecurrentAlignment
 from framework.decoding import State
 from framework.errors import ConfigError
 from framework.layers import run_packed
+from framework.values import Fraction, NonNegativeInt, PositiveInt
 
 from .frames import shrink_mask
 from .frontend import Frontend
@@ -44,13 +45,16 @@ class PyramidalEncoder(nn.Module):
     """
 
     def __init__(
-        self, num_features: int, dim: int, stem_layers: int = 1, pyramid_layers: int = 1, stem_channels: int = 16
+        self,
+        num_features: PositiveInt,
+        dim: PositiveInt,
+        stem_layers: NonNegativeInt = 1,
+        pyramid_layers: NonNegativeInt = 1,
+        stem_channels: PositiveInt = 16,
     ) -> None:
         super().__init__()
         if dim % 2:
             raise ConfigError(f"model.dim must be even (two directions of dim / 2), got {dim}")
-        if pyramid_layers < 0:
-            raise ConfigError(f"model.pyramid_layers must be >= 0, got {pyramid_layers}")
         self.stem = ConvSubsampling(num_features, dim, stem_channels, stem_layers)
         self.layers = nn.ModuleList(
             nn.GRU(dim if i == 0 else 2 * dim, dim // 2, batch_first=True, bidirectional=True)
@@ -98,14 +102,14 @@ class ListenAttendSpell(nn.Module):
 
     def __init__(
         self,
-        vocab_size: int = 13,
+        vocab_size: PositiveInt = 13,
         frontend: Optional[Frontend] = None,
-        dim: int = 128,
-        embed_dim: int = 32,
-        stem_layers: int = 1,
-        pyramid_layers: int = 1,
+        dim: PositiveInt = 128,
+        embed_dim: PositiveInt = 32,
+        stem_layers: NonNegativeInt = 1,
+        pyramid_layers: NonNegativeInt = 1,
         attention: CrossBlock = "location_aware",
-        dropout: float = 0.1,
+        dropout: Fraction = 0.1,
     ) -> None:
         super().__init__()
         self.vocab_size = vocab_size

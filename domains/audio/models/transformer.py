@@ -9,8 +9,8 @@ from torch import Tensor, nn
 
 from framework.attention import PoolingBlock, SequenceBlock, build
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
 from framework.layers import AttentionEncoder, PositionalEncoding
+from framework.values import Fraction, NonNegativeInt, PositiveInt
 
 from .frames import shrink_mask
 from .frontend import Frontend
@@ -27,10 +27,10 @@ class ConvSubsampling(nn.Module):
     N' = ceil(N / 2^layers) and F' = ceil(F / 2^layers).
     """
 
-    def __init__(self, num_features: int, dim: int, channels: int = 16, layers: int = 2) -> None:
+    def __init__(
+        self, num_features: PositiveInt, dim: PositiveInt, channels: PositiveInt = 16, layers: NonNegativeInt = 2
+    ) -> None:
         super().__init__()
-        if layers < 0:
-            raise ConfigError(f"model.stem_layers must be >= 0, got {layers}")
         self.convs = nn.ModuleList(
             nn.Conv2d(1 if i == 0 else channels, channels, 3, stride=2, padding=1) for i in range(layers)
         )
@@ -73,16 +73,16 @@ class SpectrogramTransformer(nn.Module):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
+        num_classes: Optional[PositiveInt] = None,
         frontend: Optional[Frontend] = None,
-        dim: int = 64,
-        depth: int = 2,
+        dim: PositiveInt = 64,
+        depth: NonNegativeInt = 2,
         attention: SequenceBlock = "mhsa",
         pooling: PoolingBlock = "pooling",
-        stem_channels: int = 16,
-        stem_layers: int = 2,
-        max_len: int = 512,
-        dropout: float = 0.1,
+        stem_channels: PositiveInt = 16,
+        stem_layers: NonNegativeInt = 2,
+        max_len: PositiveInt = 512,
+        dropout: Fraction = 0.1,
     ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()

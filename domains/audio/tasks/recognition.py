@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -11,14 +11,15 @@ from torchmetrics.classification import MulticlassAccuracy
 from torchmetrics.text import CharErrorRate, WordErrorRate
 
 from framework.decoding import beam_search, greedy_decode, shift_right
-from framework.errors import ConfigError
 from framework.tasks import Task
+from framework.values import Fraction, PositiveInt
 
 from ..data.digit_strings import BOS, PAD, SPECIALS, VOCAB_SIZE, transcript
 from ..models.frontend import check_sample_rate
 from ..pictures import spectrogram_with_alignment
 
-DECODINGS = ("greedy", "beam")
+#: How the recogniser's tokens are decoded (``task.decoding``).
+Decoding = Literal["greedy", "beam"]
 
 
 class SequenceRecognition(Task):
@@ -42,20 +43,14 @@ class SequenceRecognition(Task):
 
     def __init__(
         self,
-        vocab_size: int = VOCAB_SIZE,
-        decoding: str = "greedy",
-        beam_size: int = 4,
-        max_length: int = 10,
-        label_smoothing: float = 0.0,
+        vocab_size: PositiveInt = VOCAB_SIZE,
+        decoding: Decoding = "greedy",
+        beam_size: PositiveInt = 4,
+        max_length: PositiveInt = 10,
+        label_smoothing: Fraction = 0.0,
         monitor: str = "val/wer",
     ) -> None:
         super().__init__()
-        if decoding not in DECODINGS:
-            raise ConfigError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
-        if beam_size < 1 or max_length < 1:
-            raise ConfigError(
-                f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}"
-            )
         self.vocab_size, self.decoding, self.beam_size, self.max_length = vocab_size, decoding, beam_size, max_length
         self.label_smoothing, self.monitor = label_smoothing, monitor
         self.mode = "max" if monitor.endswith("acc") else "min"

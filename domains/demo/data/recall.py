@@ -17,6 +17,7 @@ import torch
 
 from framework.data import GeneratedSplits, TensorExamples
 from framework.errors import ConfigError
+from framework.values import ClassCount, NonNegativeInt, PositiveInt, Seed
 
 
 class RecallDataset(TensorExamples):
@@ -45,24 +46,34 @@ class RecallDataset(TensorExamples):
         self.gold[rows, asked] = True
 
 
-
 class AssociativeRecall(GeneratedSplits):
     """Generated associative-recall data: train, val and test splits from one seed (``GeneratedSplits``).
 
     Args:
-        num_keys, num_values: vocabulary of keys and of values (the classes).
+        num_keys, num_values: vocabulary of keys and of values (the classes: two at least).
         min_pairs, max_pairs: pairs per example.
         train_size, val_size, test_size: examples per split.
         batch_size: examples per batch.
         seed: the seed of the train split (val and test draw from seed + 1 and seed + 2).
     """
 
-    def __init__(self, num_keys: int = 16, num_values: int = 10, min_pairs: int = 3, max_pairs: int = 8,
-                 train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 64,
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        num_keys: PositiveInt = 16,
+        num_values: ClassCount = 10,
+        min_pairs: PositiveInt = 3,
+        max_pairs: PositiveInt = 8,
+        train_size: NonNegativeInt = 8000,
+        val_size: NonNegativeInt = 1000,
+        test_size: NonNegativeInt = 1000,
+        batch_size: PositiveInt = 64,
+        seed: Seed = 0,
+    ) -> None:
         super().__init__(train_size, val_size, test_size, seed, batch_size)
-        if not 1 <= min_pairs <= max_pairs <= num_keys:
-            raise ConfigError(f"data: need 1 <= min_pairs <= max_pairs <= num_keys, got {min_pairs}, {max_pairs}, {num_keys}")
+        if not min_pairs <= max_pairs <= num_keys:
+            raise ConfigError(
+                f"data: need 1 <= min_pairs <= max_pairs <= num_keys, got {min_pairs}, {max_pairs}, {num_keys}"
+            )
         self.save_hyperparameters()
         self.vocab_size = num_keys * (num_values + 1) + 1  # pairs, queries, padding
         self.num_classes = num_values

@@ -17,6 +17,7 @@ import torch
 
 from framework.data import GeneratedSplits, TensorExamples
 from framework.errors import ConfigError
+from framework.values import ClassCount, NonNegativeInt, PositiveInt, Seed
 
 
 class UniqueCountDataset(TensorExamples):
@@ -38,8 +39,9 @@ class UniqueCountDataset(TensorExamples):
         values = torch.rand(size, num_tokens, generator=g).argsort(-1)[:, :max_unique]  # distinct tokens
         places = torch.arange(max_size)
         # element j < u is token j (each distinct token once); the others repeat a random one of them
-        picks = torch.where(places < unique.unsqueeze(1), places,
-                            (torch.rand(size, max_size, generator=g) * unique.unsqueeze(1)).long())
+        picks = torch.where(
+            places < unique.unsqueeze(1), places, (torch.rand(size, max_size, generator=g) * unique.unsqueeze(1)).long()
+        )
         order = torch.rand(size, max_size, generator=g).masked_fill(places >= sizes.unsqueeze(1), 2.0).argsort(-1)
         self.mask = places < sizes.unsqueeze(1)
         self.tokens = torch.where(self.mask, values.gather(1, picks.gather(1, order)), num_tokens)
@@ -53,7 +55,7 @@ class UniqueCount(GeneratedSplits):
     Args:
         num_tokens: distinct tokens the sets draw from (the padding id is ``num_tokens``).
         min_size, max_size: elements per set.
-        max_unique: the most distinct elements, and the number of classes.
+        max_unique: the most distinct elements, and the number of classes (two at least).
         train_size, val_size, test_size: sets per split.
         batch_size: sets per batch.
         seed: the seed of the train split (val and test draw from seed + 1 and seed + 2).
@@ -63,15 +65,26 @@ class UniqueCount(GeneratedSplits):
         num_classes: ``max_unique`` (class c is c + 1 distinct elements).
     """
 
-    def __init__(self, num_tokens: int = 100, min_size: int = 6, max_size: int = 20, max_unique: int = 10,
-                 train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 64,
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        num_tokens: PositiveInt = 100,
+        min_size: PositiveInt = 6,
+        max_size: PositiveInt = 20,
+        max_unique: ClassCount = 10,
+        train_size: NonNegativeInt = 8000,
+        val_size: NonNegativeInt = 1000,
+        test_size: NonNegativeInt = 1000,
+        batch_size: PositiveInt = 64,
+        seed: Seed = 0,
+    ) -> None:
         super().__init__(train_size, val_size, test_size, seed, batch_size)
-        if not 1 <= min_size <= max_size:
-            raise ConfigError(f"data: need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}")
-        if not 2 <= max_unique <= min(max_size, num_tokens):
-            raise ConfigError(f"data.max_unique must be in 2 .. min(max_size, num_tokens) = {min(max_size, num_tokens)}, "
-                             f"got {max_unique}")
+        if min_size > max_size:
+            raise ConfigError(f"data: need min_size <= max_size, got min_size={min_size}, max_size={max_size}")
+        if max_unique > min(max_size, num_tokens):
+            raise ConfigError(
+                f"data.max_unique must be at most min(max_size, num_tokens) = {min(max_size, num_tokens)}, "
+                f"got {max_unique}"
+            )
         self.save_hyperparameters()
         self.vocab_size = num_tokens + 1  # the tokens and padding: what model.vocab_size must hold
         self.num_classes = max_unique

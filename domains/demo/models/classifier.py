@@ -9,8 +9,8 @@ from torch import Tensor, nn
 
 from framework.attention import SequenceBlock
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
 from framework.layers import AttentionEncoder
+from framework.values import Fraction, NonNegativeInt, PositiveInt
 
 
 class SequenceClassifier(nn.Module):
@@ -19,33 +19,26 @@ class SequenceClassifier(nn.Module):
 
     Args:
         vocab_size, num_classes: sizes of the input vocabulary and of the output.
-        dim, depth: width and number of encoder layers.
+        dim, depth: width and number of encoder layers (0: the embeddings, normalised, are read out).
         attention: the sequence block of every layer (``mhsa``, ``local``, ``none`` ...).
         max_len: longest sequence.
+        dropout: in the encoder layers.
 
     Shapes: tokens (B, N) long, mask (B, N) bool (True = token) -> logits (B, num_classes).
     """
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        num_classes: Optional[int] = None,
-        dim: int = 64,
-        depth: int = 2,
+        vocab_size: Optional[PositiveInt] = None,
+        num_classes: Optional[PositiveInt] = None,
+        dim: PositiveInt = 64,
+        depth: NonNegativeInt = 2,
         attention: SequenceBlock = "mhsa",
-        max_len: int = 64,
-        dropout: float = 0.0,
+        max_len: PositiveInt = 64,
+        dropout: Fraction = 0.0,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
-        for key, value in (
-            ("vocab_size", vocab_size),
-            ("num_classes", num_classes),
-            ("dim", dim),
-            ("max_len", max_len),
-        ):
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.tokens = nn.Embedding(vocab_size, dim)
         self.positions = nn.Embedding(max_len, dim)

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from framework.attention import PoolingBlock, SequenceBlock, build
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
+from framework.values import PositiveInt
 
 
 class RowwiseFeedForward(nn.Module):
@@ -51,19 +51,16 @@ class SetClassifier(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        num_classes: Optional[int] = None,
-        dim: int = 64,
-        depth: int = 2,
+        vocab_size: Optional[PositiveInt] = None,
+        num_classes: Optional[PositiveInt] = None,
+        dim: PositiveInt = 64,
+        depth: PositiveInt = 2,
         attention: SequenceBlock = "isab",
         pooling: PoolingBlock = "pma",
-        num_heads: int = 4,
+        num_heads: PositiveInt = 4,
     ) -> None:
         super().__init__()
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
-        for key, value in (("vocab_size", vocab_size), ("num_classes", num_classes), ("dim", dim), ("depth", depth)):
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.tokens = nn.Embedding(vocab_size, dim)
         self.encoder = nn.ModuleList(

@@ -9,5 +9,13 @@ from .planetoid import PlanetoidData
 from .planted import PlantedAuthors
 from .sampling import TorchNeighborSampler, neighbor_sampler
 
-__all__ = ["HeteroNodeClassificationData", "KarateClubData", "MovieLensUsers", "NodeClassificationData", "PlanetoidData",
-           "PlantedAuthors", "TorchNeighborSampler", "neighbor_sampler"]
+__all__ = [
+    "HeteroNodeClassificationData",
+    "KarateClubData",
+    "MovieLensUsers",
+    "NodeClassificationData",
+    "PlanetoidData",
+    "PlantedAuthors",
+    "TorchNeighborSampler",
+    "neighbor_sampler",
+]

@@ -12,12 +12,22 @@ from torch_geometric.loader import NeighborLoader
 from torch_geometric.transforms import NormalizeFeatures
 
 from framework.data import SPLITS, SplitDataModule
+from framework.data.module import Split
 from framework.data.sampling import EpochShuffle, loader_generator
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveInt, declare, either
 
 from .sampling import neighbor_sampler
 
 Sampling = Literal["full", "neighbor"]
+
+#: Neighbours sampled per node at one hop: a count, or -1 for all of them.
+NeighbourCount = either(
+    "NeighbourCount",
+    "an int >= 1, or -1 (all)",
+    PositiveInt,
+    declare("AllNeighbours", int, "-1 (all)", low=-1, high=-1),
+)
 
 
 def scoring(graph: Data, mask: torch.Tensor) -> Data:
@@ -55,15 +65,20 @@ class NodeClassificationData(SplitDataModule):
         num_workers, predict_split: as in :class:`~framework.data.SplitDataModule`.
     """
 
-    def __init__(self, sampling: Sampling = "full", num_neighbors: Optional[list[int]] = None, batch_size: int = 512,
-                 eval_batch_size: Optional[int] = None, normalize_features: bool = True, num_workers: int = 0,
-                 predict_split: str = "test") -> None:
+    def __init__(
+        self,
+        sampling: Sampling = "full",
+        num_neighbors: Optional[list[NeighbourCount]] = None,
+        batch_size: PositiveInt = 512,
+        eval_batch_size: Optional[PositiveInt] = None,
+        normalize_features: bool = True,
+        num_workers: NonNegativeInt = 0,
+        predict_split: Split = "test",
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers, predict_split)
-        if sampling not in ("full", "neighbor"):
-            raise ConfigError(f"data.sampling must be 'full' or 'neighbor', got {sampling!r}")
         num_neighbors = [10, 10] if num_neighbors is None else list(num_neighbors)
-        if not num_neighbors or any(k == 0 or k < -1 for k in num_neighbors):
-            raise ConfigError(f"data.num_neighbors must be a non-empty list of positive counts or -1 (all), got {num_neighbors}")
+        if not num_neighbors:
+            raise ConfigError(f"data.num_neighbors must list a count per hop (-1: all), got {num_neighbors}")
         self.sampling, self.num_neighbors, self.normalize_features = sampling, num_neighbors, normalize_features
         self.graph: Optional[Data] = None
 

@@ -23,8 +23,10 @@ from torch_geometric.data import HeteroData
 from torch_geometric.transforms import AddMetaPaths
 
 from framework.data import SPLITS, SplitDataModule
+from framework.data.module import Split
 from framework.data.sampling import loader_generator
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, Seed
 
 EdgeType = tuple[str, str, str]
 
@@ -72,18 +74,24 @@ class HeteroNodeClassificationData(SplitDataModule):
     #: Classes K of the target nodes' labels; a subclass sets it in ``__init__``.
     num_classes: Optional[int] = None
 
-    def __init__(self, metapaths: Optional[Sequence[str]] = None, neighbours: int = 0, seed: int = 0, num_workers: int = 0,
-                 predict_split: str = "test") -> None:
+    def __init__(
+        self,
+        metapaths: Optional[Sequence[str]] = None,
+        neighbours: NonNegativeInt = 0,
+        seed: Seed = 0,
+        num_workers: NonNegativeInt = 0,
+        predict_split: Split = "test",
+    ) -> None:
         super().__init__(1, None, num_workers, predict_split)
         metapaths = list(self.METAPATHS) if metapaths is None else list(metapaths)
         unknown = [name for name in metapaths if name not in self.METAPATHS]
         if unknown:
-            raise ConfigError(f"data.metapaths: unknown meta-path {unknown[0]!r}; {type(self).__name__} has "
-                              f"{', '.join(self.METAPATHS)}")
+            raise ConfigError(
+                f"data.metapaths: unknown meta-path {unknown[0]!r}; {type(self).__name__} has "
+                f"{', '.join(self.METAPATHS)}"
+            )
         if not metapaths or len(set(metapaths)) < len(metapaths):
             raise ConfigError(f"data.metapaths must be distinct names among {list(self.METAPATHS)}, got {metapaths}")
-        if neighbours < 0:
-            raise ConfigError(f"data.neighbours must be >= 0 (0 = all), got {neighbours}")
         self.metapaths, self.neighbours, self.seed = metapaths, neighbours, seed
         self.graph: Optional[HeteroData] = None
 
@@ -116,7 +124,9 @@ class HeteroNodeClassificationData(SplitDataModule):
             walk = walked[self.target, f"metapath_{index}", self.target]
             edges = walk.edge_index
             if self.neighbours:
-                edges = strongest(edges, walk.edge_weight, typed[self.target].num_nodes, self.neighbours, self.seed + index)
+                edges = strongest(
+                    edges, walk.edge_weight, typed[self.target].num_nodes, self.neighbours, self.seed + index
+                )
             graph[self.target, name, self.target].edge_index = edges
         return graph
 

@@ -7,6 +7,7 @@ from torch_geometric.data import Data
 from torch_geometric.datasets import KarateClub
 
 from framework.errors import ConfigError
+from framework.values import PositiveInt, Seed
 
 from .base import NodeClassificationData
 
@@ -48,10 +49,8 @@ class KarateClubData(NodeClassificationData):
 
     num_features, num_classes = 34, 4
 
-    def __init__(self, train_per_class: int = 2, seed: int = 0, **kwargs) -> None:
+    def __init__(self, train_per_class: PositiveInt = 2, seed: Seed = 0, **kwargs) -> None:
         super().__init__(**kwargs)
-        if train_per_class < 1:
-            raise ConfigError(f"data.train_per_class must be at least 1, got {train_per_class}")
         self.train_per_class, self.seed = train_per_class, seed
 
     def load_graph(self) -> Data:

@@ -9,8 +9,16 @@ import numpy as np
 from torch_geometric.data import Data, download_url
 from torch_geometric.datasets import Planetoid
 
-from framework.data import (DataError, DataNotFoundError, TextFile, cache_dir, content_key, dataset_dir, load_or_rebuild,
-                            unpickle)
+from framework.data import (
+    DataError,
+    DataNotFoundError,
+    TextFile,
+    cache_dir,
+    content_key,
+    dataset_dir,
+    load_or_rebuild,
+    unpickle,
+)
 from framework.errors import ConfigError
 
 from .base import NodeClassificationData
@@ -54,36 +62,51 @@ def check_raw_files(paths: list[Path]) -> None:
     for part in ("x", "tx", "allx"):
         matrix = raw[part]
         if not scipy.sparse.issparse(matrix) or matrix.ndim != 2:
-            raise DataError(f"{files[part]}: expected a scipy sparse matrix of node features, got {type(matrix).__name__}")
+            raise DataError(
+                f"{files[part]}: expected a scipy sparse matrix of node features, got {type(matrix).__name__}"
+            )
         if matrix.shape[1] != raw["x"].shape[1] or not np.isfinite(matrix.data).all():
-            raise DataError(f"{files[part]}: {matrix.shape[1]} feature columns (ind.*.x has {raw['x'].shape[1]}) "
-                            f"or values that are not finite")
+            raise DataError(
+                f"{files[part]}: {matrix.shape[1]} feature columns (ind.*.x has {raw['x'].shape[1]}) "
+                f"or values that are not finite"
+            )
     for part in ("y", "ty", "ally"):
         labels, features = raw[part], raw[part.replace("y", "x")]
         if not isinstance(labels, np.ndarray) or labels.ndim != 2 or labels.shape[1] != raw["y"].shape[1]:
-            raise DataError(f"{files[part]}: expected a 2-D array of one-hot labels with {raw['y'].shape[1]} columns, "
-                            f"got {type(labels).__name__} {getattr(labels, 'shape', '')}")
+            raise DataError(
+                f"{files[part]}: expected a 2-D array of one-hot labels with {raw['y'].shape[1]} columns, "
+                f"got {type(labels).__name__} {getattr(labels, 'shape', '')}"
+            )
         if labels.shape[0] != features.shape[0]:
-            raise DataError(f"{files[part]}: {labels.shape[0]} rows of labels, but {files[part.replace('y', 'x')].name} "
-                            f"has {features.shape[0]} rows of features")
+            raise DataError(
+                f"{files[part]}: {labels.shape[0]} rows of labels, but {files[part.replace('y', 'x')].name} "
+                f"has {features.shape[0]} rows of features"
+            )
         if not (np.isin(labels, (0, 1)).all() and (labels.sum(1) <= 1).all()):
             row = int(np.flatnonzero(~np.isin(labels, (0, 1)).all(1) | (labels.sum(1) > 1))[0])
-            raise DataError(f"{files[part]}: row {row} is {labels[row].tolist()}: expected one-hot labels (0 or 1, "
-                            "one 1 at most)")
+            raise DataError(
+                f"{files[part]}: row {row} is {labels[row].tolist()}: expected one-hot labels (0 or 1, one 1 at most)"
+            )
     graph, nodes = raw["graph"], len(raw["graph"]) if hasattr(raw["graph"], "__len__") else 0
     if not isinstance(graph, dict) or nodes < raw["allx"].shape[0] + raw["tx"].shape[0]:
-        raise DataError(f"{files['graph']}: expected a dict of at least {raw['allx'].shape[0] + raw['tx'].shape[0]} "
-                        f"nodes (the allx and tx rows), each to a list of neighbours, got {type(graph).__name__} of {nodes}")
+        raise DataError(
+            f"{files['graph']}: expected a dict of at least {raw['allx'].shape[0] + raw['tx'].shape[0]} "
+            f"nodes (the allx and tx rows), each to a list of neighbours, got {type(graph).__name__} of {nodes}"
+        )
     for node, neighbours in graph.items():
         if not isinstance(neighbours, (list, tuple)):
-            raise DataError(f"{files['graph']}: node {node!r} maps to {type(neighbours).__name__}: expected a list of "
-                            "neighbours")
+            raise DataError(
+                f"{files['graph']}: node {node!r} maps to {type(neighbours).__name__}: expected a list of neighbours"
+            )
         for other in (node, *neighbours):
             if not isinstance(other, (int, np.integer)) or not 0 <= other < nodes:
-                raise DataError(f"{files['graph']}: node {node!r} has the neighbour {other!r}, out of range: expected "
-                                f"node ids, integers from 0 to {nodes - 1}")
+                raise DataError(
+                    f"{files['graph']}: node {node!r} has the neighbour {other!r}, out of range: expected "
+                    f"node ids, integers from 0 to {nodes - 1}"
+                )
     TextFile(files["test.index"], "a Planetoid test index").integers(
-        None, {"test node": (raw["allx"].shape[0], nodes - 1)}, "a node id per line")
+        None, {"test node": (raw["allx"].shape[0], nodes - 1)}, "a node id per line"
+    )
 
 
 class PlanetoidData(NodeClassificationData):
@@ -108,13 +131,17 @@ class PlanetoidData(NodeClassificationData):
         **kwargs: loading options of :class:`NodeClassificationData` (``sampling`` ...).
     """
 
-    def __init__(self, name: str = "Cora", root: Optional[str] = None,
-                 split: Literal["public", "full", "random"] = "public", download: bool = False, **kwargs) -> None:
+    def __init__(
+        self,
+        name: str = "Cora",
+        root: Optional[str] = None,
+        split: Literal["public", "full", "random"] = "public",
+        download: bool = False,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         if name.lower() not in NAMES:
             raise ConfigError(f"data.name must be one of {', '.join(NAMES.values())}, got {name!r}")
-        if split not in ("public", "full", "random"):
-            raise ConfigError(f"data.split must be 'public', 'full' or 'random', got {split!r}")
         self.name, self.planetoid_split, self.root, self.download = NAMES[name.lower()], split, root, download
 
     def raw_dir(self) -> Path:
@@ -143,8 +170,10 @@ class PlanetoidData(NodeClassificationData):
         processed_dir = cache_dir("Planetoid") / f"{self.name}-{content_key(raw_files)}" / "processed"
         if not processed_dir.is_dir():
             check_raw_files(raw_files)
-        return load_or_rebuild(processed_dir, lambda: CachedPlanetoid(
-            self.name, raw_files[0].parent, processed_dir, split=self.planetoid_split))
+        return load_or_rebuild(
+            processed_dir,
+            lambda: CachedPlanetoid(self.name, raw_files[0].parent, processed_dir, split=self.planetoid_split),
+        )
 
     def prepare_data(self) -> None:
         self.dataset()  # download (if asked) and process once, before the ranks read it

@@ -4,13 +4,20 @@ author-paper-author carries the labels and author-venue-author is noise."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Literal, Optional
+
 import torch
 from torch_geometric.data import HeteroData
 
 from framework.errors import ConfigError
+from framework.values import ClassCount, NonNegativeFloat, PositiveInt, Probability
 
 from .hetero import HeteroNodeClassificationData
 from .karate import stratified_masks
+
+#: The meta-paths of :class:`PlantedAuthors` (its ``METAPATHS``).
+PlantedMetaPath = Literal["APA", "AVA"]
 
 
 class PlantedAuthors(HeteroNodeClassificationData):
@@ -40,7 +47,8 @@ class PlantedAuthors(HeteroNodeClassificationData):
         homophily: the chance that a co-author is drawn from the paper's community.
         signal: the norm of a community's feature mean (the noise has unit variance per feature).
         train_per_class: labelled training authors per community.
-        **kwargs: options of :class:`HeteroNodeClassificationData` (``metapaths``, ``neighbours``, ``seed``).
+        metapaths: the meta-paths to build, distinct (default both).
+        **kwargs: options of :class:`HeteroNodeClassificationData` (``neighbours``, ``seed`` ...).
     """
 
     METAPATHS = {
@@ -49,19 +57,22 @@ class PlantedAuthors(HeteroNodeClassificationData):
     }
     target = "author"
 
-    def __init__(self, num_authors: int = 400, num_papers: int = 600, num_venues: int = 40, num_classes: int = 3,
-                 num_features: int = 16, authors_per_paper: int = 3, venues_per_author: int = 2, homophily: float = 0.8,
-                 signal: float = 1.0, train_per_class: int = 20, **kwargs) -> None:
-        super().__init__(**kwargs)
-        for key, value in dict(num_authors=num_authors, num_papers=num_papers, num_venues=num_venues,
-                               num_features=num_features, authors_per_paper=authors_per_paper,
-                               venues_per_author=venues_per_author, train_per_class=train_per_class).items():
-            if value < 1:
-                raise ConfigError(f"data.{key} must be at least 1, got {value}")
-        if num_classes < 2:
-            raise ConfigError(f"data.num_classes must be at least 2, got {num_classes}")
-        if not 0 <= homophily <= 1:
-            raise ConfigError(f"data.homophily must be in [0, 1], got {homophily}")
+    def __init__(
+        self,
+        num_authors: PositiveInt = 400,
+        num_papers: PositiveInt = 600,
+        num_venues: PositiveInt = 40,
+        num_classes: ClassCount = 3,
+        num_features: PositiveInt = 16,
+        authors_per_paper: PositiveInt = 3,
+        venues_per_author: PositiveInt = 2,
+        homophily: Probability = 0.8,
+        signal: NonNegativeFloat = 1.0,
+        train_per_class: PositiveInt = 20,
+        metapaths: Optional[Sequence[PlantedMetaPath]] = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(metapaths=metapaths, **kwargs)
         if venues_per_author > num_venues:
             raise ConfigError(f"data.venues_per_author={venues_per_author} exceeds data.num_venues={num_venues}")
         self.save_hyperparameters()
@@ -81,20 +92,27 @@ class PlantedAuthors(HeteroNodeClassificationData):
         community = torch.randint(h.num_classes, (h.num_papers,), generator=g)
         members = [torch.nonzero(labels == c).flatten() for c in range(h.num_classes)]
         if any(len(m) == 0 for m in members):
-            raise ConfigError(f"data.num_authors={h.num_authors} leaves a community of the {h.num_classes} without authors")
-        own = torch.stack([members[c][torch.randint(len(members[c]), (h.authors_per_paper,), generator=g)]
-                           for c in community.tolist()])
+            raise ConfigError(
+                f"data.num_authors={h.num_authors} leaves a community of the {h.num_classes} without authors"
+            )
+        own = torch.stack(
+            [
+                members[c][torch.randint(len(members[c]), (h.authors_per_paper,), generator=g)]
+                for c in community.tolist()
+            ]
+        )
         anyone = torch.randint(h.num_authors, (h.num_papers, h.authors_per_paper), generator=g)
         authors = torch.where(torch.rand(h.num_papers, h.authors_per_paper, generator=g) < h.homophily, own, anyone)
         seats = torch.arange(h.num_papers).repeat_interleave(h.authors_per_paper)
         writes = torch.unique(torch.stack([authors.flatten(), seats]), dim=1).contiguous()
-        venues = torch.rand(h.num_authors, h.num_venues, generator=g).argsort(-1)[:, :h.venues_per_author]
+        venues = torch.rand(h.num_authors, h.num_venues, generator=g).argsort(-1)[:, : h.venues_per_author]
         attends = torch.stack([torch.arange(h.num_authors).repeat_interleave(h.venues_per_author), venues.flatten()])
 
         graph = HeteroData()
         graph["author"].x, graph["author"].y = features, labels
         graph["author"].train_mask, graph["author"].val_mask, graph["author"].test_mask = stratified_masks(
-            labels, h.train_per_class, self.seed)
+            labels, h.train_per_class, self.seed
+        )
         graph["paper"].x = torch.ones(h.num_papers, 1)
         graph["venue"].x = torch.ones(h.num_venues, 1)
         graph["author", "writes", "paper"].edge_index = writes

@@ -14,6 +14,7 @@ from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import feature_dropout
+from framework.values import Fraction, PositiveInt
 
 
 class FeaturesOnly(nn.Module):
@@ -57,31 +58,19 @@ class HANClassifier(nn.Module):
 
     def __init__(
         self,
-        in_channels: Optional[int] = None,
-        num_classes: Optional[int] = None,
+        in_channels: Optional[PositiveInt] = None,
+        num_classes: Optional[PositiveInt] = None,
         *,
         metapaths: Optional[Sequence[str]] = None,
         attention: GraphBlock = "han",
-        hidden_channels: int = 8,
-        heads: int = 8,
-        num_layers: int = 1,
-        dropout: float = 0.6,
-        attention_dropout: float = 0.6,
+        hidden_channels: PositiveInt = 8,
+        heads: PositiveInt = 8,
+        num_layers: PositiveInt = 1,
+        dropout: Fraction = 0.6,
+        attention_dropout: Fraction = 0.6,
     ) -> None:
         super().__init__()
         require_sizes("model", in_channels=in_channels, num_classes=num_classes, metapaths=metapaths)
-        for key, value in dict(
-            in_channels=in_channels,
-            num_classes=num_classes,
-            hidden_channels=hidden_channels,
-            heads=heads,
-            num_layers=num_layers,
-        ).items():
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
-        for key, value in dict(dropout=dropout, attention_dropout=attention_dropout).items():
-            if not 0 <= value < 1:
-                raise ConfigError(f"model.{key} must be in [0, 1), got {value}")
         if not metapaths:
             raise ConfigError("model.metapaths must name at least one meta-path (data.metapaths)")
         self.in_channels, self.num_classes, self.dropout = in_channels, num_classes, dropout

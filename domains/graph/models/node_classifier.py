@@ -11,8 +11,8 @@ from torch_geometric.nn import GCNConv
 from framework.attention import GraphBlock, build
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
 from framework.layers import feature_dropout
+from framework.values import Fraction, PositiveInt
 
 
 class NodeClassifier(nn.Module):
@@ -51,32 +51,19 @@ class NodeClassifier(nn.Module):
 
     def __init__(
         self,
-        in_channels: Optional[int] = None,
-        num_classes: Optional[int] = None,
+        in_channels: Optional[PositiveInt] = None,
+        num_classes: Optional[PositiveInt] = None,
         attention: GraphBlock = "gat",
-        hidden_channels: int = 8,
-        heads: int = 8,
-        output_heads: int = 1,
+        hidden_channels: PositiveInt = 8,
+        heads: PositiveInt = 8,
+        output_heads: PositiveInt = 1,
         concat_hidden: bool = True,
-        num_layers: int = 2,
-        dropout: float = 0.6,
-        attention_dropout: float = 0.6,
+        num_layers: PositiveInt = 2,
+        dropout: Fraction = 0.6,
+        attention_dropout: Fraction = 0.6,
     ) -> None:
         require_sizes("model", in_channels=in_channels, num_classes=num_classes)
         super().__init__()
-        for key, value in dict(
-            in_channels=in_channels,
-            num_classes=num_classes,
-            hidden_channels=hidden_channels,
-            heads=heads,
-            output_heads=output_heads,
-            num_layers=num_layers,
-        ).items():
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
-        for key, value in dict(dropout=dropout, attention_dropout=attention_dropout).items():
-            if not 0 <= value < 1:
-                raise ConfigError(f"model.{key} must be in [0, 1), got {value}")
         self.in_channels, self.num_classes, self.dropout = in_channels, num_classes, dropout
         width = hidden_channels * heads if concat_hidden else hidden_channels
         sizes = [in_channels] + [width] * (num_layers - 1)

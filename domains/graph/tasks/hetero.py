@@ -16,6 +16,7 @@ from framework.attention import capture
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, Watched
 from framework.tasks import Classification
+from framework.values import ClassCount, Fraction, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from ..pictures import metapath_attention, node_coefficients
 from .nodes import NodeClassification, agreement_view, evaluated_nodes
@@ -84,12 +85,12 @@ class HeteroNodeClassification(Classification):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
-        image_node: int = 0,
-        max_drawn_neighbours: int = 16,
-        label_smoothing: float = 0.0,
-        attention_supervision: float = 0.0,
-        decouple_attention: float = 0.0,
+        num_classes: Optional[ClassCount] = None,
+        image_node: NonNegativeInt = 0,
+        max_drawn_neighbours: PositiveInt = 16,
+        label_smoothing: Fraction = 0.0,
+        attention_supervision: NonNegativeFloat = 0.0,
+        decouple_attention: NonNegativeFloat = 0.0,
         random_attention: bool = False,
     ) -> None:
         super().__init__(
@@ -99,10 +100,6 @@ class HeteroNodeClassification(Classification):
             decouple_attention=decouple_attention,
             random_attention=random_attention,
         )
-        if image_node < 0:
-            raise ConfigError(f"task.image_node must be a node id (>= 0), got {image_node}")
-        if max_drawn_neighbours < 1:
-            raise ConfigError(f"task.max_drawn_neighbours must be at least 1, got {max_drawn_neighbours}")
         self.image_node, self.max_drawn_neighbours = image_node, max_drawn_neighbours
 
     def split(self, batch: HeteroData) -> tuple[HeteroData, Tensor]:

@@ -15,6 +15,7 @@ from framework.attention import capture
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched
 from framework.tasks import Classification
+from framework.values import ClassCount, Fraction, NonNegativeInt, PositiveInt
 
 from ..pictures import draw_neighbourhood, node_coefficients
 
@@ -115,16 +116,12 @@ class NodeClassification(Classification):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
-        image_node: int = 0,
-        max_drawn_neighbours: int = 24,
-        label_smoothing: float = 0.0,
+        num_classes: Optional[ClassCount] = None,
+        image_node: NonNegativeInt = 0,
+        max_drawn_neighbours: PositiveInt = 24,
+        label_smoothing: Fraction = 0.0,
     ) -> None:
         super().__init__(num_classes, label_smoothing=label_smoothing)
-        if image_node < 0:
-            raise ConfigError(f"task.image_node must be a node id (>= 0), got {image_node}")
-        if max_drawn_neighbours < 1:
-            raise ConfigError(f"task.max_drawn_neighbours must be at least 1, got {max_drawn_neighbours}")
         self.image_node, self.max_drawn_neighbours = image_node, max_drawn_neighbours
 
     def check(self, model: nn.Module, data: Any) -> None:

@@ -11,5 +11,15 @@ from .generated import GeneratedStories, generate_stories
 from .recall import AssociativeRecallBits, RecallSequences
 from .stories import Example, StoryDataModule, StoryDataset, Vocabulary
 
-__all__ = ["AssociativeRecallBits", "BabiStories", "Example", "GeneratedStories", "RecallSequences", "StoryDataModule",
-           "StoryDataset", "Vocabulary", "generate_stories", "parse_babi"]
+__all__ = [
+    "AssociativeRecallBits",
+    "BabiStories",
+    "Example",
+    "GeneratedStories",
+    "RecallSequences",
+    "StoryDataModule",
+    "StoryDataset",
+    "Vocabulary",
+    "generate_stories",
+    "parse_babi",
+]

@@ -17,23 +17,44 @@ from typing import Optional, Union
 
 from framework.data import DataNotFoundError, TextFile, dataset_dir
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, OpenFraction, PositiveInt, declare
 
 from .stories import Example, StoryDataModule, Vocabulary, words_of
 
 FOLDER = "babi/tasks_1-20_v1-2/en"
 SOURCE = "https://research.facebook.com/downloads/babi/ (tasks_1-20_v1-2.tar.gz, folder en/)"
 NAMES = {
-    1: "single-supporting-fact", 2: "two-supporting-facts", 3: "three-supporting-facts", 4: "two-arg-relations",
-    5: "three-arg-relations", 6: "yes-no-questions", 7: "counting", 8: "lists-sets", 9: "simple-negation",
-    10: "indefinite-knowledge", 11: "basic-coreference", 12: "conjunction", 13: "compound-coreference",
-    14: "time-reasoning", 15: "basic-deduction", 16: "basic-induction", 17: "positional-reasoning",
-    18: "size-reasoning", 19: "path-finding", 20: "agents-motivations",
+    1: "single-supporting-fact",
+    2: "two-supporting-facts",
+    3: "three-supporting-facts",
+    4: "two-arg-relations",
+    5: "three-arg-relations",
+    6: "yes-no-questions",
+    7: "counting",
+    8: "lists-sets",
+    9: "simple-negation",
+    10: "indefinite-knowledge",
+    11: "basic-coreference",
+    12: "conjunction",
+    13: "compound-coreference",
+    14: "time-reasoning",
+    15: "basic-deduction",
+    16: "basic-induction",
+    17: "positional-reasoning",
+    18: "size-reasoning",
+    19: "path-finding",
+    20: "agents-motivations",
 }
-LINE = re.compile(r"\s*(?P<id>[1-9]\d*) (?P<text>[^\t]*\S[^\t]*?)(?:\t(?P<answer>[^\t]*\S[^\t]*)\t(?P<support>[\d ]*))?\s*")
+LINE = re.compile(
+    r"\s*(?P<id>[1-9]\d*) (?P<text>[^\t]*\S[^\t]*?)(?:\t(?P<answer>[^\t]*\S[^\t]*)\t(?P<support>[\d ]*))?\s*"
+)
 ANSWER = re.compile(r"\t([^\t\n]+)\t")
 ANSWER_AND_SUPPORT = re.compile(r"\t[^\n]*")
 WORDS = re.compile(r"[^\W\d_]+")  # letters only: bAbI words have no digits, line numbers go
 FILES = tuple(f"qa{task}_{name}_{split}.txt" for task, name in NAMES.items() for split in ("train", "test"))
+
+#: A bAbI task's number (``NAMES``).
+BabiTask = declare("BabiTask", int, "an int in [1, 20] (a bAbI task)", low=1, high=20)
 
 
 def parse_babi(lines: Iterable[str], task: int, source: str = "<lines>") -> list[Example]:
@@ -63,10 +84,20 @@ def parse_babi(lines: Iterable[str], task: int, source: str = "<lines>") -> list
         supports = match["support"].split()
         for support in supports:
             if int(support) not in places:
-                raise text.error(number, f"supporting ID {support} is out of range: expected the ID of a sentence "
-                                         f"of this story before the question ({', '.join(map(str, places)) or 'none'})")
-        examples.append(Example(list(story), words_of(match["text"]), match["answer"].strip().lower(),
-                                [places[int(s)] for s in supports], task))
+                raise text.error(
+                    number,
+                    f"supporting ID {support} is out of range: expected the ID of a sentence "
+                    f"of this story before the question ({', '.join(map(str, places)) or 'none'})",
+                )
+        examples.append(
+            Example(
+                list(story),
+                words_of(match["text"]),
+                match["answer"].strip().lower(),
+                [places[int(s)] for s in supports],
+                task,
+            )
+        )
     return examples
 
 
@@ -110,16 +141,21 @@ class BabiStories(StoryDataModule):
         batch_size, eval_batch_size, num_workers: loader settings.
     """
 
-    def __init__(self, tasks: Union[int, list[int]] = 1, root: Optional[str] = None, val_fraction: float = 0.1,
-                 memory_size: int = 50, similar_lengths: int = 0, batch_size: int = 32,
-                 eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        tasks: Union[BabiTask, list[BabiTask]] = 1,
+        root: Optional[str] = None,
+        val_fraction: OpenFraction = 0.1,
+        memory_size: PositiveInt = 50,
+        similar_lengths: NonNegativeInt = 0,
+        batch_size: PositiveInt = 32,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(memory_size, similar_lengths, batch_size, eval_batch_size, num_workers)
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
-        wrong = [t for t in self.tasks if t not in NAMES]
-        if not self.tasks or wrong:
+        if not self.tasks:
             raise ConfigError(f"data.tasks must be bAbI task numbers 1-20 (one or a list), got {tasks!r}")
-        if not 0 < val_fraction < 1:
-            raise ConfigError(f"data.val_fraction must be in (0, 1), got {val_fraction}")
         self.root, self.val_fraction = root, val_fraction
 
     def folder(self) -> Path:
@@ -127,9 +163,11 @@ class BabiStories(StoryDataModule):
         folder = dataset_dir(FOLDER, root=self.root, source=SOURCE, expect=FILES[:1]).resolve()
         missing = [name for name in FILES if not (folder / name).is_file()]
         if missing:
-            raise DataNotFoundError(f"bAbI folder {folder} lacks {len(missing)} of the 40 files of the 1k set "
-                                    f"({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); the vocabulary "
-                                    f"is built over all 20 tasks. Get them from {SOURCE}.")
+            raise DataNotFoundError(
+                f"bAbI folder {folder} lacks {len(missing)} of the 40 files of the 1k set "
+                f"({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); the vocabulary "
+                f"is built over all 20 tasks. Get them from {SOURCE}."
+            )
         return folder
 
     def vocabulary(self) -> Vocabulary:
@@ -137,9 +175,15 @@ class BabiStories(StoryDataModule):
 
     def examples(self) -> dict[str, list[Example]]:
         folder = self.folder()
-        files = {split: ", ".join(f"qa{task}_{NAMES[task]}_{split}.txt" for task in self.tasks) for split in ("train", "test")}
-        self.sources = {"train": f"{folder}/{files['train']}", "val": f"{folder}/{files['train']}",
-                        "test": f"{folder}/{files['test']}"}
+        files = {
+            split: ", ".join(f"qa{task}_{NAMES[task]}_{split}.txt" for task in self.tasks)
+            for split in ("train", "test")
+        }
+        self.sources = {
+            "train": f"{folder}/{files['train']}",
+            "val": f"{folder}/{files['train']}",
+            "test": f"{folder}/{files['test']}",
+        }
         splits: dict[str, list[Example]] = {"train": [], "val": [], "test": []}
         for task in self.tasks:
             train = read_babi(folder, task, "train")

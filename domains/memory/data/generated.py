@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Optional
+from typing import Literal, Optional
 
 from framework.data import seeded_splits, split_sizes
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveInt, Seed
 
 from .stories import Example, StoryDataModule, Vocabulary
 
@@ -30,6 +31,8 @@ MOVES = ("went to", "journeyed to", "moved to", "travelled to", "went back to")
 GRABS = ("got", "picked up", "took", "grabbed")
 DROPS = ("dropped", "discarded", "put down", "left")
 TASKS = (1, 2)
+#: A generated task's number (``TASKS``).
+GeneratedTask = Literal[1, 2]
 
 
 def lexicon() -> Vocabulary:
@@ -86,8 +89,9 @@ def _two_facts(rng: random.Random, length: int) -> Optional[Example]:
     return Example(story, ["where", "is", "the", thing], answer, support, 2)
 
 
-def generate_stories(size: int, tasks: tuple[int, ...], min_sentences: int, max_sentences: int,
-                     seed: int) -> list[Example]:
+def generate_stories(
+    size: int, tasks: tuple[int, ...], min_sentences: int, max_sentences: int, seed: int
+) -> list[Example]:
     """``size`` examples, the tasks taking turns, from a seeded generator."""
     rng = random.Random(seed)
     examples: list[Example] = []
@@ -116,17 +120,26 @@ class GeneratedStories(StoryDataModule):
         batch_size, eval_batch_size, num_workers: loader settings.
     """
 
-    def __init__(self, tasks: Sequence[int] = (1, 2), train_size: int = 4000, val_size: int = 500, test_size: int = 500,
-                 min_sentences: int = 2, max_sentences: int = 12, seed: int = 0, memory_size: int = 50,
-                 similar_lengths: int = 0, batch_size: int = 32, eval_batch_size: Optional[int] = None,
-                 num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        tasks: Sequence[GeneratedTask] = (1, 2),
+        train_size: PositiveInt = 4000,
+        val_size: PositiveInt = 500,
+        test_size: PositiveInt = 500,
+        min_sentences: PositiveInt = 2,
+        max_sentences: PositiveInt = 12,
+        seed: Seed = 0,
+        memory_size: PositiveInt = 50,
+        similar_lengths: NonNegativeInt = 0,
+        batch_size: PositiveInt = 32,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(memory_size, similar_lengths, batch_size, eval_batch_size, num_workers)
-        if not tasks or any(t not in TASKS for t in tasks):
+        if not tasks:
             raise ConfigError(f"data.tasks must list generated tasks among {TASKS}, got {tasks!r}")
-        if not 1 <= min_sentences <= max_sentences:
+        if min_sentences > max_sentences:
             raise ConfigError(f"data: need 1 <= min_sentences <= max_sentences, got {min_sentences}, {max_sentences}")
-        if min(train_size, val_size, test_size) < 1:
-            raise ConfigError(f"data: split sizes must be at least 1, got {train_size}, {val_size}, {test_size}")
         self.tasks = tuple(tasks)
         self.sizes = split_sizes(train_size, val_size, test_size)
         self.min_sentences, self.max_sentences, self.seed = min_sentences, max_sentences, seed

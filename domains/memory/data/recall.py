@@ -23,6 +23,10 @@ import torch
 
 from framework.data import GeneratedSplits, TensorExamples
 from framework.errors import ConfigError
+from framework.values import PositiveInt, Seed, declare
+
+#: Items of an example: one to ask and the one after it, at least.
+ItemCount = declare("ItemCount", int, "an int >= 2 (an item to ask and the one after it)", low=2)
 
 
 class RecallSequences(TensorExamples):
@@ -42,7 +46,7 @@ class RecallSequences(TensorExamples):
         for i in range(max_items):  # item i: its delimiter, then its vectors
             present = i < items
             self.inputs[present, i * span, bits] = 1.0
-            self.inputs[present, i * span + 1: (i + 1) * span, :bits] = contents[present, i]
+            self.inputs[present, i * span + 1 : (i + 1) * span, :bits] = contents[present, i]
         start = items * span  # the query: delimiter, the asked item, delimiter
         self.inputs[rows, start, bits + 1] = 1.0
         for j in range(item_length):
@@ -67,16 +71,21 @@ class AssociativeRecallBits(GeneratedSplits):
         seed: the seed of the train split (val and test draw from seed + 1 and seed + 2).
     """
 
-    def __init__(self, bits: int = 6, item_length: int = 3, min_items: int = 2, max_items: int = 6,
-                 train_size: int = 8000, val_size: int = 1000, test_size: int = 1000, batch_size: int = 32,
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        bits: PositiveInt = 6,
+        item_length: PositiveInt = 3,
+        min_items: ItemCount = 2,
+        max_items: ItemCount = 6,
+        train_size: PositiveInt = 8000,
+        val_size: PositiveInt = 1000,
+        test_size: PositiveInt = 1000,
+        batch_size: PositiveInt = 32,
+        seed: Seed = 0,
+    ) -> None:
         super().__init__(train_size, val_size, test_size, seed, batch_size)
-        if not 2 <= min_items <= max_items:
-            raise ConfigError(f"data: need 2 <= min_items <= max_items, got min_items={min_items}, max_items={max_items}")
-        for key, value in (("bits", bits), ("item_length", item_length), ("train_size", train_size),
-                           ("val_size", val_size), ("test_size", test_size)):
-            if value < 1:
-                raise ConfigError(f"data.{key} must be at least 1, got {value}")
+        if min_items > max_items:
+            raise ConfigError(f"data: need min_items <= max_items, got min_items={min_items}, max_items={max_items}")
         self.save_hyperparameters()
         self.bits, self.item_length = bits, item_length
 

@@ -21,7 +21,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader as DataLoader
 from framework.data import SplitDataModule
 from framework.data.sampling import LengthGroupedShuffle
 from framework.data.tensors import Batch, TensorExamples
-from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveInt
 
 from ..models.encoding import PAD
 
@@ -89,10 +89,15 @@ class StoryDataset(TensorExamples):
             slot_rows.append([rows[id(s)] for s in story] + [0] * (slots - len(story)))
         self.story = torch.tensor(table)[torch.tensor(slot_rows)]  # (M, N, L)
         longest = max(len(ex.question) for ex in examples)
-        self.question = torch.tensor([vocab.encode(ex.question) + [PAD] * (longest - len(ex.question)) for ex in examples])
+        self.question = torch.tensor(
+            [vocab.encode(ex.question) + [PAD] * (longest - len(ex.question)) for ex in examples]
+        )
         self.support = torch.zeros(len(examples), slots, dtype=torch.bool)
-        cut = [(row, i - (len(ex.story) - len(story))) for row, (ex, story) in enumerate(zip(examples, kept))
-               for i in ex.support]
+        cut = [
+            (row, i - (len(ex.story) - len(story)))
+            for row, (ex, story) in enumerate(zip(examples, kept))
+            for i in ex.support
+        ]
         cut = [(row, slot) for row, slot in cut if slot >= 0]  # supporting facts that fell out of the window
         if cut:
             self.support[tuple(torch.tensor(cut).T)] = True
@@ -108,7 +113,6 @@ class StoryDataset(TensorExamples):
         batch["support"] = batch["support"][:, :slots]
         batch["question"] = batch["question"][:, :question]
         return batch
-
 
 
 class StoryDataModule(SplitDataModule):
@@ -130,13 +134,15 @@ class StoryDataModule(SplitDataModule):
     #: batches carry the supporting facts (``task.attention_supervision`` and ``evaluate`` read them)
     gold_evidence = True
 
-    def __init__(self, memory_size: int = 50, similar_lengths: int = 0, batch_size: int = 32,
-                 eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        memory_size: PositiveInt = 50,
+        similar_lengths: NonNegativeInt = 0,
+        batch_size: PositiveInt = 32,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
-        if memory_size < 1:
-            raise ConfigError(f"data.memory_size must be at least 1, got {memory_size}")
-        if similar_lengths < 0:
-            raise ConfigError(f"data.similar_lengths must be >= 0 (0 = off), got {similar_lengths}")
         self.memory_size, self.similar_lengths = memory_size, similar_lengths
 
     def train_dataloader(self) -> DataLoader:

@@ -3,7 +3,7 @@ Kumar et al., Ask Me Anything: Dynamic Memory Networks for NLP, ICML 2016)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Literal, Optional
 
 import torch
 import torch.nn.functional as F
@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from framework.attention import AttentionOutput, MemoryBlock, build
 from framework.errors import ConfigError
 from framework.layers import run_packed
+from framework.values import Fraction, NonNegativeFloat, PositiveInt
 
 from .encoding import PAD, SentenceEmbedding
 
@@ -48,24 +49,19 @@ class DMN(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        dim: int = 80,
-        passes: int = 3,
-        episode: str = "attention_gru",
-        update: str = "relu",
+        vocab_size: Optional[PositiveInt] = None,
+        dim: PositiveInt = 80,
+        passes: PositiveInt = 3,
+        episode: Literal["attention_gru", "soft"] = "attention_gru",
+        update: Literal["relu", "gru"] = "relu",
         position_encoding: bool = True,
-        dropout: float = 0.1,
+        dropout: Fraction = 0.1,
         attention: MemoryBlock = "episodic_memory",
-        init_std: float = 1.0,
+        init_std: NonNegativeFloat = 1.0,
     ) -> None:
         super().__init__()
         if vocab_size is None:
             raise ConfigError("model.vocab_size is not set: set it, or leave it to the CLI, which takes the data's")
-        for key, value in (("vocab_size", vocab_size), ("dim", dim), ("passes", passes)):
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
-        if not 0 <= dropout < 1:
-            raise ConfigError(f"model.dropout must be in [0, 1), got {dropout}")
         self.vocab_size, self.dim, self.dropout = vocab_size, dim, dropout
         self.words = SentenceEmbedding(vocab_size, dim, 1, position_encoding, init_std)
         self.fusion = nn.GRU(dim, dim, batch_first=True, bidirectional=True)

@@ -21,8 +21,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from framework.errors import ConfigError
-
 PAD = 0
 
 
@@ -116,8 +114,6 @@ class TemporalEncoding(nn.Module):
 
     def __init__(self, memory_size: int, dim: int, tables: int = 1, noise: float = 0.0, init_std: float = 0.1) -> None:
         super().__init__()
-        if noise < 0:
-            raise ConfigError(f"model.random_noise must be >= 0, got {noise}")
         self.dim, self.tables, self.noise = dim, tables, noise
         self.ages = nn.Embedding(memory_size, tables * dim)
         nn.init.normal_(self.ages.weight, std=init_std)

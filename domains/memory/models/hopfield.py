@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import AttentionOutput, MemoryBlock, build
-from framework.errors import ConfigError
+from framework.values import PositiveFloat, PositiveInt
 
 
 class HopfieldReader(nn.Module):
@@ -46,26 +46,17 @@ class HopfieldReader(nn.Module):
 
     def __init__(
         self,
-        input_size: int,
-        output_size: int,
-        answer_length: int,
-        hidden: int = 64,
-        context: int = 8,
-        num_heads: int = 1,
-        steps: int = 1,
-        beta: Optional[float] = None,
+        input_size: PositiveInt,
+        output_size: PositiveInt,
+        answer_length: PositiveInt,
+        hidden: PositiveInt = 64,
+        context: PositiveInt = 8,
+        num_heads: PositiveInt = 1,
+        steps: PositiveInt = 1,
+        beta: Optional[PositiveFloat] = None,
         attention: MemoryBlock = "hopfield",
     ) -> None:
         super().__init__()
-        for key, value in (
-            ("input_size", input_size),
-            ("output_size", output_size),
-            ("answer_length", answer_length),
-            ("hidden", hidden),
-            ("context", context),
-        ):
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.input_size, self.output_size, self.answer_length = input_size, output_size, answer_length
         self.encoder = nn.Sequential(
             nn.ConstantPad1d((context - 1, 0), 0.0),

@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from framework.attention import MemoryBlock
 from framework.data.sizes import require_sizes
+from framework.values import NonNegativeFloat, PositiveInt
 
 from .encoding import SentenceEmbedding, TemporalEncoding
 from .reader import MemoryReader
@@ -44,16 +45,16 @@ class KVMemNN(MemoryReader):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        dim: int = 20,
-        hops: int = 2,
-        memory_size: int = 50,
+        vocab_size: Optional[PositiveInt] = None,
+        dim: PositiveInt = 20,
+        hops: PositiveInt = 2,
+        memory_size: PositiveInt = 50,
         position_encoding: bool = True,
         temporal_encoding: bool = True,
-        random_noise: float = 0.1,
+        random_noise: NonNegativeFloat = 0.1,
         linear_start: bool = False,
         attention: MemoryBlock = "memory_read",
-        init_std: float = 0.1,
+        init_std: NonNegativeFloat = 0.1,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         super().__init__(vocab_size, dim, hops, "per_hop", attention, linear_start)

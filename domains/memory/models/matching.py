@@ -13,6 +13,7 @@ from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import masked_mean, run_packed
+from framework.values import Fraction, PositiveInt
 
 from .encoding import PAD
 
@@ -71,17 +72,14 @@ class MatchingReader(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        dim: int = 64,
-        embed_dim: int = 64,
+        vocab_size: Optional[PositiveInt] = None,
+        dim: PositiveInt = 64,
+        embed_dim: PositiveInt = 64,
         matching: CrossBlock = "attention_over_attention",
-        dropout: float = 0.1,
+        dropout: Fraction = 0.1,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         super().__init__()
-        for key, value in (("vocab_size", vocab_size), ("dim", dim), ("embed_dim", embed_dim)):
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         if dim % 2:
             raise ConfigError(f"model.dim must be even (two GRU directions of dim / 2), got {dim}")
         if isinstance(matching, str) and matching != NONE and "." not in matching and matching not in STORY_WEIGHTS:

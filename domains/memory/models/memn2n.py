@@ -8,12 +8,10 @@ from torch import Tensor, nn
 
 from framework.attention import MemoryBlock
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
+from framework.values import NonNegativeFloat, PositiveInt
 
 from .encoding import SentenceEmbedding, TemporalEncoding
 from .reader import MemoryReader
-
-TYINGS = ("adjacent", "layerwise")
 
 
 class MemN2N(MemoryReader):
@@ -52,21 +50,19 @@ class MemN2N(MemoryReader):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        dim: int = 20,
-        hops: int = 3,
-        memory_size: int = 50,
+        vocab_size: Optional[PositiveInt] = None,
+        dim: PositiveInt = 20,
+        hops: PositiveInt = 3,
+        memory_size: PositiveInt = 50,
         tying: Literal["adjacent", "layerwise"] = "adjacent",
         position_encoding: bool = True,
         temporal_encoding: bool = True,
-        random_noise: float = 0.1,
+        random_noise: NonNegativeFloat = 0.1,
         linear_start: bool = False,
         attention: MemoryBlock = "memory_read",
-        init_std: float = 0.1,
+        init_std: NonNegativeFloat = 0.1,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size)
-        if tying not in TYINGS:
-            raise ConfigError(f"model.tying must be one of {TYINGS}, got {tying!r}")
         super().__init__(vocab_size, dim, hops, "add" if tying == "adjacent" else "linear", attention, linear_start)
         self.tying = tying
         adjacent = tying == "adjacent"

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from framework.attention import MemoryBlock, build
 from framework.attention.spec import NoAttention
-from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveInt
 
 
 class NTM(nn.Module):
@@ -45,28 +45,18 @@ class NTM(nn.Module):
 
     def __init__(
         self,
-        input_size: int,
-        output_size: int,
-        answer_length: int,
-        hidden: int = 100,
-        memory_slots: int = 128,
-        memory_width: int = 20,
-        read_heads: int = 1,
-        write_heads: int = 1,
-        max_shift: int = 1,
+        input_size: PositiveInt,
+        output_size: PositiveInt,
+        answer_length: PositiveInt,
+        hidden: PositiveInt = 100,
+        memory_slots: PositiveInt = 128,
+        memory_width: PositiveInt = 20,
+        read_heads: PositiveInt = 1,
+        write_heads: NonNegativeInt = 1,
+        max_shift: NonNegativeInt = 1,
         attention: MemoryBlock = "ntm",
     ) -> None:
         super().__init__()
-        for key, value in (
-            ("input_size", input_size),
-            ("output_size", output_size),
-            ("answer_length", answer_length),
-            ("hidden", hidden),
-            ("memory_slots", memory_slots),
-            ("memory_width", memory_width),
-        ):
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.input_size, self.answer_length = input_size, answer_length
         self.heads = build(
             attention,

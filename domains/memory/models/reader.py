@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Literal, Optional
 
 import torch
 from torch import Tensor, nn
 
 from framework.attention import AttentionOutput, MemoryBlock, build
-from framework.errors import ConfigError
+from framework.values import PositiveInt
 
 
 class MemoryReader(nn.Module):
@@ -34,12 +34,15 @@ class MemoryReader(nn.Module):
     """
 
     def __init__(
-        self, vocab_size: int, dim: int, hops: int, update: str, attention: MemoryBlock, linear_start: bool
+        self,
+        vocab_size: PositiveInt,
+        dim: PositiveInt,
+        hops: PositiveInt,
+        update: Literal["add", "linear", "per_hop"],
+        attention: MemoryBlock,
+        linear_start: bool,
     ) -> None:
         super().__init__()
-        for key, value in (("vocab_size", vocab_size), ("dim", dim), ("hops", hops)):
-            if value < 1:
-                raise ConfigError(f"model.{key} must be at least 1, got {value}")
         self.vocab_size, self.dim, self.hops = vocab_size, dim, hops
         self.read = build(attention, dim, hops=hops, update=update, linear_start=linear_start, kind="memory")
         with torch.no_grad():  # the state update starts as u + o: H = R_k = I (default init stalls KV-MemNN)

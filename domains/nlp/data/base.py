@@ -3,8 +3,8 @@ training split (or taken from a checkpoint), and padding."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Optional
 
 import torch
 from tokenizers import Tokenizer
@@ -12,10 +12,11 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from framework.data import SplitDataModule, TextFile
-from framework.errors import ConfigError
+from framework.data.module import Split
+from framework.values import NonNegativeInt, PositiveInt
 
 from ..tasks.tokenizer import TokenizerState
-from .tokenization import PAD, check_kind, train_tokenizer
+from .tokenization import PAD, TokenizerKind, VocabularySize, train_tokenizer
 
 Example = tuple[str, Any]  # (text, target); the target is None for texts to predict
 
@@ -42,23 +43,30 @@ class TextData(SplitDataModule):
 
     Args:
         tokenizer: ``char``, ``word`` or ``bpe`` (:mod:`domains.nlp.data.tokenization`).
-        vocab_size: the largest vocabulary the tokeniser may learn; the model's
-            ``vocab_size`` must be at least this.
+        vocab_size: the largest vocabulary the tokeniser may learn (more than its 4 special
+            tokens); the model's ``vocab_size`` must be at least this.
         lowercase: lower-case every text before tokenising.
-        min_frequency: rarer words (``word``) or merges (``bpe``) are left out.
+        min_frequency: rarer words (``word``) or merges (``bpe``) are left out (0 and 1 keep all).
         max_length: tokens kept per text (longer texts are cut).
         predict_file: a UTF-8 file, one text per line (blank lines skipped, none at all is an
             error), that ``predict`` reads instead of ``predict_split``.
         batch_size, eval_batch_size, num_workers, predict_split: as in ``SplitDataModule``.
     """
 
-    def __init__(self, tokenizer: str = "word", vocab_size: int = 8000, lowercase: bool = False, min_frequency: int = 1,
-                 max_length: int = 64, predict_file: Optional[str] = None, batch_size: int = 64,
-                 eval_batch_size: Optional[int] = None, num_workers: int = 0, predict_split: str = "test") -> None:
+    def __init__(
+        self,
+        tokenizer: TokenizerKind = "word",
+        vocab_size: VocabularySize = 8000,
+        lowercase: bool = False,
+        min_frequency: NonNegativeInt = 1,
+        max_length: PositiveInt = 64,
+        predict_file: Optional[str] = None,
+        batch_size: PositiveInt = 64,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+        predict_split: Split = "test",
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers, predict_split)
-        check_kind(tokenizer)
-        if max_length < 1:
-            raise ConfigError(f"data.max_length must be at least 1, got {max_length}")
         self.tokenizer_kind, self.vocab_size, self.lowercase = tokenizer, vocab_size, lowercase
         self.min_frequency, self.max_length, self.predict_file = min_frequency, max_length, predict_file
         self.tokenizer: Optional[Tokenizer] = None
@@ -87,8 +95,9 @@ class TextData(SplitDataModule):
         if task is not None and task.tokenizer is not None:
             self.tokenizer = task.tokenizer
             return self.tokenizer
-        self.tokenizer = train_tokenizer(self.training_texts(), self.tokenizer_kind, self.vocab_size, self.lowercase,
-                                         self.min_frequency)
+        self.tokenizer = train_tokenizer(
+            self.training_texts(), self.tokenizer_kind, self.vocab_size, self.lowercase, self.min_frequency
+        )
         if task is not None:
             task.attach(self.tokenizer, self.labels())
         return self.tokenizer

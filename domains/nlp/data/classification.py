@@ -11,6 +11,7 @@ import torch
 from tokenizers import Tokenizer
 
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveInt
 
 from .base import Example, TextData, pad
 from .tokenization import PAD, UNK
@@ -23,7 +24,9 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in (part.strip() for part in _SENTENCE_END.split(text)) if s]
 
 
-def holdout(examples: Sequence[Example], size: int, seed: int, key: str = "data.val_size") -> tuple[list[Example], list[Example]]:
+def holdout(
+    examples: Sequence[Example], size: int, seed: int, key: str = "data.val_size"
+) -> tuple[list[Example], list[Example]]:
     """``(rest, held out)``: ``size`` examples drawn with ``seed`` for a validation split."""
     if not 0 < size < len(examples):
         raise ConfigError(f"{key} must be between 1 and {len(examples) - 1} (the training examples), got {size}")
@@ -44,8 +47,15 @@ class ClassificationCollator:
     0 = padding (``tokenization.CHARACTER_VOCAB``), so that unknown words keep their spelling.
     """
 
-    def __init__(self, tokenizer: Tokenizer, max_length: int, sentences: bool = False, max_sentences: int = 16,
-                 characters: int = 0, lowercase: bool = False) -> None:
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        max_length: int,
+        sentences: bool = False,
+        max_sentences: int = 16,
+        characters: int = 0,
+        lowercase: bool = False,
+    ) -> None:
         self.tokenizer, self.max_length = tokenizer, max_length
         self.sentences, self.max_sentences = sentences, max_sentences
         self.characters, self.lowercase = characters, lowercase
@@ -57,7 +67,9 @@ class ClassificationCollator:
     def _characters(self, texts: list[str], length: int) -> torch.Tensor:
         """(B, length, C) byte ids of each token's span of its text (``<unk>`` of an empty text: none)."""
         chars = torch.zeros(len(texts), length, self.characters, dtype=torch.long)
-        for row, (text, encoding) in enumerate(zip(texts, self.tokenizer.encode_batch(texts, add_special_tokens=False))):
+        for row, (text, encoding) in enumerate(
+            zip(texts, self.tokenizer.encode_batch(texts, add_special_tokens=False))
+        ):
             for place, (start, end) in enumerate(encoding.offsets[: self.max_length]):
                 word = text[start:end].lower() if self.lowercase else text[start:end]
                 spelling = list(word.encode("utf-8"))[: self.characters]
@@ -96,15 +108,19 @@ class TextClassificationData(TextData):
             of (B, N) token sequences.
         max_sentences: sentences kept per text with ``sentences``.
         characters: C > 0 adds ``chars`` (B, N, C), the first C bytes of each token
-            (character-level models); flat batches only.
+            (character-level models); flat batches only (0 with ``sentences``).
         **kwargs: tokeniser and loader options of :class:`~domains.nlp.data.TextData`.
     """
 
-    def __init__(self, sentences: bool = False, max_sentences: int = 16, characters: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self, sentences: bool = False, max_sentences: PositiveInt = 16, characters: NonNegativeInt = 0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        if characters < 0 or (characters and sentences):
-            raise ConfigError(f"data.characters must be >= 0, and 0 with data.sentences=true (characters come with flat "
-                             f"batches), got {characters}")
+        if characters and sentences:
+            raise ConfigError(
+                f"data.characters must be 0 with data.sentences=true (characters come with flat batches), "
+                f"got {characters}"
+            )
         self.sentences, self.max_sentences, self.characters = sentences, max_sentences, characters
         self._labels: Optional[list[str]] = None
 
@@ -131,5 +147,6 @@ class TextClassificationData(TextData):
         return {split: [(text, index[label]) for text, label in examples] for split, examples in named.items()}
 
     def make_collator(self, tokenizer: Tokenizer) -> ClassificationCollator:
-        return ClassificationCollator(tokenizer, self.max_length, self.sentences, self.max_sentences, self.characters,
-                                      self.lowercase)
+        return ClassificationCollator(
+            tokenizer, self.max_length, self.sentences, self.max_sentences, self.characters, self.lowercase
+        )

@@ -33,11 +33,25 @@ from typing import Any
 import torch
 from tokenizers import Tokenizer
 
+from framework.values import NonNegativeInt, Seed
+
 from .base import Example
 from .translation import TranslationCollator, TranslationData
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 FORMATS = (
     "{weekday}, {day} {month} {year}",
@@ -64,8 +78,18 @@ def ordinal(n: int) -> str:
 
 def _fields(date: datetime.date) -> dict[str, str]:
     month, weekday = MONTHS[date.month - 1], WEEKDAYS[date.weekday()]
-    return dict(weekday=weekday, wkd=weekday[:3], day=str(date.day), dd=f"{date.day:02d}", nth=ordinal(date.day),
-                month=month, mon=month[:3], mm=f"{date.month:02d}", year=str(date.year), yy=f"{date.year % 100:02d}")
+    return dict(
+        weekday=weekday,
+        wkd=weekday[:3],
+        day=str(date.day),
+        dd=f"{date.day:02d}",
+        nth=ordinal(date.day),
+        month=month,
+        mon=month[:3],
+        mm=f"{date.month:02d}",
+        year=str(date.year),
+        yy=f"{date.year % 100:02d}",
+    )
 
 
 def human_date_spans(date: datetime.date, template: str, lower: bool = False) -> tuple[str, dict[str, tuple[int, int]]]:
@@ -128,7 +152,7 @@ class DatePair(tuple):
 
     alignment: Alignment
 
-    def __new__(cls, source: str, target: str, alignment: Alignment) -> "DatePair":
+    def __new__(cls, source: str, target: str, alignment: Alignment) -> DatePair:
         pair = super().__new__(cls, (source, target))
         pair.alignment = alignment
         return pair
@@ -195,8 +219,14 @@ class DateNormalization(TranslationData):
         **kwargs: tokeniser and loader options of ``TranslationData`` (``tokenizer: char``).
     """
 
-    def __init__(self, train_size: int = 10000, val_size: int = 1000, test_size: int = 1000, seed: int = 0,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        train_size: NonNegativeInt = 10000,
+        val_size: NonNegativeInt = 1000,
+        test_size: NonNegativeInt = 1000,
+        seed: Seed = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.sizes, self.seed = (train_size, val_size, test_size), seed
 

@@ -23,10 +23,15 @@ from typing import Any
 
 from framework.data import seeded_splits, split_sizes
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveInt, Seed, declare
 
 from .classification import TextClassificationData
 
 LABELS = ("different", "same")
+#: A text's length in words (``data.min_length``, ``data.max_length``): a key word in each quarter.
+TextLength = declare("TextLength", int, "an int >= 8 (words)", low=8)
+#: The key words (``data.keys``): two at least, or no text could be ``different``.
+KeyCount = declare("KeyCount", int, "an int >= 2 (key words)", low=2)
 
 
 def long_range_text(rng: random.Random, length: int, keys: int = 8, fillers: int = 100) -> tuple[str, str]:
@@ -58,22 +63,31 @@ class LongRangeMatch(TextClassificationData):
             with a vocabulary of at least fillers + K + its special tokens).
     """
 
-    def __init__(self, min_length: int = 64, max_length: int = 256, keys: int = 8, fillers: int = 100,
-                 train_size: int = 2000, val_size: int = 250, test_size: int = 250, seed: int = 0,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        min_length: TextLength = 64,
+        max_length: TextLength = 256,
+        keys: KeyCount = 8,
+        fillers: PositiveInt = 100,
+        train_size: NonNegativeInt = 2000,
+        val_size: NonNegativeInt = 250,
+        test_size: NonNegativeInt = 250,
+        seed: Seed = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(max_length=max_length, **kwargs)
-        if not 8 <= min_length <= max_length:
-            raise ConfigError(f"data.min_length must be between 8 and data.max_length={max_length}, got {min_length}")
-        if keys < 2 or fillers < 1:
-            raise ConfigError(f"data.keys must be >= 2 and data.fillers >= 1, got keys={keys}, fillers={fillers}")
+        if min_length > max_length:
+            raise ConfigError(f"data.min_length must be at most data.max_length={max_length}, got {min_length}")
         self.min_length, self.keys, self.fillers, self.seed = min_length, keys, fillers, seed
         self.sizes = split_sizes(train_size, val_size, test_size)
 
     def texts(self, size: int, seed: int) -> list[tuple[str, str]]:
         """``size`` generated ``(text, label)`` pairs, drawn from ``seed``."""
         rng = random.Random(seed)
-        return [long_range_text(rng, rng.randint(self.min_length, self.max_length), self.keys, self.fillers)
-                for _ in range(size)]
+        return [
+            long_range_text(rng, rng.randint(self.min_length, self.max_length), self.keys, self.fillers)
+            for _ in range(size)
+        ]
 
     def read(self) -> dict[str, list[tuple[str, str]]]:
         return seeded_splits(self.sizes, self.seed, self.texts)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from framework.data import DataError, TextFile, dataset_dir
 from framework.errors import ConfigError
+from framework.values import PositiveInt
 
 from .translation import TranslationData
 
 SPLIT_FILES = {"train": "train", "val": "val", "test": "test_2016_flickr"}
 SOURCE = "https://github.com/multi30k/dataset (data/task1/raw: train, val and test_2016_flickr .de.gz/.en.gz)"
+#: A language of the corpus (``data.source_lang``, ``data.target_lang``).
+Language = Literal["de", "en"]
 
 
 def read_parallel(source: Path, target: Path, limit: Optional[int] = None) -> list[tuple[str, str]]:
@@ -20,8 +23,9 @@ def read_parallel(source: Path, target: Path, limit: Optional[int] = None) -> li
     naming the file (and line)."""
     sources, targets = (TextFile(path, "gzip-compressed UTF-8 text, a sentence per line") for path in (source, target))
     if len(sources.lines) != len(targets.lines):
-        raise DataError(f"{source} has {len(sources.lines)} lines but {target} has {len(targets.lines)}; they must "
-                        "be line-aligned")
+        raise DataError(
+            f"{source} has {len(sources.lines)} lines but {target} has {len(targets.lines)}; they must be line-aligned"
+        )
     for text in (sources, targets):
         blank = next((number for number, line in enumerate(text.lines, 1) if not line.strip()), None)
         if blank is not None:
@@ -40,18 +44,31 @@ class Multi30k(TranslationData):
         **kwargs: tokeniser and loader options of ``TranslationData`` (``tokenizer: bpe``).
     """
 
-    def __init__(self, root: Optional[str] = None, source_lang: str = "de", target_lang: str = "en",
-                 train_size: Optional[int] = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        root: Optional[str] = None,
+        source_lang: Language = "de",
+        target_lang: Language = "en",
+        train_size: Optional[PositiveInt] = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        if {source_lang, target_lang} != {"de", "en"}:
-            raise ConfigError(f"data.source_lang and data.target_lang must be 'de' and 'en' (either way round), "
-                             f"got {source_lang!r} and {target_lang!r}")
+        if source_lang == target_lang:
+            raise ConfigError(
+                f"data.source_lang and data.target_lang must be 'de' and 'en' (either way round), "
+                f"got {source_lang!r} and {target_lang!r}"
+            )
         self.root, self.source_lang, self.target_lang, self.train_size = root, source_lang, target_lang, train_size
 
     def make_splits(self) -> dict[str, list[tuple[str, str]]]:
         names = [f"{f}.{lang}.gz" for f in SPLIT_FILES.values() for lang in ("de", "en")]
         folder = dataset_dir("multi30k", root=self.root, source=SOURCE, expect=names)
         self.sources = {split: f"{folder / name}.{{de,en}}.gz" for split, name in SPLIT_FILES.items()}
-        return {split: read_parallel(folder / f"{name}.{self.source_lang}.gz", folder / f"{name}.{self.target_lang}.gz",
-                                     self.train_size if split == "train" else None)
-                for split, name in SPLIT_FILES.items()}
+        return {
+            split: read_parallel(
+                folder / f"{name}.{self.source_lang}.gz",
+                folder / f"{name}.{self.target_lang}.gz",
+                self.train_size if split == "train" else None,
+            )
+            for split, name in SPLIT_FILES.items()
+        }

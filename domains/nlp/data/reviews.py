@@ -18,6 +18,7 @@ import random
 from typing import Any
 
 from framework.data import seeded_splits, split_sizes
+from framework.values import NonNegativeInt, Seed
 
 from .classification import TextClassificationData
 
@@ -27,13 +28,42 @@ SENTIMENT = {
     "neutral": ("okay", "average", "fine", "ordinary", "acceptable", "decent", "passable", "standard"),
     "positive": ("great", "excellent", "wonderful", "delicious", "superb", "lovely", "fantastic", "perfect"),
 }
-ASPECTS = ("food", "service", "staff", "music", "price", "room", "view", "coffee", "dessert", "wine", "bread",
-           "decor", "menu", "waiter", "terrace", "soup")
+ASPECTS = (
+    "food",
+    "service",
+    "staff",
+    "music",
+    "price",
+    "room",
+    "view",
+    "coffee",
+    "dessert",
+    "wine",
+    "bread",
+    "decor",
+    "menu",
+    "waiter",
+    "terrace",
+    "soup",
+)
 INTENSIFIERS = ("", "really ", "very ", "quite ", "rather ", "truly ")
-REMARKS = ("the {aspect} was {adverb}{word} .", "we thought the {aspect} was {word} .", "the {aspect} seemed {word} to me .")
-VERDICTS = ("overall the {whole} was {adverb}{word} .", "all in all it was {word} .", "in the end we found the {whole} {word} .")
+REMARKS = (
+    "the {aspect} was {adverb}{word} .",
+    "we thought the {aspect} was {word} .",
+    "the {aspect} seemed {word} to me .",
+)
+VERDICTS = (
+    "overall the {whole} was {adverb}{word} .",
+    "all in all it was {word} .",
+    "in the end we found the {whole} {word} .",
+)
 WHOLES = ("evening", "visit", "experience", "meal", "place", "night")
-FILLERS = ("we came on a {day} .", "we sat near the {place} .", "it was our {nth} visit .", "my {person} ordered the {dish} .")
+FILLERS = (
+    "we came on a {day} .",
+    "we sat near the {place} .",
+    "it was our {nth} visit .",
+    "my {person} ordered the {dish} .",
+)
 FILL = {
     "day": ("monday", "tuesday", "friday", "saturday", "sunday"),
     "place": ("window", "bar", "door", "kitchen", "garden"),
@@ -47,11 +77,15 @@ def review(rng: random.Random) -> tuple[str, str]:
     """One generated ``(review, label)``."""
     label = rng.choice(LABELS)
     fill = {key: rng.choice(values) for key, values in FILL.items()}
-    verdict = rng.choice(VERDICTS).format(whole=rng.choice(WHOLES), adverb=rng.choice(INTENSIFIERS),
-                                          word=rng.choice(SENTIMENT[label]))
-    remarks = [rng.choice(REMARKS).format(aspect=aspect, adverb=rng.choice(INTENSIFIERS),
-                                          word=rng.choice(SENTIMENT[rng.choice(LABELS)]))
-               for aspect in rng.sample(ASPECTS, rng.randint(1, 3))]
+    verdict = rng.choice(VERDICTS).format(
+        whole=rng.choice(WHOLES), adverb=rng.choice(INTENSIFIERS), word=rng.choice(SENTIMENT[label])
+    )
+    remarks = [
+        rng.choice(REMARKS).format(
+            aspect=aspect, adverb=rng.choice(INTENSIFIERS), word=rng.choice(SENTIMENT[rng.choice(LABELS)])
+        )
+        for aspect in rng.sample(ASPECTS, rng.randint(1, 3))
+    ]
     fillers = [f.format(**fill) for f in rng.sample(FILLERS, rng.randint(0, 2))]
     sentences = remarks + fillers
     rng.shuffle(sentences)
@@ -75,8 +109,14 @@ class GeneratedReviews(TextClassificationData):
         **kwargs: tokeniser, sentence and loader options of ``TextClassificationData``.
     """
 
-    def __init__(self, train_size: int = 4000, val_size: int = 500, test_size: int = 500, seed: int = 0,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        train_size: NonNegativeInt = 4000,
+        val_size: NonNegativeInt = 500,
+        test_size: NonNegativeInt = 500,
+        seed: Seed = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.sizes, self.seed = split_sizes(train_size, val_size, test_size), seed
 

@@ -17,6 +17,7 @@ import torch
 
 from framework.data import GeneratedSplits, TensorExamples
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveInt, Seed
 
 IGNORE = -100  # target of the output steps beyond an example's length
 
@@ -50,13 +51,24 @@ class NumberSorting(GeneratedSplits):
         batch_size, eval_batch_size, num_workers: as in SplitDataModule.
     """
 
-    def __init__(self, train_size: int = 20000, val_size: int = 1000, test_size: int = 1000, min_length: int = 5,
-                 max_length: int = 10, seed: int = 0, batch_size: int = 128, eval_batch_size: Optional[int] = None,
-                 num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        train_size: NonNegativeInt = 20000,
+        val_size: NonNegativeInt = 1000,
+        test_size: NonNegativeInt = 1000,
+        min_length: PositiveInt = 5,
+        max_length: PositiveInt = 10,
+        seed: Seed = 0,
+        batch_size: PositiveInt = 128,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(train_size, val_size, test_size, seed, batch_size, eval_batch_size, num_workers)
-        if not 1 <= min_length <= max_length:
-            raise ConfigError(f"data.min_length and data.max_length must satisfy 1 <= min_length <= max_length, got "
-                             f"{min_length} and {max_length}")
+        if min_length > max_length:
+            raise ConfigError(
+                f"data.min_length and data.max_length must satisfy min_length <= max_length, got "
+                f"{min_length} and {max_length}"
+            )
         self.min_length, self.max_length = min_length, max_length
 
     def generate(self, size: int, seed: int) -> SortingExamples:

@@ -22,18 +22,28 @@ Multi30k), since its trainer keeps every character. Tokenisers travel with check
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Callable
+from collections.abc import Callable, Iterable
+from typing import Literal, get_args
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from framework.errors import ConfigError
+from framework.values import declare
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 #: Character ids of token spellings (``data.characters``): a UTF-8 byte b is b + 1, 0 is padding.
 CHARACTER_VOCAB = 257
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>")
-KINDS = ("char", "word", "bpe")
+#: A tokeniser's kind (``data.tokenizer``).
+TokenizerKind = Literal["char", "word", "bpe"]
+KINDS: tuple[str, ...] = get_args(TokenizerKind)
+#: The largest vocabulary a tokeniser may learn (``data.vocab_size``): the special tokens and one more at least.
+VocabularySize = declare(
+    "VocabularySize",
+    int,
+    f"an int > {len(SPECIAL_TOKENS)} (the special tokens and one more at least)",
+    low=len(SPECIAL_TOKENS) + 1,
+)
 
 
 def _char() -> tuple[Tokenizer, Callable[..., trainers.Trainer]]:
@@ -64,8 +74,9 @@ def check_kind(kind: str, key: str = "data.tokenizer") -> None:
         raise ConfigError(f"{key} must be one of {', '.join(KINDS)}, got {kind!r}")
 
 
-def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase: bool = False,
-                    min_frequency: int = 1) -> Tokenizer:
+def train_tokenizer(
+    texts: Iterable[str], kind: str, vocab_size: int, lowercase: bool = False, min_frequency: int = 1
+) -> Tokenizer:
     """A tokeniser of ``kind`` trained on ``texts``, with at most ``vocab_size`` tokens.
 
     The special tokens take ids 0-3 (:data:`SPECIAL_TOKENS`); ``lowercase`` adds a
@@ -77,14 +88,17 @@ def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase:
     tokenizer, trainer_class = _BUILDERS[kind]()
     steps = [normalizers.NFKC()] + ([normalizers.Lowercase()] if lowercase else [])
     tokenizer.normalizer = normalizers.Sequence(steps)
-    trainer = trainer_class(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), min_frequency=min_frequency,
-                            show_progress=False)
+    trainer = trainer_class(
+        vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), min_frequency=min_frequency, show_progress=False
+    )
     tokenizer.train_from_iterator(texts, trainer)
     assert [tokenizer.token_to_id(t) for t in SPECIAL_TOKENS] == [PAD, UNK, BOS, EOS]
     if tokenizer.get_vocab_size() > vocab_size:  # BPE keeps every character of the training texts
-        raise ConfigError(f"data.vocab_size={vocab_size} is too small for the {kind} tokeniser of these texts: it needs "
-                         f"{tokenizer.get_vocab_size()} tokens (every character and the special tokens); raise "
-                         "data.vocab_size (and model.vocab_size) to at least that")
+        raise ConfigError(
+            f"data.vocab_size={vocab_size} is too small for the {kind} tokeniser of these texts: it needs "
+            f"{tokenizer.get_vocab_size()} tokens (every character and the special tokens); raise "
+            "data.vocab_size (and model.vocab_size) to at least that"
+        )
     return tokenizer
 
 

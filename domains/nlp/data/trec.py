@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Collection, Optional
+from typing import Any, Optional
 
 from framework.data import TextFile, dataset_dir
+from framework.values import PositiveInt, Seed
 
 from .classification import TextClassificationData, holdout
 
@@ -16,20 +18,55 @@ SOURCE = "https://cogcomp.seas.upenn.edu/Data/QA/QC/ (train_5500.label, TREC_10.
 FINE = {
     "ABBR": ("abb", "exp"),
     "DESC": ("def", "desc", "manner", "reason"),
-    "ENTY": ("animal", "body", "color", "cremat", "currency", "dismed", "event", "food", "instru", "lang", "letter",
-             "other", "plant", "product", "religion", "sport", "substance", "symbol", "techmeth", "termeq", "veh",
-             "word"),
+    "ENTY": (
+        "animal",
+        "body",
+        "color",
+        "cremat",
+        "currency",
+        "dismed",
+        "event",
+        "food",
+        "instru",
+        "lang",
+        "letter",
+        "other",
+        "plant",
+        "product",
+        "religion",
+        "sport",
+        "substance",
+        "symbol",
+        "techmeth",
+        "termeq",
+        "veh",
+        "word",
+    ),
     "HUM": ("desc", "gr", "ind", "title"),
     "LOC": ("city", "country", "mount", "other", "state"),
-    "NUM": ("code", "count", "date", "dist", "money", "ord", "other", "perc", "period", "speed", "temp", "volsize",
-            "weight"),
+    "NUM": (
+        "code",
+        "count",
+        "date",
+        "dist",
+        "money",
+        "ord",
+        "other",
+        "perc",
+        "period",
+        "speed",
+        "temp",
+        "volsize",
+        "weight",
+    ),
 }
 LABELS = frozenset(f"{coarse}:{fine}" for coarse, fines in FINE.items() for fine in fines)
 LINE = re.compile(r"(?P<label>\S+) (?P<question>.*\S.*)")
 
 
-def read_trec(path: Path, fine: bool = False, seen: Optional[Collection[str]] = None,
-              seen_in: str = "") -> list[tuple[str, str]]:
+def read_trec(
+    path: Path, fine: bool = False, seen: Optional[Collection[str]] = None, seen_in: str = ""
+) -> list[tuple[str, str]]:
     """``(question, label)`` pairs of a UIUC label file (``COARSE:fine question ...``, latin-1).
 
     The label is the coarse class (6: ABBR, DESC, ENTY, HUM, LOC, NUM) or, with ``fine``,
@@ -63,8 +100,14 @@ class TREC(TextClassificationData):
             (the questions are tokenised already: ``tokenizer: word``).
     """
 
-    def __init__(self, root: Optional[str] = None, fine: bool = False, val_size: int = 500, seed: int = 0,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        root: Optional[str] = None,
+        fine: bool = False,
+        val_size: PositiveInt = 500,
+        seed: Seed = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.root, self.fine, self.val_size, self.seed = root, fine, val_size, seed
 

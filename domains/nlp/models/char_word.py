@@ -5,25 +5,26 @@ table and hashed character n-grams, and a read-out by capsules, by attention-via
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Optional, Union
+from typing import Any, Literal, NamedTuple, Optional, Union, get_args
 
 import torch
 from torch import Tensor, nn
 
 from framework.attention import build
-from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import masked_mean
+from framework.values import Fraction, PositiveInt
 
 from ..data.tokenization import CHARACTER_VOCAB, PAD
-from .common import ClassifierOutput, uniform_weights
+from .common import ClassifierOutput, ScoreName, uniform_weights
 from .recurrent import RecurrentEncoder
 
-#: The token representations the classifier can embed with, and its read-outs.
-EMBEDDINGS = ("word", "ngrams")
-READOUTS = ("pooling", "capsule", "attention_via_attention", NONE)
-COMBINATIONS = ("meta_embedding", "concat")
+#: The token representations the classifier can embed with, its read-outs, and how it combines representations.
+Embedding = Literal["word", "ngrams"]
+Readout = Literal["pooling", "capsule", "attention_via_attention", "none"]
+Combination = Literal["meta_embedding", "concat"]
+EMBEDDINGS: tuple[str, ...] = get_args(Embedding)
 
 #: Word-boundary marks around a word's bytes for its n-grams (the byte ids are 1 .. 256).
 BEGIN, END = CHARACTER_VOCAB, CHARACTER_VOCAB + 1
@@ -86,10 +87,10 @@ class CharacterWordClassifier(nn.Module):
             ``ngrams`` (hashed character n-grams, their mean).
         combine: how several representations become one (``meta_embedding`` or ``concat``).
         ngram: n of the character n-grams; ngram_buckets: hash buckets.
-        attention: the read-out, one of :data:`READOUTS`.
+        attention: the read-out, one of :data:`Readout`.
         char_dim: features of the byte embeddings and character states (``attention_via_attention``).
         score: the score function of ``attention_via_attention`` (``additive``, ``deep`` ...).
-        score_kwargs: its options (``hidden``, ``layers`` ...).
+        score_kwargs: its options (``hidden``, ``layers`` ...), passed through to the score function.
         dropout: on the token features and before the head.
 
     Shapes: tokens (B, N) long, mask (B, N) bool (True = token), chars (B, N, C) long
@@ -100,31 +101,25 @@ class CharacterWordClassifier(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        num_classes: Optional[int] = None,
-        embed_dim: int = 64,
-        dim: int = 128,
-        embeddings: Sequence[str] = ("word", "ngrams"),
-        combine: str = "meta_embedding",
-        ngram: int = 3,
-        ngram_buckets: int = 4096,
-        attention: str = "capsule",
-        char_dim: int = 32,
-        score: str = "additive",
-        score_kwargs: Optional[dict] = None,
-        dropout: float = 0.3,
+        vocab_size: Optional[PositiveInt] = None,
+        num_classes: Optional[PositiveInt] = None,
+        embed_dim: PositiveInt = 64,
+        dim: PositiveInt = 128,
+        embeddings: Sequence[Embedding] = ("word", "ngrams"),
+        combine: Combination = "meta_embedding",
+        ngram: PositiveInt = 3,
+        ngram_buckets: PositiveInt = 4096,
+        attention: Readout = "capsule",
+        char_dim: PositiveInt = 32,
+        score: ScoreName = "additive",
+        score_kwargs: Optional[dict[str, Any]] = None,
+        dropout: Fraction = 0.3,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
         embeddings = list(embeddings)
-        if not embeddings or any(e not in EMBEDDINGS for e in embeddings) or len(set(embeddings)) < len(embeddings):
+        if not embeddings or len(set(embeddings)) < len(embeddings):
             raise ConfigError(f"model.embeddings must be distinct names of {EMBEDDINGS}, got {embeddings}")
-        if combine not in COMBINATIONS:
-            raise ConfigError(f"model.combine must be one of {COMBINATIONS}, got {combine!r}")
-        if attention not in READOUTS:
-            raise ConfigError(f"model.attention must be one of {READOUTS}, got {attention!r}")
-        if ngram < 1 or ngram_buckets < 1:
-            raise ConfigError(f"model.ngram and model.ngram_buckets must be at least 1, got {ngram}, {ngram_buckets}")
         self.vocab_size, self.num_classes = vocab_size, num_classes
         self.embedding_names, self.readout = embeddings, attention
         self.ngram, self.ngram_buckets = ngram, ngram_buckets

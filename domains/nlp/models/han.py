@@ -12,10 +12,11 @@ from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import masked_mean
+from framework.values import Fraction, PositiveInt
 
 from ..data.tokenization import PAD
 from .common import ClassifierOutput, uniform_weights
-from .recurrent import RecurrentEncoder
+from .recurrent import Cell, RecurrentEncoder
 
 
 class SentenceEncoder(nn.Module):
@@ -23,7 +24,7 @@ class SentenceEncoder(nn.Module):
     its two poolings: sentences (B, S, D) and mask (B, S) boolean (True = a sentence; None =
     all) -> (B, S, D); padded sentences are not read."""
 
-    def __init__(self, dim: int, cell: str = "gru") -> None:
+    def __init__(self, dim: int, cell: Cell = "gru") -> None:
         super().__init__()
         self.encoder = RecurrentEncoder(dim, dim, cell)
 
@@ -60,14 +61,14 @@ class HierarchicalAttentionNetwork(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        num_classes: Optional[int] = None,
-        embed_dim: int = 100,
-        dim: int = 100,
+        vocab_size: Optional[PositiveInt] = None,
+        num_classes: Optional[PositiveInt] = None,
+        embed_dim: PositiveInt = 100,
+        dim: PositiveInt = 100,
         attention: PoolingBlock = "hierarchical",
-        attention_hidden: int = 100,
-        cell: str = "gru",
-        dropout: float = 0.2,
+        attention_hidden: PositiveInt = 100,
+        cell: Cell = "gru",
+        dropout: Fraction = 0.2,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()

@@ -9,8 +9,10 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import create
+from framework.values import PositiveInt
 
 from ..data.sorting import IGNORE
+from .common import ScoreName
 from .recurrent import RecurrentEncoder
 
 
@@ -51,7 +53,11 @@ class PointerNetwork(nn.Module):
     """
 
     def __init__(
-        self, dim: int = 128, embed_dim: int = 32, score: str = "additive", exclude_chosen: bool = False
+        self,
+        dim: PositiveInt = 128,
+        embed_dim: PositiveInt = 32,
+        score: ScoreName = "additive",
+        exclude_chosen: bool = False,
     ) -> None:
         super().__init__()
         self.embed = nn.Linear(1, embed_dim)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import Tensor, nn
 
 from framework.errors import ConfigError
 from framework.layers import run_packed
 
-CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
+#: A recurrent cell's name (``model.cell``).
+Cell = Literal["gru", "lstm"]
+CELLS: dict[str, type[nn.RNNBase]] = {"gru": nn.GRU, "lstm": nn.LSTM}
 
 
 def recurrent_cell(cell: str, key: str = "model.cell") -> type[nn.RNNBase]:

@@ -12,10 +12,11 @@ from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import masked_mean
+from framework.values import Fraction, PositiveInt
 
 from ..data.tokenization import PAD
 from .common import ClassifierOutput, query_key_weights, uniform_weights
-from .recurrent import RecurrentEncoder
+from .recurrent import Cell, RecurrentEncoder
 
 #: kinds of registry blocks this model can pool with
 POOLING_KINDS = ("pooling", "cross")
@@ -63,21 +64,19 @@ class SelfAttentiveClassifier(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        num_classes: Optional[int] = None,
-        embed_dim: int = 100,
-        dim: int = 200,
+        vocab_size: Optional[PositiveInt] = None,
+        num_classes: Optional[PositiveInt] = None,
+        embed_dim: PositiveInt = 100,
+        dim: PositiveInt = 200,
         attention: BlockSpec = "pooling",
-        num_queries: int = 4,
-        attention_hidden: int = 100,
-        hidden: int = 200,
-        cell: str = "lstm",
-        dropout: float = 0.2,
+        num_queries: PositiveInt = 4,
+        attention_hidden: PositiveInt = 100,
+        hidden: PositiveInt = 200,
+        cell: Cell = "lstm",
+        dropout: Fraction = 0.2,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
-        if num_queries < 1:
-            raise ConfigError(f"model.num_queries must be at least 1, got {num_queries}")
         self.vocab_size, self.kind = vocab_size, _kind(attention)
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
         self.encoder = RecurrentEncoder(embed_dim, dim, cell)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Literal, Optional, Union
 
 import torch
 from torch import Tensor, nn
@@ -13,13 +13,15 @@ from framework.attention.cross.pointer import PointerGenerator
 from framework.data.sizes import require_sizes
 from framework.decoding import State
 from framework.errors import ConfigError
+from framework.values import Fraction, PositiveInt
 
 from ..data.tokenization import PAD
 from .common import query_key_weights
-from .recurrent import RecurrentEncoder, recurrent_cell
+from .recurrent import Cell, RecurrentEncoder, recurrent_cell
 from .seq2seq import Seq2SeqOutput
 
-STYLES = ("bahdanau", "luong")
+#: Where the decoder attends (``model.style``).
+Style = Literal["bahdanau", "luong"]
 
 
 class RecurrentSeq2Seq(nn.Module):
@@ -67,19 +69,17 @@ class RecurrentSeq2Seq(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        dim: int = 128,
-        embed_dim: int = 64,
-        cell: str = "gru",
+        vocab_size: Optional[PositiveInt] = None,
+        dim: PositiveInt = 128,
+        embed_dim: PositiveInt = 64,
+        cell: Cell = "gru",
         attention: CrossBlock = "additive",
-        style: str = "bahdanau",
-        dropout: float = 0.1,
+        style: Style = "bahdanau",
+        dropout: Fraction = 0.1,
         copy: bool = False,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         super().__init__()
-        if style not in STYLES:
-            raise ConfigError(f"model.style must be one of {', '.join(STYLES)}, got {style!r}")
         self.vocab_size, self.style, self.cell = vocab_size, style, cell
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
         self.encoder = RecurrentEncoder(embed_dim, dim, cell)

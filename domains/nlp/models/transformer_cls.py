@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Literal, Optional, Union
 
 import torch
 from torch import Tensor, nn
@@ -11,12 +11,13 @@ from torch import Tensor, nn
 from framework.attention import PoolingBlock, SequenceBlock, build, capture
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
 from framework.layers import AttentionEncoder, PositionalEncoding, masked_mean
+from framework.values import Fraction, NonNegativeInt, PositiveFloat, PositiveInt
 
 from .common import ClassifierOutput, query_key_weights, scaled_embedding, uniform_weights
 
-READOUTS = ("pooling", "cls")
+#: The classifier's read-outs (``model.readout``).
+Readout = Literal["pooling", "cls"]
 
 
 class TransformerClassifier(nn.Module):
@@ -30,7 +31,7 @@ class TransformerClassifier(nn.Module):
 
     Args:
         vocab_size, num_classes: sizes of the vocabulary and of the output.
-        dim, depth, mlp_ratio: width, layers and MLP width ratio of the encoder.
+        dim, depth, mlp_ratio: width, layers (0: none) and MLP width ratio of the encoder.
         attention: the encoder's sequence block (``mhsa``, ``local``, ``none`` ...).
         readout: ``pooling`` or ``cls``; pooling: the block of the ``pooling`` read-out.
         max_len: longest input. dropout: in the encoder, after the positions and before the head.
@@ -43,21 +44,19 @@ class TransformerClassifier(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        num_classes: Optional[int] = None,
-        dim: int = 128,
-        depth: int = 2,
+        vocab_size: Optional[PositiveInt] = None,
+        num_classes: Optional[PositiveInt] = None,
+        dim: PositiveInt = 128,
+        depth: NonNegativeInt = 2,
         attention: SequenceBlock = "mhsa",
-        readout: str = "pooling",
+        readout: Readout = "pooling",
         pooling: PoolingBlock = "pooling",
-        mlp_ratio: float = 2.0,
-        max_len: int = 128,
-        dropout: float = 0.1,
+        mlp_ratio: PositiveFloat = 2.0,
+        max_len: PositiveInt = 128,
+        dropout: Fraction = 0.1,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size, num_classes=num_classes)
         super().__init__()
-        if readout not in READOUTS:
-            raise ConfigError(f"model.readout must be one of {', '.join(READOUTS)}, got {readout!r}")
         self.vocab_size, self.readout, self.scale = vocab_size, readout, math.sqrt(dim)
         self.embed = scaled_embedding(vocab_size, dim)
         self.positions = PositionalEncoding(dim, max_len + 1, dropout=dropout)

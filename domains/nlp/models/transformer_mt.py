@@ -13,6 +13,7 @@ from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
 from framework.decoding import State
 from framework.layers import AttentionEncoder, PositionalEncoding
+from framework.values import Fraction, PositiveFloat, PositiveInt
 
 from .common import query_key_weights, scaled_embedding
 from .seq2seq import Seq2SeqOutput
@@ -81,14 +82,14 @@ class TransformerSeq2Seq(nn.Module):
 
     def __init__(
         self,
-        vocab_size: Optional[int] = None,
-        dim: int = 128,
-        depth: int = 2,
+        vocab_size: Optional[PositiveInt] = None,
+        dim: PositiveInt = 128,
+        depth: PositiveInt = 2,
         attention: SequenceBlock = "mhsa",
         cross_attention: CrossBlock = "multi_head",
-        mlp_ratio: float = 4.0,
-        max_len: int = 128,
-        dropout: float = 0.1,
+        mlp_ratio: PositiveFloat = 4.0,
+        max_len: PositiveInt = 128,
+        dropout: Fraction = 0.1,
     ) -> None:
         require_sizes("model", vocab_size=vocab_size)
         super().__init__()

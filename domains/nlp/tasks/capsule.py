@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import torch
 import torch.nn.functional as F
@@ -11,9 +11,13 @@ from torch import Tensor, nn
 from framework.attention.pooling.capsule import capsule_losses
 from framework.errors import ConfigError
 from framework.tasks import call_model
+from framework.values import ClassCount, NonNegativeFloat
 
 from ..models.char_word import CapsuleOutput
 from .classification import TextClassification
+
+#: The probability loss of the capsules (``task.loss``).
+Loss = Literal["bce", "hinge"]
 
 
 class CapsuleClassification(TextClassification):
@@ -38,14 +42,10 @@ class CapsuleClassification(TextClassification):
         reconstruction: the weight of U (0 = the probability loss alone).
     """
 
-    LOSSES = ("bce", "hinge")
-
-    def __init__(self, num_classes: Optional[int] = None, loss: str = "bce", reconstruction: float = 0.1) -> None:
+    def __init__(
+        self, num_classes: Optional[ClassCount] = None, loss: Loss = "bce", reconstruction: NonNegativeFloat = 0.1
+    ) -> None:
         super().__init__(num_classes)
-        if loss not in self.LOSSES:
-            raise ConfigError(f"task.loss must be one of {', '.join(self.LOSSES)}, got {loss!r}")
-        if reconstruction < 0:
-            raise ConfigError(f"task.reconstruction must be >= 0, got {reconstruction}")
         self.loss, self.reconstruction = loss, reconstruction
 
     def check(self, model: nn.Module, data: Any) -> None:

@@ -13,6 +13,7 @@ from framework.attention.pooling import frobenius_penalty
 from framework.errors import ConfigError
 from framework.evaluation.protocol import ItemAttention, erase_tokens
 from framework.tasks import Classification, call_model, inputs_of, split_batch
+from framework.values import ClassCount, Fraction, NonNegativeFloat
 
 from ..data.tokenization import PAD, tokens_of
 from ..models.common import ClassifierOutput
@@ -51,10 +52,10 @@ class TextClassification(TokenizerState, Classification):
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
     """
 
-    def __init__(self, num_classes: Optional[int] = None, penalty: float = 0.0, label_smoothing: float = 0.0) -> None:
+    def __init__(
+        self, num_classes: Optional[ClassCount] = None, penalty: NonNegativeFloat = 0.0, label_smoothing: Fraction = 0.0
+    ) -> None:
         super().__init__(num_classes, label_smoothing)
-        if penalty < 0:
-            raise ConfigError(f"task.penalty must be >= 0, got {penalty}")
         self.penalty = penalty
 
     def check(self, model: nn.Module, data: Any) -> None:

@@ -11,6 +11,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassExactMatch
 
 from framework.errors import ConfigError
 from framework.tasks import Task
+from framework.values import PositiveInt
 
 from ..data.sorting import IGNORE
 from ..metrics import TokenAccuracy
@@ -32,10 +33,8 @@ class Ordering(Task):
         monitor: the validation metric that picks the best checkpoint.
     """
 
-    def __init__(self, max_length: int = 10, monitor: str = "val/sequence_acc") -> None:
+    def __init__(self, max_length: PositiveInt = 10, monitor: str = "val/sequence_acc") -> None:
         super().__init__()
-        if max_length < 1:
-            raise ConfigError(f"task.max_length must be at least 1, got {max_length}")
         self.max_length, self.monitor = max_length, monitor
         self.mode = "min" if monitor.endswith("loss") else "max"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import torch
 import torch.nn.functional as F
@@ -12,10 +12,10 @@ from torchmetrics import MetricCollection
 from torchmetrics.text import Perplexity, SacreBLEUScore
 
 from framework.attention import capture
-from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, erase_tokens, replaying
 from framework.tasks import Task
 from framework.tasks.attention_training import AttentionTraining
+from framework.values import Fraction, NonNegativeFloat, PositiveInt
 
 from ..data.tokenization import EOS, PAD, token_names
 from ..decoding import beam_search, greedy_decode
@@ -24,7 +24,8 @@ from ..models.seq2seq import Seq2SeqOutput, teacher_inputs
 from ..pictures import alignment_image
 from .tokenizer import TokenizerState
 
-DECODINGS = ("greedy", "beam")
+#: How outputs are decoded (``task.decoding``).
+Decoding = Literal["greedy", "beam"]
 
 #: The decision's log p is kept at or below log(1 - SATURATED) in its second logit, log(1 - p), which is then finite.
 SATURATED = 1e-6
@@ -94,7 +95,7 @@ class Translation(AttentionTraining, TokenizerState, Task):
     the epoch.
 
     Args:
-        decoding: ``greedy`` or ``beam``. beam_size: K. length_penalty: GNMT's alpha.
+        decoding: ``greedy`` or ``beam``. beam_size: K. length_penalty: GNMT's alpha (0: none).
         max_length: output tokens at most.
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
         monitor: the validation metric that picks the best checkpoint (``val/bleu``,
@@ -124,24 +125,18 @@ class Translation(AttentionTraining, TokenizerState, Task):
 
     def __init__(
         self,
-        decoding: str = "greedy",
-        beam_size: int = 4,
-        length_penalty: float = 0.0,
-        max_length: int = 64,
-        label_smoothing: float = 0.0,
+        decoding: Decoding = "greedy",
+        beam_size: PositiveInt = 4,
+        length_penalty: NonNegativeFloat = 0.0,
+        max_length: PositiveInt = 64,
+        label_smoothing: Fraction = 0.0,
         monitor: str = "val/bleu",
-        attention_supervision: float = 0.0,
-        decouple_attention: float = 0.0,
+        attention_supervision: NonNegativeFloat = 0.0,
+        decouple_attention: NonNegativeFloat = 0.0,
         random_attention: bool = False,
     ) -> None:
         super().__init__()
         self.attention_options(attention_supervision, decouple_attention, random_attention)
-        if decoding not in DECODINGS:
-            raise ConfigError(f"task.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
-        if beam_size < 1 or max_length < 1:
-            raise ConfigError(
-                f"task.beam_size and task.max_length must be at least 1, got {beam_size} and {max_length}"
-            )
         self.decoding, self.beam_size, self.length_penalty = decoding, beam_size, length_penalty
         self.max_length, self.label_smoothing = max_length, label_smoothing
         self.monitor, self.mode = monitor, "min" if monitor.endswith(("loss", "ppl")) else "max"

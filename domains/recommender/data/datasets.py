@@ -10,8 +10,8 @@ in one vectorised step, with no Python loop over users.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Callable, Optional, Union
+from collections.abc import Callable, Sequence
+from typing import Optional, Union
 
 import numpy as np
 import torch
@@ -58,8 +58,13 @@ class TrainSequences(TensorExamples):
 
     fields = ("sequence",)
 
-    def __init__(self, train: Union[Histories, Tensor], max_len: int, starts: Optional[Tensor] = None,
-                 ends: Optional[Tensor] = None) -> None:
+    def __init__(
+        self,
+        train: Union[Histories, Tensor],
+        max_len: int,
+        starts: Optional[Tensor] = None,
+        ends: Optional[Tensor] = None,
+    ) -> None:
         if isinstance(train, Tensor):
             self.sequence = left_window(train, starts, ends, max_len + 1)
         else:
@@ -127,9 +132,13 @@ class RankingQueries(TensorExamples):
 
     def __getitems__(self, indices: Sequence[int]) -> Batch:
         index = torch.as_tensor(indices, dtype=torch.long, device=self.history.device)
-        return Batch(history=self.history.index_select(0, index), target=self.target.index_select(0, index),
-                        seen=self.seen_rows(index), negatives=self.negatives.index_select(0, index),
-                        user=self.user.index_select(0, index))
+        return Batch(
+            history=self.history.index_select(0, index),
+            target=self.target.index_select(0, index),
+            seen=self.seen_rows(index),
+            negatives=self.negatives.index_select(0, index),
+            user=self.user.index_select(0, index),
+        )
 
     def to(self, device: Union[torch.device, str]) -> RankingQueries:
         """Move every tensor to ``device``, in place (negatives not drawn yet follow when drawn)."""

@@ -30,8 +30,16 @@ from .interactions import Histories
 class TasteChain:
     """The seeded item groups and transition table; :meth:`walk` draws one history."""
 
-    def __init__(self, num_items: int, num_tastes: int, branching: int, follow: float, taste: float, zipf: float,
-                 rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        num_items: int,
+        num_tastes: int,
+        branching: int,
+        follow: float,
+        taste: float,
+        zipf: float,
+        rng: np.random.Generator,
+    ) -> None:
         ranks = rng.permutation(num_items)  # item i + 1 has popularity rank ranks[i]
         popularity = 1.0 / (ranks + 1.0) ** zipf
         self.group = rng.permutation(num_items) % num_tastes  # group of item i + 1, groups of equal size
@@ -84,25 +92,40 @@ class TasteChain:
         return np.array(history, dtype=np.int64)
 
 
-def taste_histories(num_users: int, num_items: int, min_length: int, max_length: int, num_tastes: int = 10,
-                    branching: int = 3, follow: float = 0.5, taste: float = 0.4, zipf: float = 1.0,
-                    median_length: Optional[float] = None, length_spread: float = 0.9, seed: int = 0) -> Histories:
+def taste_histories(
+    num_users: int,
+    num_items: int,
+    min_length: int,
+    max_length: int,
+    num_tastes: int = 10,
+    branching: int = 3,
+    follow: float = 0.5,
+    taste: float = 0.4,
+    zipf: float = 1.0,
+    median_length: Optional[float] = None,
+    length_spread: float = 0.9,
+    seed: int = 0,
+) -> Histories:
     """``num_users`` histories of ``min_length .. max_length`` items over ids ``1 .. num_items``:
     uniform lengths, or log-normal ones with ``median_length`` and ``length_spread`` (the
     standard deviation of the log-length), clipped to that range."""
     if not 1 <= branching < num_items:
         raise ConfigError(f"data.branching must be in [1, num_items), got {branching} with num_items={num_items}")
     if not 3 <= min_length <= max_length <= num_items:
-        raise ConfigError("data: need 3 <= min_length <= max_length <= num_items, got "
-                         f"{min_length}, {max_length}, {num_items}")
+        raise ConfigError(
+            f"data: need 3 <= min_length <= max_length <= num_items, got {min_length}, {max_length}, {num_items}"
+        )
     if not 1 <= num_tastes <= num_items:
         raise ConfigError(f"data.num_tastes must be in [1, num_items], got {num_tastes}")
     if not (0.0 <= follow and 0.0 <= taste and follow + taste <= 1.0):
-        raise ConfigError(f"data.follow and data.taste must be probabilities with follow + taste <= 1, "
-                         f"got {follow}, {taste}")
+        raise ConfigError(
+            f"data.follow and data.taste must be probabilities with follow + taste <= 1, got {follow}, {taste}"
+        )
     if median_length is not None and not (median_length > 0 and length_spread >= 0):
-        raise ConfigError(f"data.median_length must be positive and data.length_spread at least 0, got "
-                         f"{median_length}, {length_spread}")
+        raise ConfigError(
+            f"data.median_length must be positive and data.length_spread at least 0, got "
+            f"{median_length}, {length_spread}"
+        )
     rng = np.random.default_rng(seed)
     chain = TasteChain(num_items, num_tastes, branching, follow, taste, zipf, rng)
     if median_length is None:

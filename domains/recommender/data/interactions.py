@@ -33,8 +33,11 @@ def read_movielens(path: Path) -> Histories:
     A user's items are ordered by timestamp; equal timestamps keep the file's order.
     """
     text = TextFile(path, "MovieLens ratings")
-    table = text.integers("\t", {"user id": (1, None), "item id": (1, None), "rating": (1, 5), "timestamp": (0, None)},
-                          "'user<TAB>item<TAB>rating<TAB>timestamp'")
+    table = text.integers(
+        "\t",
+        {"user id": (1, None), "item id": (1, None), "rating": (1, 5), "timestamp": (0, None)},
+        "'user<TAB>item<TAB>rating<TAB>timestamp'",
+    )
     by_time = np.argsort(table[:, 3], kind="stable")
     return group_by_user(table[by_time, 0], table[by_time, 1])
 
@@ -69,7 +72,7 @@ def filter_min_counts(histories: Histories, min_user: int, min_item: int) -> His
             break
         keep &= ~drop
     offsets = np.r_[0, np.cumsum(lengths)]
-    return [histories[u][keep[offsets[u]:offsets[u + 1]]] for u in np.flatnonzero(user_counts >= min_user)]
+    return [histories[u][keep[offsets[u] : offsets[u + 1]]] for u in np.flatnonzero(user_counts >= min_user)]
 
 
 def index_items(histories: Histories) -> tuple[Histories, int]:

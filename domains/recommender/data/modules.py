@@ -23,13 +23,12 @@ import torch
 from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 from torch.utils.data import Dataset
-
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 from framework.data import DataError, SplitDataModule, dataset_dir
-
+from framework.data.module import Split
 from framework.data.sampling import LengthGroupedShuffle
-from framework.errors import ConfigError
+from framework.values import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Probability, Seed, declare
 
 from .datasets import RankingQueries, TrainSequences, flatten
 from .generated import taste_histories
@@ -38,6 +37,13 @@ from .negatives import cached_negatives, sample_negatives
 
 #: Batches per pool sorted by length when training batches are grouped by length.
 LENGTH_POOL = 50
+
+#: The fewest interactions of a user (or items of a history): leave-one-out needs a training, a
+#: validation and a test item.
+LeaveOneOut = declare(
+    "LeaveOneOut", int, "an int >= 3 (leave-one-out: a training, a validation and a test item)", low=3
+)
+
 
 def counts(histories: Histories) -> dict[str, int]:
     """Users, distinct items and interactions of some histories."""
@@ -70,15 +76,19 @@ class SequenceData(SplitDataModule):
     #: Keep the drawn negatives in the cache folder (worth it for data read from files).
     cache_negatives = False
 
-    def __init__(self, max_len: int = 50, num_negatives: int = 100, seed: int = 0, group_by_length: bool = True,
-                 batch_size: int = 128, eval_batch_size: Optional[int] = None, num_workers: int = 0,
-                 predict_split: str = "test") -> None:
+    def __init__(
+        self,
+        max_len: PositiveInt = 50,
+        num_negatives: PositiveInt = 100,
+        seed: Seed = 0,
+        group_by_length: bool = True,
+        batch_size: PositiveInt = 128,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+        predict_split: Split = "test",
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers, predict_split)
         self.group_by_length = group_by_length
-        if max_len < 1:
-            raise ConfigError(f"data.max_len must be at least 1, got {max_len}")
-        if num_negatives < 1:
-            raise ConfigError(f"data.num_negatives must be at least 1, got {num_negatives}")
         self.max_len, self.num_negatives, self.seed = max_len, num_negatives, seed
         self.num_items: Optional[int] = None
         self.num_users: Optional[int] = None
@@ -96,8 +106,10 @@ class SequenceData(SplitDataModule):
         histories, self.num_items = self.load()
         short = sum(len(h) < 3 for h in histories)
         if short:
-            raise ValueError(f"leave-one-out needs at least 3 items per user; {short} users have fewer "
-                             "(raise data.min_user_interactions to 3 or more)")
+            raise ValueError(
+                f"leave-one-out needs at least 3 items per user; {short} users have fewer "
+                "(raise data.min_user_interactions to 3 or more)"
+            )
         self._items, self._offsets = flatten(histories)
         starts, ends = self._offsets[:-1], self._offsets[1:]
         self.num_users, self.num_interactions = len(histories), len(self._items)
@@ -109,9 +121,11 @@ class SequenceData(SplitDataModule):
             "val": RankingQueries(self._items, starts, ends - 2, self.max_len, self.draw_negatives),
             "test": RankingQueries(self._items, starts, ends - 1, self.max_len, self.draw_negatives),
         }
-        rank_zero_info(f"{type(self).__name__}: {self.summary()}; leave-one-out split; set up in "
-                       f"{time.perf_counter() - start:.1f} s; {self.num_negatives} uniform negatives per user "
-                       f"for the sampled protocol, drawn on first use (seed {self.seed})")
+        rank_zero_info(
+            f"{type(self).__name__}: {self.summary()}; leave-one-out split; set up in "
+            f"{time.perf_counter() - start:.1f} s; {self.num_negatives} uniform negatives per user "
+            f"for the sampled protocol, drawn on first use (seed {self.seed})"
+        )
         return splits
 
     def summary(self) -> str:
@@ -139,8 +153,10 @@ class SequenceData(SplitDataModule):
             else:
                 rng = np.random.default_rng(self.seed)
                 self._negatives, cached = sample_negatives(histories, self.num_items, self.num_negatives, rng), False
-            rank_zero_info(f"{type(self).__name__}: {self.num_negatives} negatives per user for the sampled protocol "
-                           f"{'read from the cache' if cached else 'drawn'} in {time.perf_counter() - start:.1f} s")
+            rank_zero_info(
+                f"{type(self).__name__}: {self.num_negatives} negatives per user for the sampled protocol "
+                f"{'read from the cache' if cached else 'drawn'} in {time.perf_counter() - start:.1f} s"
+            )
         return self._negatives
 
     def train_dataloader(self) -> StatefulDataLoader:
@@ -178,13 +194,10 @@ class LoggedSequences(SequenceData):
 
     cache_negatives = True
 
-    def __init__(self, min_user_interactions: int = 3, min_item_interactions: int = 1, **kwargs) -> None:
+    def __init__(
+        self, min_user_interactions: LeaveOneOut = 3, min_item_interactions: PositiveInt = 1, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
-        if min_user_interactions < 3:
-            raise ConfigError("data.min_user_interactions must be at least 3 (leave-one-out needs a training, "
-                             f"a validation and a test item), got {min_user_interactions}")
-        if min_item_interactions < 1:
-            raise ConfigError(f"data.min_item_interactions must be at least 1, got {min_item_interactions}")
         self.min_user_interactions, self.min_item_interactions = min_user_interactions, min_item_interactions
 
     def read(self) -> Histories:
@@ -197,20 +210,29 @@ class LoggedSequences(SequenceData):
         self.sources = dict.fromkeys(("train", "val", "test"), self.source)
         kept = filter_min_counts(raw, self.min_user_interactions, self.min_item_interactions)
         if not kept:
-            raise DataError(f"no user of {self.source} ({self.read_counts['users']} users) is left with the thresholds "
-                            f"users >= {self.min_user_interactions}, items >= {self.min_item_interactions} interactions: "
-                            "lower data.min_user_interactions or data.min_item_interactions")
+            raise DataError(
+                f"no user of {self.source} ({self.read_counts['users']} users) is left with the thresholds "
+                f"users >= {self.min_user_interactions}, items >= {self.min_item_interactions} interactions: "
+                "lower data.min_user_interactions or data.min_item_interactions"
+            )
         return index_items(kept)
 
     def summary(self) -> str:
         read, kept = self.read_counts, super().summary()
-        thresholds = (f"thresholds: users >= {self.min_user_interactions}, items >= {self.min_item_interactions} "
-                      "interactions (data.min_user_interactions, data.min_item_interactions)")
-        if (read["users"], read["items"], read["interactions"]) == (self.num_users, self.num_items,
-                                                                   self.num_interactions):
+        thresholds = (
+            f"thresholds: users >= {self.min_user_interactions}, items >= {self.min_item_interactions} "
+            "interactions (data.min_user_interactions, data.min_item_interactions)"
+        )
+        if (read["users"], read["items"], read["interactions"]) == (
+            self.num_users,
+            self.num_items,
+            self.num_interactions,
+        ):
             return f"{kept}, all that {self.source} holds ({thresholds}: nothing dropped)"
-        return (f"{kept} kept of {read['users']} users, {read['items']} items, {read['interactions']} interactions "
-                f"in {self.source} ({thresholds})")
+        return (
+            f"{kept} kept of {read['users']} users, {read['items']} items, {read['interactions']} interactions "
+            f"in {self.source} ({thresholds})"
+        )
 
     @property
     def source(self) -> str:
@@ -231,10 +253,16 @@ class MovieLens100K(LoggedSequences):
         Others: as in :class:`LoggedSequences`.
     """
 
-    def __init__(self, root: Optional[str] = None, min_user_interactions: int = 5, min_item_interactions: int = 5,
-                 **kwargs) -> None:
-        super().__init__(min_user_interactions=min_user_interactions, min_item_interactions=min_item_interactions,
-                         **kwargs)
+    def __init__(
+        self,
+        root: Optional[str] = None,
+        min_user_interactions: LeaveOneOut = 5,
+        min_item_interactions: PositiveInt = 5,
+        **kwargs,
+    ) -> None:
+        super().__init__(
+            min_user_interactions=min_user_interactions, min_item_interactions=min_item_interactions, **kwargs
+        )
         self.root = root
 
     @property
@@ -242,8 +270,12 @@ class MovieLens100K(LoggedSequences):
         return "u.data"
 
     def read(self) -> Histories:
-        folder = dataset_dir("MovieLens100K/raw", root=self.root, expect=("u.data",),
-                             source="https://files.grouplens.org/datasets/movielens/ml-100k.zip (unzip ml-100k/)")
+        folder = dataset_dir(
+            "MovieLens100K/raw",
+            root=self.root,
+            expect=("u.data",),
+            source="https://files.grouplens.org/datasets/movielens/ml-100k.zip (unzip ml-100k/)",
+        )
         return read_movielens(folder / "u.data")
 
 
@@ -271,9 +303,13 @@ class UserItemSequences(LoggedSequences):
         return str(self.path)
 
     def read(self) -> Histories:
-        folder = dataset_dir(str(self.path.parent), root=self.path.parent if self.path.is_absolute() else None,
-                             expect=(self.path.name,), key="data.path",
-                             source="https://github.com/kang205/SASRec (data/) or any 'user item' per-line file")
+        folder = dataset_dir(
+            str(self.path.parent),
+            root=self.path.parent if self.path.is_absolute() else None,
+            expect=(self.path.name,),
+            key="data.path",
+            source="https://github.com/kang205/SASRec (data/) or any 'user item' per-line file",
+        )
         return read_user_item_lines(folder / self.path.name)
 
 
@@ -293,17 +329,39 @@ class GeneratedSequences(SequenceData):
         branching: successors per item in the transition table.
         follow: probability that the next item is a successor of the current one.
         taste: probability that it is a popular item of the user's group.
-        zipf: exponent of the item popularity.
+        zipf: exponent of the item popularity (0: every item equally popular).
         Others: as in :class:`SequenceData`; ``seed`` also seeds the generator.
     """
 
-    def __init__(self, num_users: int = 2000, num_items: int = 400, min_length: int = 10, max_length: int = 40,
-                 num_tastes: int = 10, branching: int = 3, follow: float = 0.5, taste: float = 0.4, zipf: float = 1.0,
-                 median_length: Optional[float] = None, length_spread: float = 0.9, **kwargs) -> None:
+    def __init__(
+        self,
+        num_users: PositiveInt = 2000,
+        num_items: PositiveInt = 400,
+        min_length: LeaveOneOut = 10,
+        max_length: LeaveOneOut = 40,
+        num_tastes: PositiveInt = 10,
+        branching: PositiveInt = 3,
+        follow: Probability = 0.5,
+        taste: Probability = 0.4,
+        zipf: NonNegativeFloat = 1.0,
+        median_length: Optional[PositiveFloat] = None,
+        length_spread: NonNegativeFloat = 0.9,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
-        self.structure = dict(num_users=num_users, num_items=num_items, min_length=min_length, max_length=max_length,
-                              num_tastes=num_tastes, branching=branching, follow=follow, taste=taste, zipf=zipf,
-                              median_length=median_length, length_spread=length_spread)
+        self.structure = dict(
+            num_users=num_users,
+            num_items=num_items,
+            min_length=min_length,
+            max_length=max_length,
+            num_tastes=num_tastes,
+            branching=branching,
+            follow=follow,
+            taste=taste,
+            zipf=zipf,
+            median_length=median_length,
+            length_spread=length_spread,
+        )
         taste_histories(**{**self.structure, "num_users": 0})  # check the arguments now, not at set-up
         self.num_items = num_items
 

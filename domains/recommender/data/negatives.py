@@ -63,8 +63,10 @@ def sample_negatives(seen: Histories, num_items: int, count: int, rng: np.random
     pairs = np.unique(np.repeat(np.arange(users, dtype=np.int64), lengths) * span + items)  # (user, item), sorted
     allowed = num_items - np.bincount(pairs // span, minlength=users)
     if allowed.min() < count:
-        raise ConfigError(f"data.num_negatives={count} but a user has only {allowed.min()} unseen items "
-                         f"of {num_items}; lower data.num_negatives")
+        raise ConfigError(
+            f"data.num_negatives={count} but a user has only {allowed.min()} unseen items "
+            f"of {num_items}; lower data.num_negatives"
+        )
     out = np.zeros((users, count), dtype=np.int64)
     kept = np.zeros(users, dtype=np.int64)
     pending = np.arange(users)
@@ -104,8 +106,9 @@ def negatives_key(histories: Histories, num_items: int, count: int, seed: int) -
     return digest.hexdigest()[:16]
 
 
-def cached_negatives(histories: Histories, num_items: int, count: int, seed: int,
-                     cache: Optional[Path] = None) -> tuple[Tensor, bool]:
+def cached_negatives(
+    histories: Histories, num_items: int, count: int, seed: int, cache: Optional[Path] = None
+) -> tuple[Tensor, bool]:
     """The negatives of :func:`sample_negatives` (``rng`` seeded with ``seed``) for the users'
     whole ``histories``, read from ``cache / <key> / negatives.pt`` when an earlier run drew
     them for the same data, else drawn and written there. ``cache=None``: the framework's

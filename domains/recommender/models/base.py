@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
+from framework.values import NonNegativeInt, PositiveInt
 
 
 def check_history(model: nn.Module, history: Tensor, vocabulary: int) -> None:
@@ -65,11 +66,9 @@ class SequentialRecommender(nn.Module):
         extra_tokens: ids after I that the model uses itself (BERT4Rec's [mask]).
     """
 
-    def __init__(self, num_items: Optional[int], dim: int, extra_tokens: int = 0) -> None:
+    def __init__(self, num_items: Optional[PositiveInt], dim: PositiveInt, extra_tokens: NonNegativeInt = 0) -> None:
         super().__init__()
         require_sizes("model", num_items=num_items)
-        if num_items < 1:
-            raise ConfigError(f"model.num_items must be at least 1, got {num_items}")
         self.num_items, self.dim = num_items, dim
         self.items = nn.Embedding(num_items + 1 + extra_tokens, dim, padding_idx=0)
         nn.init.normal_(self.items.weight, std=1.0 / math.sqrt(dim))

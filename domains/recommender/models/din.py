@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from framework.attention import CrossBlock, build
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
+from framework.values import PositiveInt
 
 from .base import check_history, leading_padding
 
@@ -47,18 +47,14 @@ class DIN(nn.Module):
 
     def __init__(
         self,
-        num_items: Optional[int] = None,
-        dim: int = 64,
+        num_items: Optional[PositiveInt] = None,
+        dim: PositiveInt = 64,
         attention: CrossBlock = "additive",
-        hidden: Sequence[int] = (80, 40),
-        chunk_size: int = 256,
+        hidden: Sequence[PositiveInt] = (80, 40),
+        chunk_size: PositiveInt = 256,
     ) -> None:
         require_sizes("model", num_items=num_items)
         super().__init__()
-        if num_items < 1:
-            raise ConfigError(f"model.num_items must be at least 1, got {num_items}")
-        if chunk_size < 1:
-            raise ConfigError(f"model.chunk_size must be at least 1, got {chunk_size}")
         self.num_items, self.chunk_size = num_items, chunk_size
         self.items = nn.Embedding(num_items + 1, dim, padding_idx=0)
         self.attention = build(attention, dim, kind="cross")

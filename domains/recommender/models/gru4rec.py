@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.layers import run_packed
+from framework.values import Fraction, PositiveInt
 
 from .base import SequentialRecommender
 
@@ -41,7 +42,12 @@ class GRU4Rec(SequentialRecommender):
     """
 
     def __init__(
-        self, num_items: Optional[int] = None, dim: int = 64, hidden: int = 100, layers: int = 1, dropout: float = 0.2
+        self,
+        num_items: Optional[PositiveInt] = None,
+        dim: PositiveInt = 64,
+        hidden: PositiveInt = 100,
+        layers: PositiveInt = 1,
+        dropout: Fraction = 0.2,
     ) -> None:
         super().__init__(num_items, dim)
         self.dropout = nn.Dropout(dropout)

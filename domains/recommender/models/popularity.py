@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
+from framework.values import PositiveInt
 
 from .base import check_history
 
@@ -38,11 +38,9 @@ class MostPopular(nn.Module):
     #: The tasks count the training data into the model (:meth:`count`) instead of training it.
     counted = True
 
-    def __init__(self, num_items: Optional[int] = None) -> None:
+    def __init__(self, num_items: Optional[PositiveInt] = None) -> None:
         require_sizes("model", num_items=num_items)
         super().__init__()
-        if num_items < 1:
-            raise ConfigError(f"model.num_items must be at least 1, got {num_items}")
         self.num_items = num_items
         self.register_buffer("counts", torch.zeros(num_items + 1))
         self.temperature = nn.Parameter(torch.tensor(0.5413), requires_grad=False)  # softplus(t) = 1

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from framework.attention import SequenceBlock
 from framework.layers import AttentionEncoder, PositionalEncoding
+from framework.values import Fraction, NonNegativeInt, PositiveFloat, PositiveInt
 
 from .base import SequentialRecommender
 
@@ -40,15 +41,15 @@ class SelfAttentiveRecommender(SequentialRecommender):
 
     def __init__(
         self,
-        num_items: Optional[int] = None,
-        dim: int = 64,
-        depth: int = 2,
+        num_items: Optional[PositiveInt] = None,
+        dim: PositiveInt = 64,
+        depth: PositiveInt = 2,
         attention: SequenceBlock = "mhsa",
-        max_len: int = 50,
-        mlp_ratio: float = 1.0,
-        dropout: float = 0.2,
+        max_len: PositiveInt = 50,
+        mlp_ratio: PositiveFloat = 1.0,
+        dropout: Fraction = 0.2,
         causal: bool = True,
-        extra_tokens: int = 0,
+        extra_tokens: NonNegativeInt = 0,
     ) -> None:
         super().__init__(num_items, dim, extra_tokens)
         self.positions = PositionalEncoding(dim, max_len, learned=True, dropout=dropout)
@@ -67,13 +68,13 @@ class SASRec(SelfAttentiveRecommender):
 
     def __init__(
         self,
-        num_items: Optional[int] = None,
-        dim: int = 64,
-        depth: int = 2,
+        num_items: Optional[PositiveInt] = None,
+        dim: PositiveInt = 64,
+        depth: PositiveInt = 2,
         attention: SequenceBlock = "mhsa",
-        max_len: int = 50,
-        mlp_ratio: float = 1.0,
-        dropout: float = 0.2,
+        max_len: PositiveInt = 50,
+        mlp_ratio: PositiveFloat = 1.0,
+        dropout: Fraction = 0.2,
     ) -> None:
         super().__init__(num_items, dim, depth, attention, max_len, mlp_ratio, dropout, causal=True)
 
@@ -93,13 +94,13 @@ class BERT4Rec(SelfAttentiveRecommender):
 
     def __init__(
         self,
-        num_items: Optional[int] = None,
-        dim: int = 64,
-        depth: int = 2,
+        num_items: Optional[PositiveInt] = None,
+        dim: PositiveInt = 64,
+        depth: PositiveInt = 2,
         attention: SequenceBlock = "mhsa",
-        max_len: int = 50,
-        mlp_ratio: float = 4.0,
-        dropout: float = 0.1,
+        max_len: PositiveInt = 50,
+        mlp_ratio: PositiveFloat = 4.0,
+        dropout: Fraction = 0.1,
     ) -> None:
         super().__init__(num_items, dim, depth, attention, max_len, mlp_ratio, dropout, causal=False, extra_tokens=1)
         self.mask_token = num_items + 1

@@ -16,6 +16,21 @@ from .scenes import DigitScenes, Scenes
 from .torchvision_sets import TorchvisionClassification, read_idx
 from .transforms import IGNORE_INDEX, PadTo, RandomScale, segmentation_transform
 
-__all__ = ["IGNORE_INDEX", "LAYOUTS", "DigitScenes", "Digits", "ImageFolderClassification", "Layout", "PadTo",
-           "RandomScale", "Scenes", "SegmentationFiles", "SegmentationFolders", "TorchvisionClassification",
-           "load_digit_images", "read_idx", "segmentation_transform", "stratified_split"]
+__all__ = [
+    "IGNORE_INDEX",
+    "LAYOUTS",
+    "DigitScenes",
+    "Digits",
+    "ImageFolderClassification",
+    "Layout",
+    "PadTo",
+    "RandomScale",
+    "Scenes",
+    "SegmentationFiles",
+    "SegmentationFolders",
+    "TorchvisionClassification",
+    "load_digit_images",
+    "read_idx",
+    "segmentation_transform",
+    "stratified_split",
+]

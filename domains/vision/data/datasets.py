@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -24,8 +24,10 @@ class ImageTensors(Dataset):
 
     def __init__(self, images: Tensor, targets: Tensor, transform: Callable) -> None:
         if images.ndim != 4 or targets.shape[0] != images.shape[0] or targets.ndim not in (1, 3):
-            raise ValueError(f"ImageTensors: images must be (N, C, H, W) and targets (N,) or (N, H, W), "
-                             f"got {tuple(images.shape)} and {tuple(targets.shape)}")
+            raise ValueError(
+                f"ImageTensors: images must be (N, C, H, W) and targets (N,) or (N, H, W), "
+                f"got {tuple(images.shape)} and {tuple(targets.shape)}"
+            )
         self.images, self.targets, self.transform = images, targets, transform
 
     def __len__(self) -> int:
@@ -33,5 +35,7 @@ class ImageTensors(Dataset):
 
     def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
         target = self.targets[i]
-        image, target = self.transform(tv_tensors.Image(self.images[i]), tv_tensors.Mask(target) if target.ndim else target)
+        image, target = self.transform(
+            tv_tensors.Image(self.images[i]), tv_tensors.Mask(target) if target.ndim else target
+        )
         return image, torch.as_tensor(target).long()

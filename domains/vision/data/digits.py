@@ -14,11 +14,14 @@ from torch import Tensor
 
 from framework.data import SplitDataModule
 from framework.errors import ConfigError
+from framework.values import AnyReal, NonNegativeInt, OpenFraction, PositiveFloat, PositiveInt, Seed, declare
 
 from .datasets import ImageTensors
 from .transforms import check_normalisation, classification_transform
 
 DIGIT_NAMES = [str(d) for d in range(10)]
+#: The side of the digit images a model sees: the digits' own 8 pixels at least.
+DigitImageSize = declare("DigitImageSize", int, "an int >= 8 (the digits' own size)", low=8)
 
 
 @lru_cache(maxsize=1)
@@ -43,10 +46,12 @@ def stratified_split(labels: Tensor, sizes: Sequence[int], seed: int) -> list[Te
 
 
 def split_sizes(total: int, val_fraction: float, test_fraction: float) -> tuple[int, int]:
-    """Validation and test sizes of ``total`` examples, checked: both fractions > 0, sum < 1."""
-    if not (0 < val_fraction and 0 < test_fraction and val_fraction + test_fraction < 1):
-        raise ConfigError(f"data.val_fraction and data.test_fraction must be > 0 with a sum < 1, "
-                         f"got {val_fraction} and {test_fraction}")
+    """Validation and test sizes of ``total`` examples, checked: the fractions' sum < 1 (each is in
+    (0, 1), their declared domain)."""
+    if val_fraction + test_fraction >= 1:
+        raise ConfigError(
+            f"data.val_fraction and data.test_fraction must have a sum < 1, got {val_fraction} and {test_fraction}"
+        )
     return max(10, round(val_fraction * total)), max(10, round(test_fraction * total))
 
 
@@ -76,14 +81,20 @@ class Digits(SplitDataModule):
     Batches: image (B, 1, image_size, image_size) float, target (B,) long.
     """
 
-    def __init__(self, image_size: int = 8, val_fraction: float = 0.15, test_fraction: float = 0.15,
-                 crop_padding: int = 0, seed: int = 0, mean: Sequence[float] = (0.305,), std: Sequence[float] = (0.376,),
-                 batch_size: int = 64, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        image_size: DigitImageSize = 8,
+        val_fraction: OpenFraction = 0.15,
+        test_fraction: OpenFraction = 0.15,
+        crop_padding: NonNegativeInt = 0,
+        seed: Seed = 0,
+        mean: Sequence[AnyReal] = (0.305,),
+        std: Sequence[PositiveFloat] = (0.376,),
+        batch_size: PositiveInt = 64,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
-        if image_size < 8:
-            raise ConfigError(f"data.image_size must be at least 8 (the digits' own size), got {image_size}")
-        if crop_padding < 0:
-            raise ConfigError(f"data.crop_padding must be >= 0, got {crop_padding}")
         split_sizes(1797, val_fraction, test_fraction)
         check_normalisation(mean, std, 1)
         self.save_hyperparameters()
@@ -95,6 +106,13 @@ class Digits(SplitDataModule):
         images, labels = load_digit_images()
         images = F.interpolate(images[:, None], size=(h.image_size, h.image_size), mode="bilinear", align_corners=False)
         images = images.clamp(0, 1)
-        return {split: ImageTensors(images[index], labels[index], classification_transform(
-                    split == "train", self.mean, self.std, h.image_size, crop_padding=h.crop_padding))
-                for split, index in digit_split_indices(h.val_fraction, h.test_fraction, h.seed).items()}
+        return {
+            split: ImageTensors(
+                images[index],
+                labels[index],
+                classification_transform(
+                    split == "train", self.mean, self.std, h.image_size, crop_padding=h.crop_padding
+                ),
+            )
+            for split, index in digit_split_indices(h.val_fraction, h.test_fraction, h.seed).items()
+        }

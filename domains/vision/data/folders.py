@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import torch
@@ -14,10 +14,17 @@ from torchvision import tv_tensors
 
 from framework.data import SPLITS, DataError, SplitDataModule, check_label_values, dataset_dir, image_header, read_image
 from framework.errors import ConfigError
+from framework.values import AnyReal, NonNegativeInt, PositiveFloat, PositiveInt
 
-from .layouts import LAYOUTS, Layout, Pairs
-from .transforms import IGNORE_INDEX, IMAGENET_MEAN, IMAGENET_STD, check_normalisation, check_scale_range, \
-    segmentation_transform
+from .layouts import LAYOUTS, Layout, LayoutName, Pairs
+from .transforms import (
+    IGNORE_INDEX,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    check_normalisation,
+    check_scale_range,
+    segmentation_transform,
+)
 
 
 def read_label_map(path: Path, lookup: Tensor, valid: Optional[np.ndarray] = None, meaning: str = "") -> Tensor:
@@ -26,7 +33,9 @@ def read_label_map(path: Path, lookup: Tensor, valid: Optional[np.ndarray] = Non
     the pixel and ``meaning``."""
     values = read_image(path, what="a label map")
     if values.ndim != 2 or values.dtype != np.uint8:
-        raise DataError(f"{path}: a label map must be a single-channel 8-bit PNG, got shape {values.shape} {values.dtype}")
+        raise DataError(
+            f"{path}: a label map must be a single-channel 8-bit PNG, got shape {values.shape} {values.dtype}"
+        )
     if valid is not None:
         check_label_values(values, valid, path, meaning)
     return lookup[torch.from_numpy(values.astype(np.int64))]
@@ -42,19 +51,25 @@ def check_pairs(pairs: Pairs, one_size: bool, pad_to: Optional[Sequence[int]] = 
     for image_path, label_path in pairs:
         image, label = image_header(image_path), image_header(label_path, "a label map")
         if label.mode not in ("L", "P"):
-            raise DataError(f"{label_path}: a label map must be a single-channel 8-bit PNG (mode L or P), got mode "
-                            f"{label.mode}")
+            raise DataError(
+                f"{label_path}: a label map must be a single-channel 8-bit PNG (mode L or P), got mode {label.mode}"
+            )
         if label[:2] != image[:2]:
-            raise DataError(f"{label_path}: label map {label.width} x {label.height} differs from its image "
-                            f"{image_path}, {image.width} x {image.height}")
+            raise DataError(
+                f"{label_path}: label map {label.width} x {label.height} differs from its image "
+                f"{image_path}, {image.width} x {image.height}"
+            )
         first = first or (image_path, image)
         if one_size and image[:2] != first[1][:2]:
-            raise DataError(f"{image_path} is {image.width} x {image.height}, but {first[0].name} is {first[1].width} x "
-                            f"{first[1].height}: the images of an evaluation split must have one size, unless data.pad_to "
-                            "is set")
+            raise DataError(
+                f"{image_path} is {image.width} x {image.height}, but {first[0].name} is {first[1].width} x "
+                f"{first[1].height}: the images of an evaluation split must have one size, unless data.pad_to "
+                "is set"
+            )
         if pad_to is not None and (image.height > pad_to[0] or image.width > pad_to[1]):
-            raise DataError(f"{image_path} is {image.width} x {image.height}, larger than data.pad_to {tuple(pad_to)} "
-                            "(H, W)")
+            raise DataError(
+                f"{image_path} is {image.width} x {image.height}, larger than data.pad_to {tuple(pad_to)} (H, W)"
+            )
 
 
 class SegmentationFiles(Dataset):
@@ -64,8 +79,9 @@ class SegmentationFiles(Dataset):
     Items: image float (3, H, W), target long (H, W) with ``IGNORE_INDEX`` for void pixels.
     """
 
-    def __init__(self, pairs: Pairs, lookup: Tensor, transform: Callable, valid: Optional[np.ndarray] = None,
-                 meaning: str = "") -> None:
+    def __init__(
+        self, pairs: Pairs, lookup: Tensor, transform: Callable, valid: Optional[np.ndarray] = None, meaning: str = ""
+    ) -> None:
         self.pairs, self.lookup, self.transform, self.valid, self.meaning = pairs, lookup, transform, valid, meaning
 
     def __len__(self) -> int:
@@ -76,8 +92,9 @@ class SegmentationFiles(Dataset):
         pixels = torch.from_numpy(read_image(image_path, "RGB")).permute(2, 0, 1)
         labels = read_label_map(label_path, self.lookup, self.valid, self.meaning)
         if labels.shape != pixels.shape[1:]:
-            raise DataError(f"{label_path}: label map {tuple(labels.shape)} differs from its image "
-                            f"{tuple(pixels.shape[1:])}")
+            raise DataError(
+                f"{label_path}: label map {tuple(labels.shape)} differs from its image {tuple(pixels.shape[1:])}"
+            )
         image, target = self.transform(tv_tensors.Image(pixels), tv_tensors.Mask(labels))
         return image, target.long()
 
@@ -117,19 +134,25 @@ class SegmentationFolders(SplitDataModule):
     Batches: image (B, 3, H, W) float, target (B, H, W) long, 255 = ignore.
     """
 
-    def __init__(self, layout: str = "camvid", root: Optional[str] = None, crop_size: Sequence[int] = (256, 256),
-                 scale_range: Sequence[float] = (0.5, 2.0), base_scale: float = 1.0, flip: bool = True,
-                 pad_to: Optional[Sequence[int]] = None, max_images: Optional[int] = None,
-                 mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD, batch_size: int = 8,
-                 eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        layout: LayoutName = "camvid",
+        root: Optional[str] = None,
+        crop_size: Sequence[PositiveInt] = (256, 256),
+        scale_range: Sequence[PositiveFloat] = (0.5, 2.0),
+        base_scale: PositiveFloat = 1.0,
+        flip: bool = True,
+        pad_to: Optional[Sequence[PositiveInt]] = None,
+        max_images: Optional[PositiveInt] = None,
+        mean: Sequence[AnyReal] = IMAGENET_MEAN,
+        std: Sequence[PositiveFloat] = IMAGENET_STD,
+        batch_size: PositiveInt = 8,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
-        if layout not in LAYOUTS:
-            raise ConfigError(f"data.layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
-        if len(crop_size) != 2 or min(crop_size) < 1:
-            raise ConfigError(f"data.crop_size must be (H, W) with positive sides, got {crop_size}")
-        if base_scale <= 0 or (max_images is not None and max_images < 1):
-            raise ConfigError(f"data.base_scale must be > 0 and data.max_images >= 1 or null, "
-                             f"got {base_scale} and {max_images}")
+        if len(crop_size) != 2:
+            raise ConfigError(f"data.crop_size must be (H, W), got {crop_size}")
         check_scale_range(scale_range)
         check_normalisation(mean, std, 3)
         self.save_hyperparameters()
@@ -144,11 +167,22 @@ class SegmentationFolders(SplitDataModule):
         pad_to = h.pad_to if h.pad_to is not None else self.layout.pad_to
         splits = {}
         for split in SPLITS:
-            transform = segmentation_transform(split == "train", self.mean, self.std, h.crop_size, h.scale_range, h.flip,
-                                               h.base_scale, pad_to=None if split == "train" else pad_to)
-            pairs = self.layout.find_pairs(self.root, split)[:h.max_images]
-            check_pairs(pairs, one_size=split != "train" and pad_to is None, pad_to=None if split == "train" else pad_to)
-            splits[split] = SegmentationFiles(pairs, lookup, transform, self.layout.valid_values(),
-                                              self.layout.label_meaning)
+            transform = segmentation_transform(
+                split == "train",
+                self.mean,
+                self.std,
+                h.crop_size,
+                h.scale_range,
+                h.flip,
+                h.base_scale,
+                pad_to=None if split == "train" else pad_to,
+            )
+            pairs = self.layout.find_pairs(self.root, split)[: h.max_images]
+            check_pairs(
+                pairs, one_size=split != "train" and pad_to is None, pad_to=None if split == "train" else pad_to
+            )
+            splits[split] = SegmentationFiles(
+                pairs, lookup, transform, self.layout.valid_values(), self.layout.label_meaning
+            )
             self.sources[split] = str(pairs[0][0].parent)
         return splits

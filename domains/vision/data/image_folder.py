@@ -10,7 +10,7 @@ from PIL import Image
 from torchvision.datasets import ImageFolder
 
 from framework.data import DataError, SplitDataModule, dataset_dir, image_header, read_image
-from framework.errors import ConfigError
+from framework.values import AnyReal, NonNegativeInt, PositiveFloat, PositiveInt
 
 from .transforms import IMAGENET_MEAN, IMAGENET_STD, check_normalisation, check_scale_range, photo_transform
 
@@ -39,18 +39,25 @@ class ImageFolderClassification(SplitDataModule):
     Batches: image (B, 3, image_size, image_size) float, target (B,) long.
     """
 
-    def __init__(self, root: Optional[str] = None, folder: str = "ImageFolder", image_size: int = 224,
-                 scale_range: Sequence[float] = (0.08, 1.0), mean: Sequence[float] = IMAGENET_MEAN,
-                 std: Sequence[float] = IMAGENET_STD, batch_size: int = 32, eval_batch_size: Optional[int] = None,
-                 num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        root: Optional[str] = None,
+        folder: str = "ImageFolder",
+        image_size: PositiveInt = 224,
+        scale_range: Sequence[PositiveFloat] = (0.08, 1.0),
+        mean: Sequence[AnyReal] = IMAGENET_MEAN,
+        std: Sequence[PositiveFloat] = IMAGENET_STD,
+        batch_size: PositiveInt = 32,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
-        if image_size < 1:
-            raise ConfigError(f"data.image_size must be positive, got {image_size}")
         check_scale_range(scale_range)
         check_normalisation(mean, std, 3)
         self.save_hyperparameters()
-        self.root = dataset_dir(folder, root=root, source="your own images, one sub-folder per class",
-                                expect=("train", "val"))
+        self.root = dataset_dir(
+            folder, root=root, source="your own images, one sub-folder per class", expect=("train", "val")
+        )
         self.class_names = sorted(entry.name for entry in (self.root / "train").iterdir() if entry.is_dir())
         if not self.class_names:
             raise ValueError(f"{self.root / 'train'} has no class sub-folders; expected <class>/<image> inside")
@@ -63,8 +70,11 @@ class ImageFolderClassification(SplitDataModule):
         for split in ("train", "val", "test"):
             folder = self.root / (split if (self.root / split).is_dir() else "val")
             try:
-                dataset = ImageFolder(str(folder), photo_transform(split == "train", self.mean, self.std, h.image_size,
-                                                                   h.scale_range), loader=load_rgb)
+                dataset = ImageFolder(
+                    str(folder),
+                    photo_transform(split == "train", self.mean, self.std, h.image_size, h.scale_range),
+                    loader=load_rgb,
+                )
             except FileNotFoundError as error:  # a class folder without images
                 raise DataError(f"{folder}: {error}") from None
             if dataset.classes != self.class_names:

@@ -30,6 +30,7 @@ from torchvision.transforms import v2
 from framework.data import SPLITS, SplitDataModule
 from framework.data.sampling import loader_generator
 from framework.errors import ConfigError
+from framework.values import AnyReal, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Seed
 
 from .datasets import ImageTensors
 from .digits import DIGIT_NAMES, digit_split_indices, load_digit_images
@@ -109,12 +110,24 @@ def clutter(count: int, canvas: int, rectangles: int, g: torch.Generator) -> Ten
     y, x = coords[:, None].float(), coords[None, :].float()
     a = angle[scene, on_top]
     wave = (y * a.sin() + x * a.cos()) * (2 * math.pi / period[scene, on_top])
-    painted = colour[scene, on_top].permute(0, 3, 1, 2) + (GRATING_AMPLITUDE * textured[scene, on_top] * wave.sin())[:, None]
+    painted = (
+        colour[scene, on_top].permute(0, 3, 1, 2) + (GRATING_AMPLITUDE * textured[scene, on_top] * wave.sin())[:, None]
+    )
     return torch.where(on_top[:, None] > 0, painted, field)
 
 
-def render_scenes(shapes: Tensor, labels: Tensor, count: int, canvas: int, digits: int, clean: int,
-                  digit_size: tuple[int, int], rectangles: int, noise: float, seed: int) -> Scenes:
+def render_scenes(
+    shapes: Tensor,
+    labels: Tensor,
+    count: int,
+    canvas: int,
+    digits: int,
+    clean: int,
+    digit_size: tuple[int, int],
+    rectangles: int,
+    noise: float,
+    seed: int,
+) -> Scenes:
     """``count`` scenes drawn from ``seed``, all at once (no loop over scenes, digits or pixels).
 
     The canvas is cut into a grid of cells of at least the largest digit size; each digit gets
@@ -150,10 +163,15 @@ def render_scenes(shapes: Tensor, labels: Tensor, count: int, canvas: int, digit
     ink = ink_colours((count, digits, 3), g)
     second = torch.where(ink < 0.5, uniform(ink.shape, INK_BRIGHT, 1, g), uniform(ink.shape, 0, INK_DARK, g))
     width = torch.randint(1, 3, (count, digits, 1, 1), generator=g)
-    rise, run = torch.tensor([[1, 0], [0, 1], [1, 1], [1, -1]])[torch.randint(4, (count, digits), generator=g)].unbind(-1)
-    stripe = (offset[:, None] * rise[..., None, None] + offset * run[..., None, None]).div(width, rounding_mode="floor") % 2
-    colour = torch.where((occluded[..., None, None] & (stripe == 1))[..., None], second[..., None, None, :],
-                         ink[..., None, None, :])  # (N, K, high, high, 3)
+    rise, run = torch.tensor([[1, 0], [0, 1], [1, 1], [1, -1]])[torch.randint(4, (count, digits), generator=g)].unbind(
+        -1
+    )
+    stripe = (offset[:, None] * rise[..., None, None] + offset * run[..., None, None]).div(
+        width, rounding_mode="floor"
+    ) % 2
+    colour = torch.where(
+        (occluded[..., None, None] & (stripe == 1))[..., None], second[..., None, None, :], ink[..., None, None, :]
+    )  # (N, K, high, high, 3)
 
     # paste the patches' shape pixels into the canvases
     pixel = shape.flatten().nonzero().squeeze(1)  # into (N, K, high, high)
@@ -200,17 +218,38 @@ def chunk_seed(seed: int, split: str, chunk: int) -> int:
 
 
 @lru_cache(maxsize=6)
-def scene_split(split: str, count: int, canvas: int, digits: int, clean: int, digit_size: tuple[int, int],
-                rectangles: int, noise: float, seed: int) -> Scenes:
+def scene_split(
+    split: str,
+    count: int,
+    canvas: int,
+    digits: int,
+    clean: int,
+    digit_size: tuple[int, int],
+    rectangles: int,
+    noise: float,
+    seed: int,
+) -> Scenes:
     """The scenes of one split, cached in memory. Each split draws its glyphs from its own
     stratified share of scikit-learn's digits (70 / 15 / 15), so no handwritten digit of the
     validation or test scenes is seen in training; ``Scenes.glyph`` indexes all 1797 digits."""
     images, labels = load_digit_images()
     pool = digit_split_indices(0.15, 0.15, seed)[split]
     shapes = glyph_shapes(images[pool], *digit_size)
-    chunks = [render_scenes(shapes, labels[pool], min(CHUNK, count - start), canvas, digits, clean, digit_size,
-                            rectangles, noise, chunk_seed(seed, split, start // CHUNK))
-              for start in range(0, count, CHUNK)]
+    chunks = [
+        render_scenes(
+            shapes,
+            labels[pool],
+            min(CHUNK, count - start),
+            canvas,
+            digits,
+            clean,
+            digit_size,
+            rectangles,
+            noise,
+            chunk_seed(seed, split, start // CHUNK),
+        )
+        for start in range(0, count, CHUNK)
+    ]
     scenes = Scenes(*(torch.cat(parts) for parts in zip(*chunks)))
     return scenes._replace(glyph=pool[scenes.glyph])
 
@@ -256,25 +295,42 @@ class DigitScenes(SplitDataModule):
     :meth:`evaluation_dataloader`, also gold (B, 2, S, S) bool.
     """
 
-    def __init__(self, canvas_size: int = 64, digits_per_scene: int = 4, clean_per_scene: int = 1,
-                 digit_size: tuple[int, int] = (12, 20), clutter: int = 6, noise: float = 0.05,
-                 train_size: int = 4000, val_size: int = 500, test_size: int = 500, seed: int = 0,
-                 mean: Sequence[float] = (0.5, 0.5, 0.5), std: Sequence[float] = (0.21, 0.21, 0.21),
-                 gold: bool = False, batch_size: int = 32, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        canvas_size: PositiveInt = 64,
+        digits_per_scene: PositiveInt = 4,
+        clean_per_scene: PositiveInt = 1,
+        digit_size: tuple[PositiveInt, PositiveInt] = (12, 20),
+        clutter: NonNegativeInt = 6,
+        noise: NonNegativeFloat = 0.05,
+        train_size: PositiveInt = 4000,
+        val_size: PositiveInt = 500,
+        test_size: PositiveInt = 500,
+        seed: Seed = 0,
+        mean: Sequence[AnyReal] = (0.5, 0.5, 0.5),
+        std: Sequence[PositiveFloat] = (0.21, 0.21, 0.21),
+        gold: bool = False,
+        batch_size: PositiveInt = 32,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
         low, high = digit_size
         if not 8 <= low <= high <= canvas_size:
-            raise ConfigError(f"data.digit_size must be (min, max) with 8 <= min <= max <= canvas_size "
-                             f"({canvas_size}), got {tuple(digit_size)}")
+            raise ConfigError(
+                f"data.digit_size must be (min, max) with 8 <= min <= max <= canvas_size "
+                f"({canvas_size}), got {tuple(digit_size)}"
+            )
         if not 1 <= digits_per_scene <= (canvas_size // high) ** 2:
-            raise ConfigError(f"data.digits_per_scene must be between 1 and {(canvas_size // high) ** 2} (the cells of "
-                             f"side {high} that fit a {canvas_size} canvas), got {digits_per_scene}")
+            raise ConfigError(
+                f"data.digits_per_scene must be between 1 and {(canvas_size // high) ** 2} (the cells of "
+                f"side {high} that fit a {canvas_size} canvas), got {digits_per_scene}"
+            )
         if not 1 <= clean_per_scene <= digits_per_scene:
-            raise ConfigError(f"data.clean_per_scene must be between 1 and digits_per_scene ({digits_per_scene}), "
-                             f"got {clean_per_scene}")
-        if clutter < 0 or noise < 0 or min(train_size, val_size, test_size) < 1:
-            raise ConfigError(f"data.clutter and data.noise must be >= 0 and the split sizes >= 1, got clutter={clutter}, "
-                             f"noise={noise}, sizes={(train_size, val_size, test_size)}")
+            raise ConfigError(
+                f"data.clean_per_scene must be between 1 and digits_per_scene ({digits_per_scene}), "
+                f"got {clean_per_scene}"
+            )
         check_normalisation(mean, std, 3)
         self.save_hyperparameters()
         self.num_classes, self.in_channels, self.ignore_index = 11, 3, IGNORE_INDEX
@@ -287,8 +343,17 @@ class DigitScenes(SplitDataModule):
         """The scenes of a split (``train``, ``val``, ``test``) with how they were drawn."""
         h = self.hparams
         count = {"train": h.train_size, "val": h.val_size, "test": h.test_size}[split]
-        return scene_split(split, count, h.canvas_size, h.digits_per_scene, h.clean_per_scene, tuple(h.digit_size),
-                           h.clutter, float(h.noise), h.seed)
+        return scene_split(
+            split,
+            count,
+            h.canvas_size,
+            h.digits_per_scene,
+            h.clean_per_scene,
+            tuple(h.digit_size),
+            h.clutter,
+            float(h.noise),
+            h.seed,
+        )
 
     def make_splits(self) -> dict[str, ImageTensors]:
         transform = v2.Compose(normalised(self.mean, self.std))
@@ -300,4 +365,6 @@ class DigitScenes(SplitDataModule):
         """Batches ``(image, target, gold)`` of a split, gold (B, 2, S, S) bool from :func:`gold_masks`:
         what ``python -m framework evaluate`` reads for the intrinsic measures."""
         dataset = GoldScenes(self.scenes(split), v2.Compose(normalised(self.mean, self.std)))
-        return DataLoader(dataset, batch_size=self.eval_batch_size, num_workers=self.num_workers, generator=loader_generator())
+        return DataLoader(
+            dataset, batch_size=self.eval_batch_size, num_workers=self.num_workers, generator=loader_generator()
+        )

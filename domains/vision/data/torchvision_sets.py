@@ -8,14 +8,14 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from framework.data import DataError, DataNotFoundError, SplitDataModule, data_root, dataset_dir, not_empty, reading
-from framework.errors import ConfigError
+from framework.values import AnyReal, NonNegativeInt, PositiveFloat, PositiveInt, Seed, declare
 
 from .datasets import ImageTensors
 from .digits import DIGIT_NAMES, stratified_split
@@ -38,14 +38,37 @@ class ImageSet:
 
 
 IMAGE_SETS = {
-    "cifar10": ImageSet("cifar-10-batches-py", "https://www.cs.toronto.edu/~kriz/cifar.html (cifar-10-python.tar.gz)",
-                        ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"),
-                        3, 32, (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616), crop_padding=4, flip=True),
-    "mnist": ImageSet("MNIST/raw", "http://yann.lecun.com/exdb/mnist/ (the four *-ubyte.gz files)", tuple(DIGIT_NAMES),
-                      1, 28, (0.1307,), (0.3081,), crop_padding=0, flip=False),
+    "cifar10": ImageSet(
+        "cifar-10-batches-py",
+        "https://www.cs.toronto.edu/~kriz/cifar.html (cifar-10-python.tar.gz)",
+        ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"),
+        3,
+        32,
+        (0.4914, 0.4822, 0.4465),
+        (0.2470, 0.2435, 0.2616),
+        crop_padding=4,
+        flip=True,
+    ),
+    "mnist": ImageSet(
+        "MNIST/raw",
+        "http://yann.lecun.com/exdb/mnist/ (the four *-ubyte.gz files)",
+        tuple(DIGIT_NAMES),
+        1,
+        28,
+        (0.1307,),
+        (0.3081,),
+        crop_padding=0,
+        flip=False,
+    ),
 }
-MNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-               "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+#: A data set's name (``data.name``): the keys of :data:`IMAGE_SETS`.
+ImageSetName = Literal["cifar10", "mnist"]
+#: The validation examples held out of the official training split: ten at least.
+ValidationSize = declare("ValidationSize", int, "an int >= 10 (validation examples)", low=10)
+MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
 
 
 def read_idx(path: Path) -> Tensor:
@@ -56,7 +79,7 @@ def read_idx(path: Path) -> Tensor:
     if raw[:3] != b"\x00\x00\x08" or len(raw) < 4 + 4 * raw[3]:
         raise DataError(f"{path}: not an IDX file of unsigned bytes (magic {raw[:4].hex()})")
     ndim = raw[3]
-    shape = struct.unpack(f">{ndim}I", raw[4:4 + 4 * ndim])
+    shape = struct.unpack(f">{ndim}I", raw[4 : 4 + 4 * ndim])
     data = np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim)
     if data.size != math.prod(shape):
         raise DataError(f"{path}: header says {shape} = {math.prod(shape)} values, the file holds {data.size}")
@@ -70,18 +93,23 @@ def read_mnist(raw: Path, part: str) -> tuple[Tensor, Tensor]:
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
         hint = " (data.test_split_only: true uses only the t10k files)" if part == "train" else ""
-        raise DataNotFoundError(f"{raw} is missing {', '.join(missing)}{hint}. Get MNIST from {IMAGE_SETS['mnist'].source}, "
-                                f"or set data.download: true")
+        raise DataNotFoundError(
+            f"{raw} is missing {', '.join(missing)}{hint}. Get MNIST from {IMAGE_SETS['mnist'].source}, "
+            f"or set data.download: true"
+        )
     images, labels = (read_idx(p) for p in paths)
     size = IMAGE_SETS["mnist"].size
     if images.shape[1:] != (size, size):
         raise DataError(f"{paths[0]} holds images of {tuple(images.shape[1:])} pixels; MNIST's are {size} x {size}")
     if labels.ndim != 1 or len(labels) != len(images):
-        raise DataError(f"{paths[1]} holds labels of shape {tuple(labels.shape)}, but {paths[0].name} holds "
-                        f"{len(images)} images")
+        raise DataError(
+            f"{paths[1]} holds labels of shape {tuple(labels.shape)}, but {paths[0].name} holds {len(images)} images"
+        )
     if labels.max() >= len(DIGIT_NAMES):
         index = int((labels >= len(DIGIT_NAMES)).nonzero()[0])
-        raise DataError(f"{paths[1]}: label {int(labels[index])} of image {index} is out of range: expected a digit 0-9")
+        raise DataError(
+            f"{paths[1]}: label {int(labels[index])} of image {index} is out of range: expected a digit 0-9"
+        )
     return images[:, None], labels.long()
 
 
@@ -112,15 +140,23 @@ class TorchvisionClassification(SplitDataModule):
     Batches: image (B, C, H, W) float (3 x 32 x 32 or 1 x 28 x 28), target (B,) long.
     """
 
-    def __init__(self, name: str = "cifar10", root: Optional[str] = None, download: bool = False, val_size: int = 5000,
-                 test_split_only: bool = False, crop_padding: Optional[int] = None, flip: Optional[bool] = None,
-                 seed: int = 0, mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
-                 batch_size: int = 128, eval_batch_size: Optional[int] = None, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        name: ImageSetName = "cifar10",
+        root: Optional[str] = None,
+        download: bool = False,
+        val_size: ValidationSize = 5000,
+        test_split_only: bool = False,
+        crop_padding: Optional[NonNegativeInt] = None,
+        flip: Optional[bool] = None,
+        seed: Seed = 0,
+        mean: Optional[Sequence[AnyReal]] = None,
+        std: Optional[Sequence[PositiveFloat]] = None,
+        batch_size: PositiveInt = 128,
+        eval_batch_size: Optional[PositiveInt] = None,
+        num_workers: NonNegativeInt = 0,
+    ) -> None:
         super().__init__(batch_size, eval_batch_size, num_workers)
-        if name not in IMAGE_SETS:
-            raise ConfigError(f"data.name must be one of {sorted(IMAGE_SETS)}, got {name!r}")
-        if val_size < 10 or (crop_padding is not None and crop_padding < 0):
-            raise ConfigError(f"data.val_size must be >= 10 and data.crop_padding >= 0, got {val_size} and {crop_padding}")
         self.save_hyperparameters()
         self.image_set = spec = IMAGE_SETS[name]
         self.mean, self.std = tuple(mean or spec.mean), tuple(std or spec.std)
@@ -169,10 +205,20 @@ class TorchvisionClassification(SplitDataModule):
             images, labels = self.read("train")
             train, val = stratified_split(labels, [h.val_size], h.seed)
             test_images, test_labels = self.read("test")
-            parts = {"train": (images, labels, train), "val": (images, labels, val),
-                     "test": (test_images, test_labels, torch.arange(len(test_labels)))}
+            parts = {
+                "train": (images, labels, train),
+                "val": (images, labels, val),
+                "test": (test_images, test_labels, torch.arange(len(test_labels))),
+            }
         padding = spec.crop_padding if h.crop_padding is None else h.crop_padding
         flip = spec.flip if h.flip is None else h.flip
-        return {split: ImageTensors(images[index], labels[index], classification_transform(
-                    split == "train", self.mean, self.std, spec.size, crop_padding=padding, flip=flip))
-                for split, (images, labels, index) in parts.items()}
+        return {
+            split: ImageTensors(
+                images[index],
+                labels[index],
+                classification_transform(
+                    split == "train", self.mean, self.std, spec.size, crop_padding=padding, flip=flip
+                ),
+            )
+            for split, (images, labels, index) in parts.items()
+        }

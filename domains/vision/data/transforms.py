@@ -16,8 +16,8 @@ the ignore index, so no interpolated or invented labels reach the loss.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
 
 import torch
 from torchvision import tv_tensors
@@ -40,9 +40,10 @@ def check_scale_range(scale_range: Sequence[float], key: str = "data.scale_range
 
 
 def check_normalisation(mean: Sequence[float], std: Sequence[float], channels: int) -> None:
-    """``data.mean`` and ``data.std`` hold one value per channel, and every std is positive."""
-    if len(mean) != channels or len(std) != channels or min(std) <= 0:
-        raise ConfigError(f"data.mean and data.std need {channels} values each (std > 0), got {list(mean)} and {list(std)}")
+    """``data.mean`` and ``data.std`` hold one value per channel (that every std is positive is
+    their declared domain: ``Sequence[PositiveFloat]``, checked by the config parser)."""
+    if len(mean) != channels or len(std) != channels:
+        raise ConfigError(f"data.mean and data.std need {channels} values each, got {list(mean)} and {list(std)}")
 
 
 class RandomScale(v2.Transform):
@@ -90,9 +91,17 @@ def normalised(mean: Sequence[float], std: Sequence[float]) -> list[v2.Transform
     return [v2.ToDtype(torch.float32, scale=True), v2.Normalize(list(mean), list(std)), v2.ToPureTensor()]
 
 
-def segmentation_transform(train: bool, mean: Sequence[float], std: Sequence[float], crop_size: Sequence[int],
-                           scale_range: Sequence[float] = (0.5, 2.0), flip: bool = True, base_scale: float = 1.0,
-                           pad_to: Optional[Sequence[int]] = None, ignore_index: int = IGNORE_INDEX) -> v2.Compose:
+def segmentation_transform(
+    train: bool,
+    mean: Sequence[float],
+    std: Sequence[float],
+    crop_size: Sequence[int],
+    scale_range: Sequence[float] = (0.5, 2.0),
+    flip: bool = True,
+    base_scale: float = 1.0,
+    pad_to: Optional[Sequence[int]] = None,
+    ignore_index: int = IGNORE_INDEX,
+) -> v2.Compose:
     """The joint transform of a segmentation split, for (``tv_tensors.Image`` uint8, ``tv_tensors.Mask``).
 
     Args:
@@ -115,8 +124,9 @@ def segmentation_transform(train: bool, mean: Sequence[float], std: Sequence[flo
     return v2.Compose([RandomScale((low * base_scale, high * base_scale)), crop, *flips, *normalised(mean, std)])
 
 
-def classification_transform(train: bool, mean: Sequence[float], std: Sequence[float], size: int,
-                             crop_padding: int = 0, flip: bool = False) -> v2.Compose:
+def classification_transform(
+    train: bool, mean: Sequence[float], std: Sequence[float], size: int, crop_padding: int = 0, flip: bool = False
+) -> v2.Compose:
     """The transform of a classification split of same-size images (digits, MNIST, CIFAR-10).
 
     Training: a random ``size`` crop after ``crop_padding`` zero pixels on each side (CIFAR's
@@ -130,8 +140,13 @@ def classification_transform(train: bool, mean: Sequence[float], std: Sequence[f
     return v2.Compose(steps + normalised(mean, std))
 
 
-def photo_transform(train: bool, mean: Sequence[float], std: Sequence[float], image_size: int,
-                    scale_range: Sequence[float] = (0.08, 1.0)) -> v2.Compose:
+def photo_transform(
+    train: bool,
+    mean: Sequence[float],
+    std: Sequence[float],
+    image_size: int,
+    scale_range: Sequence[float] = (0.08, 1.0),
+) -> v2.Compose:
     """The transform of a classification split of photos of any size (an image folder).
 
     Training: RandomResizedCrop to ``image_size`` (area fraction in ``scale_range``) and a random
@@ -139,8 +154,10 @@ def photo_transform(train: bool, mean: Sequence[float], std: Sequence[float], im
     crop of ``image_size`` (the ImageNet policy, 256 -> 224). Both normalise.
     """
     if train:
-        steps = [v2.RandomResizedCrop(image_size, scale=check_scale_range(scale_range), antialias=True),
-                 v2.RandomHorizontalFlip()]
+        steps = [
+            v2.RandomResizedCrop(image_size, scale=check_scale_range(scale_range), antialias=True),
+            v2.RandomHorizontalFlip(),
+        ]
     else:
         steps = [v2.Resize(round(image_size * 8 / 7), antialias=True), v2.CenterCrop(image_size)]
     return v2.Compose([v2.ToImage(), *steps, *normalised(mean, std)])

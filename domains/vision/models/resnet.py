@@ -19,8 +19,11 @@ from torch import Tensor, nn
 from framework.attention import FeatureMapBlock, available, build, info
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
+from framework.values import Fraction, PositiveInt
 
 Placement = Literal["auto", "block", "stage"]
+#: A ResNet stage that can take a block (``layer1`` ... ``layer4``).
+Stage = Literal[1, 2, 3, 4]
 
 
 def placement_of(attention: FeatureMapBlock, placement: Placement) -> str:
@@ -53,7 +56,7 @@ def create_resnet(
     *,
     attention: FeatureMapBlock = "none",
     placement: Placement = "auto",
-    stages: Sequence[int] = (1, 2, 3, 4),
+    stages: Sequence[Stage] = (1, 2, 3, 4),
     attention_args: Optional[dict[str, Any]] = None,
     **timm_args: Any,
 ) -> nn.Module:
@@ -65,7 +68,7 @@ def create_resnet(
         placement: ``block`` (every residual block, via timm's ``attn_layer``), ``stage``
             (after each stage in ``stages``), or ``auto`` (stage for global blocks, else block).
         stages: the stages (1 to 4) that get a block when placed per stage.
-        attention_args: keyword arguments of the block (``{"recurrence": 1}`` ...).
+        attention_args: keyword arguments of the block (``{"recurrence": 1}`` ...), passed through.
         timm_args: passed to ``timm.create_model`` (``num_classes``, ``in_chans``,
             ``output_stride``, ``features_only``, ``channels``, ``pretrained`` ...).
     """
@@ -74,8 +77,6 @@ def create_resnet(
         raise ConfigError(
             f"model.backbone must be a timm ResNet name, got {name!r}; e.g. {', '.join(close) or 'resnet18, resnet50'}"
         )
-    if not set(stages) <= {1, 2, 3, 4}:
-        raise ConfigError(f"model.stages must be among 1, 2, 3, 4, got {list(stages)}")
     options = attention_args or {}
     where = None if attention in (None, "none") else placement_of(attention, placement)
     if where == "block":
@@ -89,7 +90,7 @@ def create_resnet(
     return model
 
 
-def width_args(channels: Optional[Sequence[int]], stem_width: Optional[int]) -> dict[str, Any]:
+def width_args(channels: Optional[Sequence[PositiveInt]], stem_width: Optional[PositiveInt]) -> dict[str, Any]:
     """timm arguments for the widths that are given (timm's defaults stand for the others)."""
     args: dict[str, Any] = {}
     if channels:
@@ -123,17 +124,17 @@ class AttentionResNet(nn.Module):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
+        num_classes: Optional[PositiveInt] = None,
         backbone: str = "resnet18",
         attention: FeatureMapBlock = "none",
         placement: Placement = "auto",
-        stages: Sequence[int] = (1, 2, 3, 4),
+        stages: Sequence[Stage] = (1, 2, 3, 4),
         attention_args: Optional[dict[str, Any]] = None,
-        in_chans: int = 3,
-        channels: Optional[Sequence[int]] = None,
-        stem_width: Optional[int] = None,
+        in_chans: PositiveInt = 3,
+        channels: Optional[Sequence[PositiveInt]] = None,
+        stem_width: Optional[PositiveInt] = None,
         small_input: bool = False,
-        drop_rate: float = 0.0,
+        drop_rate: Fraction = 0.0,
         pretrained: bool = False,
     ) -> None:
         require_sizes("model", num_classes=num_classes)

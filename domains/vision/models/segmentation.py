@@ -14,7 +14,7 @@ is CCNet's RCCA (recurrence R = 2), ``danet`` DANet's position + channel attenti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Optional
+from typing import Any, Literal, NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock
 from framework.data.sizes import require_sizes
-from framework.errors import ConfigError
+from framework.values import Fraction, PositiveInt
 
 from .resnet import create_resnet, make_block, width_args
 
@@ -48,16 +48,17 @@ class AttentionHead(nn.Module):
         attention: the block between the two convolutions (``none``: an FCN head).
         inner_channels: C' (default C // 4, 512 for a ResNet-50 as in CCNet).
         dropout: Dropout2d before the classifier (CCNet: 0.1).
-        attention_args: keyword arguments of the block (``{"recurrence": 2}`` for criss-cross).
+        attention_args: keyword arguments of the block (``{"recurrence": 2}`` for criss-cross),
+            passed through as they are.
     """
 
     def __init__(
         self,
-        in_channels: int,
-        num_classes: int,
+        in_channels: PositiveInt,
+        num_classes: PositiveInt,
         attention: FeatureMapBlock = "criss_cross",
-        inner_channels: Optional[int] = None,
-        dropout: float = 0.1,
+        inner_channels: Optional[PositiveInt] = None,
+        dropout: Fraction = 0.1,
         attention_args: Optional[dict[str, Any]] = None,
     ) -> None:
         super().__init__()
@@ -100,23 +101,21 @@ class SegmentationNet(nn.Module):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
+        num_classes: Optional[PositiveInt] = None,
         attention: FeatureMapBlock = "criss_cross",
         backbone: str = "resnet50",
-        output_stride: int = 8,
-        channels: Optional[Sequence[int]] = None,
-        stem_width: Optional[int] = None,
-        in_chans: int = 3,
-        inner_channels: Optional[int] = None,
-        dropout: float = 0.1,
+        output_stride: Literal[8, 16, 32] = 8,
+        channels: Optional[Sequence[PositiveInt]] = None,
+        stem_width: Optional[PositiveInt] = None,
+        in_chans: PositiveInt = 3,
+        inner_channels: Optional[PositiveInt] = None,
+        dropout: Fraction = 0.1,
         attention_args: Optional[dict[str, Any]] = None,
         aux: bool = True,
         pretrained: bool = False,
     ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
-        if output_stride not in (8, 16, 32):
-            raise ConfigError(f"model.output_stride must be 8, 16 or 32, got {output_stride}")
         self.output_stride = output_stride
         self.backbone = create_resnet(
             backbone,

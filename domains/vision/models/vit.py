@@ -24,6 +24,7 @@ from framework.attention.spec import BlockArgumentsError
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import AttentionEncoder, PositionalEncoding
+from framework.values import Fraction, NonNegativeInt, PositiveFloat, PositiveInt
 
 
 def attention_rollout(weights: Sequence[Tensor]) -> Tensor:
@@ -61,7 +62,7 @@ class ViTClassifier(nn.Module):
         num_heads: heads of the encoder's blocks (passed to the block as ``num_heads``).
         attention: the encoder's sequence block (``mhsa``; ``local`` and other blocks that take
             ``num_heads`` swap in).
-        attention_args: further keyword arguments of the block.
+        attention_args: further keyword arguments of the block, passed through.
         dropout: after the positions, in the encoder and before the head.
 
     Shapes: x (B, in_chans, image_size, image_size) -> logits (B, K).
@@ -69,21 +70,21 @@ class ViTClassifier(nn.Module):
 
     def __init__(
         self,
-        num_classes: Optional[int] = None,
-        image_size: int = 32,
-        patch_size: int = 4,
-        in_chans: int = 1,
-        dim: int = 64,
-        depth: int = 4,
-        num_heads: int = 4,
-        mlp_ratio: float = 2.0,
+        num_classes: Optional[PositiveInt] = None,
+        image_size: PositiveInt = 32,
+        patch_size: PositiveInt = 4,
+        in_chans: PositiveInt = 1,
+        dim: PositiveInt = 64,
+        depth: NonNegativeInt = 4,
+        num_heads: PositiveInt = 4,
+        mlp_ratio: PositiveFloat = 2.0,
         attention: SequenceBlock = "mhsa",
         attention_args: Optional[dict[str, Any]] = None,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
     ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
-        if patch_size < 1 or image_size % patch_size:
+        if image_size % patch_size:
             raise ConfigError(f"model.patch_size={patch_size} must divide model.image_size={image_size}")
         self.image_size, self.in_chans = image_size, in_chans
         self.grid = (image_size // patch_size,) * 2

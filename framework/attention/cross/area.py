@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional, get_args
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +12,12 @@ from ..base import AttentionOutput
 from ..registry import register
 from .attention import Attention
 
-KEY_FEATURES = ("mean", "mean_std")
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
+
+#: How an area's key is made: its items' mean, or Li et al.'s map of their mean and std.
+KeyFeatures = Literal["mean", "mean_std"]
+KEY_FEATURES: tuple[str, ...] = get_args(KeyFeatures)
 
 
 def area_sizes(grid: tuple[int, int], max_height: int, max_width: int) -> list[tuple[int, int]]:
@@ -83,13 +88,13 @@ class AreaAttention(Attention):
 
     def __init__(
         self,
-        dim: int,
-        key_dim: Optional[int] = None,
-        value_dim: Optional[int] = None,
+        dim: PositiveInt,
+        key_dim: Optional[PositiveInt] = None,
+        value_dim: Optional[PositiveInt] = None,
         *,
-        max_width: int = 3,
-        max_height: int = 1,
-        key_features: str = "mean",
+        max_width: PositiveInt = 3,
+        max_height: PositiveInt = 1,
+        key_features: KeyFeatures = "mean",
         **options: Any,
     ) -> None:
         super().__init__(dim, key_dim, value_dim, **options)

@@ -12,7 +12,7 @@ Brauwers & Frasincar (2021), eqs. (1)-(4), with the extensions of their taxonomy
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -22,8 +22,11 @@ from ..base import AttentionBlock, AttentionOutput
 from ..masks import causal_mask, combine
 from ..probes import ProbeRows
 from ..registry import register, unknown_name_message
-from .distribution import DISTRIBUTIONS, Hard, Normalize, Softmax
-from .score import SCORES, KernelScore, Score
+from .distribution import DISTRIBUTIONS, DistributionName, Hard, Normalize, Softmax
+from .score import SCORES, KernelScore, Score, ScoreName
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
 
 
 def _lookup(table: dict, name: str, what: str) -> Any:
@@ -84,21 +87,21 @@ class Attention(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        key_dim: Optional[int] = None,
-        value_dim: Optional[int] = None,
+        dim: PositiveInt,
+        key_dim: Optional[PositiveInt] = None,
+        value_dim: Optional[PositiveInt] = None,
         *,
-        score: str = "scaled_dot",
-        distribution: str = "softmax",
-        num_heads: int = 1,
-        head_dim: Optional[int] = None,
+        score: ScoreName = "scaled_dot",
+        distribution: DistributionName = "softmax",
+        num_heads: PositiveInt = 1,
+        head_dim: Optional[PositiveInt] = None,
         project: bool = True,
-        out_dim: Optional[int] = None,
+        out_dim: Optional[PositiveInt] = None,
         bias: bool = True,
-        hops: int = 1,
+        hops: PositiveInt = 1,
         multi_dimensional: bool = False,
         causal: bool = False,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
         score_kwargs: Optional[dict[str, Any]] = None,
     ) -> None:
         super().__init__()

@@ -3,7 +3,7 @@ word, averaged with the weights of a query-level attention."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from torch import Tensor
 
@@ -11,6 +11,9 @@ from ..base import AttentionOutput
 from ..registry import register
 from .co_attention import _CoAttention
 from .distribution import Softmax
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -51,7 +54,7 @@ class AttentionOverAttention(_CoAttention):
     Captured weights: ``(alpha (B, M, N), beta_bar (B, M), s (B, N))`` per call.
     """
 
-    def __init__(self, dim1: int, dim2: Optional[int] = None) -> None:
+    def __init__(self, dim1: PositiveInt, dim2: Optional[PositiveInt] = None) -> None:
         super().__init__()
         self.dim1, self.dim2 = dim1, dim2 or dim1
         if self.dim2 != self.dim1:

@@ -3,7 +3,7 @@ and the word context it finds guides its attention over the characters (top-down
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from torch import Tensor
@@ -11,6 +11,10 @@ from torch import Tensor
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 from .attention import Attention
+from .score import ScoreName
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -51,10 +55,10 @@ class AttentionViaAttention(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        word_dim: Optional[int] = None,
-        char_dim: Optional[int] = None,
-        score: str = "additive",
+        dim: PositiveInt,
+        word_dim: Optional[PositiveInt] = None,
+        char_dim: Optional[PositiveInt] = None,
+        score: ScoreName = "additive",
         score_kwargs: Optional[dict[str, Any]] = None,
     ) -> None:
         super().__init__()

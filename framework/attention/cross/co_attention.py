@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -14,6 +14,9 @@ from ..registry import register
 from .attention import Attention
 from .distribution import Softmax
 from .score import GeneralScore
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 PAPER = "Lu, Yang, Batra & Parikh, Hierarchical Question-Image Co-Attention for VQA, NeurIPS 2016"
 
@@ -57,7 +60,9 @@ class ParallelCoAttention(_CoAttention):
     Captured weights: ``(A (B, N1, N2), a_1 (B, N1), a_2 (B, N2))`` per call.
     """
 
-    def __init__(self, dim1: int, dim2: Optional[int] = None, hidden: Optional[int] = None) -> None:
+    def __init__(
+        self, dim1: PositiveInt, dim2: Optional[PositiveInt] = None, hidden: Optional[PositiveInt] = None
+    ) -> None:
         super().__init__()
         self.dim1, self.dim2 = dim1, dim2 or dim1
         hidden = hidden or dim1
@@ -117,7 +122,9 @@ class AlternatingCoAttention(_CoAttention):
     Captured weights: ``(s weights (B, N1), c_2 weights (B, N2), c_1 weights (B, N1))`` per call.
     """
 
-    def __init__(self, dim1: int, dim2: Optional[int] = None, hidden: Optional[int] = None) -> None:
+    def __init__(
+        self, dim1: PositiveInt, dim2: Optional[PositiveInt] = None, hidden: Optional[PositiveInt] = None
+    ) -> None:
         super().__init__()
         self.dim1, self.dim2 = dim1, dim2 or dim1
         hidden = hidden or max(self.dim1, self.dim2)

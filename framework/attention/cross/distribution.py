@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import ClassVar, Optional
+from typing import ClassVar, Literal, Optional
 
 import torch
 from entmax import entmax15, entmax_bisect
@@ -217,6 +217,12 @@ class Quasi(Distribution):
         weights = torch.tanh(e[..., 0]) * torch.sigmoid(e[..., 1])
         return (weights if mask is None else weights * mask), None
 
+
+#: The names of the distribution functions, the domain of ``Attention``'s ``distribution`` (the
+#: keys of :data:`DISTRIBUTIONS`).
+DistributionName = Literal[
+    "softmax", "sparsemax", "sigmoid", "hard", "normalize", "entmax15", "adaptive_entmax", "quasi"
+]
 
 #: Distribution functions by name, as ``Attention(distribution=...)`` takes them.
 DISTRIBUTIONS: dict[str, type[Distribution]] = {

@@ -3,14 +3,17 @@ Translation, IEEE TNNLS 2020; arXiv:1704.08430)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register, unknown_name_message
 from .distribution import Softmax
-from .score import SCORES
+from .score import SCORES, ScoreName
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -52,10 +55,10 @@ class GRUGatedAttention(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        key_dim: Optional[int] = None,
+        dim: PositiveInt,
+        key_dim: Optional[PositiveInt] = None,
         *,
-        score: str = "additive",
+        score: ScoreName = "additive",
         score_kwargs: Optional[dict[str, Any]] = None,
     ) -> None:
         super().__init__()

@@ -5,7 +5,7 @@ the same inputs."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -15,6 +15,10 @@ from ..registry import register
 from .attention import Attention
 from .co_attention import _CoAttention
 from .distribution import Softmax
+from .score import ScoreName
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 def _average(x: Tensor, mask: Optional[Tensor]) -> Tensor:
@@ -62,9 +66,9 @@ class InteractiveCoAttention(_CoAttention):
 
     def __init__(
         self,
-        dim1: int,
-        dim2: Optional[int] = None,
-        score: str = "activated_general",
+        dim1: PositiveInt,
+        dim2: Optional[PositiveInt] = None,
+        score: ScoreName = "activated_general",
         score_kwargs: Optional[dict[str, Any]] = None,
     ) -> None:
         super().__init__()
@@ -128,7 +132,7 @@ class MultiGrainedCoAttention(_CoAttention):
     softmax_j(U) (B, N1, N2))`` per call (the coarse pair is also captured as ``coarse``).
     """
 
-    def __init__(self, dim1: int, dim2: Optional[int] = None) -> None:
+    def __init__(self, dim1: PositiveInt, dim2: Optional[PositiveInt] = None) -> None:
         super().__init__()
         self.dim1, self.dim2 = dim1, dim2 or dim1
         if self.dim2 != self.dim1:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
 import torch
 from torch import Tensor, nn
@@ -12,6 +12,12 @@ from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 from .distribution import Softmax
 from .score import GeneralScore
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import NonNegativeInt, PositiveInt
+
+#: Where a query's window is centred: a learned position (local-p) or its own (local-m).
+Position = Literal["predictive", "monotonic"]
 
 
 @register(
@@ -49,7 +55,13 @@ class LuongLocalAttention(AttentionBlock):
     Captured weights: the (B, M, N) weights a_t(s) of each call (M = 1 for a single query).
     """
 
-    def __init__(self, dim: int, key_dim: Optional[int] = None, window: int = 5, position: str = "predictive") -> None:
+    def __init__(
+        self,
+        dim: PositiveInt,
+        key_dim: Optional[PositiveInt] = None,
+        window: NonNegativeInt = 5,
+        position: Position = "predictive",
+    ) -> None:
         super().__init__()
         if position not in ("predictive", "monotonic"):
             raise ValueError(f"local_p: position must be 'predictive' or 'monotonic', got {position!r}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Literal, Optional, get_args
 
 import torch
 from torch import Tensor, nn
@@ -11,7 +11,12 @@ from ..registry import register
 from .alignment import Aligned, RecurrentAlignment
 from .distribution import Softmax
 
-DISTRIBUTIONS = ("softmax", "smoothing")
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveFloat, PositiveInt
+
+#: How the energies become an alignment: a (sharpened) softmax, or the paper's smoothed focus.
+Focus = Literal["softmax", "smoothing"]
+DISTRIBUTIONS: tuple[str, ...] = get_args(Focus)
 
 
 @register(
@@ -55,15 +60,15 @@ class LocationAwareAttention(RecurrentAlignment):
 
     def __init__(
         self,
-        dim: int,
-        key_dim: Optional[int] = None,
-        value_dim: Optional[int] = None,
+        dim: PositiveInt,
+        key_dim: Optional[PositiveInt] = None,
+        value_dim: Optional[PositiveInt] = None,
         *,
-        hidden: Optional[int] = None,
-        filters: int = 10,
-        kernel_size: int = 31,
-        distribution: str = "softmax",
-        sharpening: float = 1.0,
+        hidden: Optional[PositiveInt] = None,
+        filters: PositiveInt = 10,
+        kernel_size: PositiveInt = 31,
+        distribution: Focus = "softmax",
+        sharpening: PositiveFloat = 1.0,
     ) -> None:
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:

@@ -19,7 +19,7 @@ sums are moving sums. Only the output steps are a loop (a_i needs a_{i-1}).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +27,10 @@ from torch import Tensor, nn
 
 from ..registry import register, unknown_name_message
 from .alignment import Aligned, RecurrentAlignment
-from .score import SCORES, AdditiveScore
+from .score import SCORES, AdditiveScore, ScoreName
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import AnyReal, NonNegativeFloat, PositiveInt
 
 
 def expected_alignment(energies: Tensor, previous: Tensor, valid: Tensor) -> Tensor:
@@ -171,18 +174,18 @@ class MonotonicAttention(RecurrentAlignment):
 
     def __init__(
         self,
-        dim: int,
-        key_dim: Optional[int] = None,
-        value_dim: Optional[int] = None,
+        dim: PositiveInt,
+        key_dim: Optional[PositiveInt] = None,
+        value_dim: Optional[PositiveInt] = None,
         *,
-        score: str = "additive",
-        num_heads: int = 1,
-        head_dim: Optional[int] = None,
-        chunk_size: Optional[int] = 2,
+        score: ScoreName = "additive",
+        num_heads: PositiveInt = 1,
+        head_dim: Optional[PositiveInt] = None,
+        chunk_size: Optional[PositiveInt] = 2,
         project: bool = False,
-        out_dim: Optional[int] = None,
-        energy_bias: float = -4.0,
-        noise: float = 1.0,
+        out_dim: Optional[PositiveInt] = None,
+        energy_bias: AnyReal = -4.0,
+        noise: NonNegativeFloat = 1.0,
         hard: Optional[bool] = None,
     ) -> None:
         super().__init__()

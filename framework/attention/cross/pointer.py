@@ -4,14 +4,17 @@ ACL 2017)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register, unknown_name_message
-from .score import SCORES
+from .score import SCORES, ScoreName
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 def _lowest(x: Tensor) -> float:
@@ -51,10 +54,10 @@ class PointerAttention(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        key_dim: Optional[int] = None,
+        dim: PositiveInt,
+        key_dim: Optional[PositiveInt] = None,
         *,
-        score: str = "additive",
+        score: ScoreName = "additive",
         score_kwargs: Optional[dict[str, Any]] = None,
     ) -> None:
         super().__init__()
@@ -135,7 +138,7 @@ class PointerGenerator(AttentionBlock):
     Captured weights: the (B, M, N) copy distributions a of each call.
     """
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: PositiveInt) -> None:
         super().__init__()
         self.dim = dim
         self.gate = nn.Linear(dim, 1)  # w, b

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor
@@ -11,6 +11,9 @@ from torch import Tensor
 from ..base import AttentionBlock
 from ..registry import register
 from .attention import Attention
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -47,7 +50,7 @@ class RotatoryAttention(AttentionBlock):
     Captured weights: per hop, ``(a_l (B, Nl), a_r (B, Nr), a_lt (B, Nt), a_rt (B, Nt))``.
     """
 
-    def __init__(self, dim: int, hops: int = 1) -> None:
+    def __init__(self, dim: PositiveInt, hops: PositiveInt = 1) -> None:
         super().__init__()
         if hops < 1:
             raise ValueError(f"rotatory: hops must be >= 1, got {hops}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import ClassVar, Optional
+from typing import ClassVar, Literal, Optional
 
 import torch
 import torch.nn.functional as F
@@ -298,6 +298,22 @@ class CoDAScore(Score):
         affinity = (q @ k.transpose(-1, -2)) * scale
         return torch.stack([affinity, -torch.cdist(q, k, p=1) * scale], dim=-1)
 
+
+#: The names of the score functions, the domain of a block's ``score`` (the keys of :data:`SCORES`).
+ScoreName = Literal[
+    "additive",
+    "dot",
+    "scaled_dot",
+    "general",
+    "biased_general",
+    "activated_general",
+    "concat",
+    "location",
+    "cosine",
+    "kernel",
+    "coda",
+    "deep",
+]
 
 #: Score functions by name, as ``Attention(score=...)`` takes them.
 SCORES: dict[str, type[Score]] = {

@@ -4,13 +4,16 @@ the piece its set blocks (``sab``, ``isab``, ``pma``) are made of."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 from .attention import Attention
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
 
 SET_TRANSFORMER = (
     "Lee, Lee, Kim, Kosiorek, Choi & Teh, Set Transformer: A Framework for Attention-based "
@@ -50,13 +53,13 @@ class MultiheadAttentionBlock(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        key_dim: Optional[int] = None,
+        dim: PositiveInt,
+        key_dim: Optional[PositiveInt] = None,
         *,
-        num_heads: int = 4,
-        hidden: Optional[int] = None,
+        num_heads: PositiveInt = 4,
+        hidden: Optional[PositiveInt] = None,
         layer_norm: bool = True,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
     ) -> None:
         super().__init__()
         self.dim, self.key_dim = dim, key_dim or dim

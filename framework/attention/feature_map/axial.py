@@ -10,7 +10,7 @@ over the rows (or columns) as one batch of sequences: reshaped views, no loop ov
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -19,6 +19,9 @@ from ..base import AttentionBlock, AttentionOutput
 from ..record import Record
 from ..registry import register
 from .non_local import dot_product_attention
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 class AxisPass(nn.Module):
@@ -85,7 +88,7 @@ class AxialAttention(AttentionBlock):
     "Axial-DeepLab: Stand-Alone Axial-Attention for Panoptic Segmentation", ECCV 2020.
     """
 
-    def __init__(self, channels: int, num_heads: int = 8) -> None:
+    def __init__(self, channels: PositiveInt, num_heads: PositiveInt = 8) -> None:
         super().__init__()
         if num_heads < 1 or channels % num_heads:
             raise ValueError(f"axial: channels={channels} must be divisible by num_heads={num_heads}")

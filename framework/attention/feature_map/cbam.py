@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -11,6 +11,9 @@ from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 from .se import bottleneck_width
 from .spatial import SpatialAttention
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -48,11 +51,11 @@ class CBAM(AttentionBlock):
 
     def __init__(
         self,
-        channels: int,
-        reduction: int = 16,
-        kernel_size: int = 7,
-        min_hidden: int = 8,
-        hidden: Optional[int] = None,
+        channels: PositiveInt,
+        reduction: PositiveInt = 16,
+        kernel_size: PositiveInt = 7,
+        min_hidden: PositiveInt = 8,
+        hidden: Optional[PositiveInt] = None,
     ) -> None:
         super().__init__()
         self.channels = channels

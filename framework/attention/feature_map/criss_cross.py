@@ -18,7 +18,7 @@ weights, batched matmuls elsewhere, one graph node for ``torch.compile``.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +29,9 @@ from ..probes import ProbeRows
 from ..record import Record
 from ..registry import register
 from .criss_cross_op import criss_cross, statistics_dtype, uses_triton
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 def criss_cross_weights(q: Tensor, k: Tensor) -> Tensor:
@@ -136,7 +139,7 @@ class CrissCrossAttention(AttentionBlock):
             return f"the operator runs its Triton kernels on {device.type}; choose triton or eager"
         return None
 
-    def __init__(self, channels: int, reduction: int = 8, recurrence: int = 2) -> None:
+    def __init__(self, channels: PositiveInt, reduction: PositiveInt = 8, recurrence: PositiveInt = 2) -> None:
         super().__init__()
         if recurrence < 1:
             raise ValueError(f"criss_cross: recurrence must be >= 1, got {recurrence}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -12,6 +12,9 @@ from ..base import AttentionBlock, AttentionOutput
 from ..record import Record
 from ..registry import register
 from .non_local import dot_product_attention, tokens
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 PAPER = "Fu et al., CVPR 2019"
 
@@ -45,7 +48,7 @@ class PositionAttention(AttentionBlock):
     CVPR 2019.
     """
 
-    def __init__(self, channels: int, reduction: int = 8) -> None:
+    def __init__(self, channels: PositiveInt, reduction: PositiveInt = 8) -> None:
         super().__init__()
         self.channels = channels
         inner = max(channels // reduction, 1)
@@ -109,7 +112,7 @@ class ChannelAttention(AttentionBlock):
     CVPR 2019.
     """
 
-    def __init__(self, channels: int) -> None:
+    def __init__(self, channels: PositiveInt) -> None:
         super().__init__()
         self.channels = channels
         self.beta = nn.Parameter(torch.zeros(1))
@@ -157,7 +160,7 @@ class DualAttention(AttentionBlock):
     CVPR 2019.
     """
 
-    def __init__(self, channels: int, reduction: int = 8) -> None:
+    def __init__(self, channels: PositiveInt, reduction: PositiveInt = 8) -> None:
         super().__init__()
         self.channels = channels
         self.position = PositionAttention(channels, reduction)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import AnyReal, PositiveFloat, PositiveInt
 
 
 def eca_kernel_size(channels: int, gamma: float = 2, beta: float = 1) -> int:
@@ -51,7 +54,13 @@ class EfficientChannelAttention(AttentionBlock):
     Convolutional Neural Networks", CVPR 2020.
     """
 
-    def __init__(self, channels: int, kernel_size: Optional[int] = None, gamma: float = 2, beta: float = 1) -> None:
+    def __init__(
+        self,
+        channels: PositiveInt,
+        kernel_size: Optional[PositiveInt] = None,
+        gamma: PositiveFloat = 2,
+        beta: AnyReal = 1,
+    ) -> None:
         super().__init__()
         self.channels = channels
         k = eca_kernel_size(channels, gamma, beta) if kernel_size is None else kernel_size

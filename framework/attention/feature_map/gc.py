@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -10,6 +10,9 @@ from torch import Tensor, nn
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
 from .se import bottleneck_width
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -49,7 +52,13 @@ class GlobalContext(AttentionBlock):
     Networks and Beyond", ICCV Workshops 2019.
     """
 
-    def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8, hidden: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        channels: PositiveInt,
+        reduction: PositiveInt = 16,
+        min_hidden: PositiveInt = 8,
+        hidden: Optional[PositiveInt] = None,
+    ) -> None:
         super().__init__()
         self.channels = channels
         hidden = bottleneck_width(channels, reduction, min_hidden, hidden)

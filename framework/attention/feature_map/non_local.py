@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 import torch.nn.functional as F
@@ -11,6 +11,9 @@ from torch import Tensor, nn
 from ..base import AttentionBlock, AttentionOutput
 from ..probes import ProbeRows
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 def tokens(x: Tensor) -> Tensor:
@@ -100,7 +103,9 @@ class NonLocal(AttentionBlock):
     gives_probe_rows = True
     backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
-    def __init__(self, channels: int, inner_channels: Optional[int] = None, sub_sample: bool = False) -> None:
+    def __init__(
+        self, channels: PositiveInt, inner_channels: Optional[PositiveInt] = None, sub_sample: bool = False
+    ) -> None:
         super().__init__()
         self.channels = channels
         inner = inner_channels or max(channels // 2, 1)

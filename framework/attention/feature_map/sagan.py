@@ -3,12 +3,17 @@ gated by a learned scalar that starts at 0; BigGAN's variant max-pools the keys 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput, ShapeError
 from ..registry import register
 from .non_local import dot_product_attention, tokens
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -59,7 +64,13 @@ class SelfAttentionGAN(AttentionBlock):
     gives_probe_rows = True
     backends = ("sdpa", "eager")  # fused scaled_dot_product_attention; explicit softmax (framework.attention.backends)
 
-    def __init__(self, channels: int, reduction: int = 8, value_reduction: int = 8, pool: bool = False) -> None:
+    def __init__(
+        self,
+        channels: PositiveInt,
+        reduction: PositiveInt = 8,
+        value_reduction: PositiveInt = 8,
+        pool: bool = False,
+    ) -> None:
         super().__init__()
         if reduction < 1 or value_reduction < 1:
             raise ValueError(

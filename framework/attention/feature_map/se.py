@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 def bottleneck_width(channels: int, reduction: int = 16, min_hidden: int = 8, hidden: Optional[int] = None) -> int:
@@ -52,7 +55,13 @@ class SqueezeExcite(AttentionBlock):
     Paper: Hu, Shen & Sun, "Squeeze-and-Excitation Networks", CVPR 2018.
     """
 
-    def __init__(self, channels: int, reduction: int = 16, min_hidden: int = 8, hidden: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        channels: PositiveInt,
+        reduction: PositiveInt = 16,
+        min_hidden: PositiveInt = 8,
+        hidden: Optional[PositiveInt] = None,
+    ) -> None:
         super().__init__()
         self.channels = channels
         hidden = bottleneck_width(channels, reduction, min_hidden, hidden)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -41,7 +46,7 @@ class SpatialAttention(AttentionBlock):
     Paper: Woo, Park, Lee & Kweon, "CBAM: Convolutional Block Attention Module", ECCV 2018.
     """
 
-    def __init__(self, channels: int, kernel_size: int = 7) -> None:
+    def __init__(self, channels: PositiveInt, kernel_size: PositiveInt = 7) -> None:
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"{self.block_name}: kernel_size must be a positive odd number, got {kernel_size}")

@@ -9,6 +9,8 @@ fused kernel computes this pattern here, so the weights are always formed: they 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -16,6 +18,9 @@ from torch import Tensor, nn
 from ..base import AttentionBlock, AttentionOutput
 from ..record import Record
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 def unfolded(t: Tensor, kernel_size: int) -> Tensor:
@@ -74,7 +79,7 @@ class StandAloneSelfAttention(AttentionBlock):
     in Vision Models", NeurIPS 2019.
     """
 
-    def __init__(self, channels: int, kernel_size: int = 7, num_heads: int = 8) -> None:
+    def __init__(self, channels: PositiveInt, kernel_size: PositiveInt = 7, num_heads: PositiveInt = 8) -> None:
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"stand_alone: kernel_size must be odd, got {kernel_size}")

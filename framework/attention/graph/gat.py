@@ -11,13 +11,16 @@ so that ``import framework.attention`` does not pay its start-up time (about 2 s
 from __future__ import annotations
 
 import importlib
-from typing import Any, ClassVar, Optional, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
 import torch
 from torch import Tensor
 
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, NonNegativeFloat, PositiveInt
 
 
 def ablated_coefficients(target: Tensor, alpha: Tensor, mode: str) -> Tensor:
@@ -43,12 +46,12 @@ class _GraphAttention(AttentionBlock):
 
     def __init__(
         self,
-        in_channels: Union[int, tuple[int, int]],
-        out_channels: int,
-        heads: int = 1,
+        in_channels: Union[PositiveInt, tuple[PositiveInt, PositiveInt]],
+        out_channels: PositiveInt,
+        heads: PositiveInt = 1,
         concat: bool = True,
-        dropout: float = 0.0,
-        negative_slope: float = 0.2,
+        dropout: Fraction = 0.0,
+        negative_slope: NonNegativeFloat = 0.2,
         add_self_loops: bool = True,
         bias: bool = True,
         **conv_options: Any,

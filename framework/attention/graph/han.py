@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +15,9 @@ from torch import Tensor
 from ..base import AttentionBlock
 from ..registry import register
 from .gat import ablated_coefficients
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, NonNegativeFloat, PositiveInt
 
 #: The node type and relation of a homogeneous graph given as one tensor of features and one of edges.
 NODE, EDGE = "node", "to"
@@ -106,13 +109,13 @@ class HeterogeneousGraphAttention(AttentionBlock):
 
     def __init__(
         self,
-        in_channels: Union[int, Mapping[str, int]],
-        out_channels: int,
+        in_channels: Union[PositiveInt, Mapping[str, PositiveInt]],
+        out_channels: PositiveInt,
         metadata: Union[None, Sequence[Any]] = None,
-        heads: int = 1,
+        heads: PositiveInt = 1,
         concat: bool = True,
-        dropout: float = 0.0,
-        negative_slope: float = 0.2,
+        dropout: Fraction = 0.0,
+        negative_slope: NonNegativeFloat = 0.2,
     ) -> None:
         super().__init__()
         self.metadata = as_metadata(metadata)

@@ -4,7 +4,7 @@ Merity & Socher, Dynamic Memory Networks for Visual and Textual Question Answeri
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Literal, Optional, get_args
 
 import torch
 from torch import Tensor, nn
@@ -13,10 +13,15 @@ from ..base import AttentionBlock, AttentionOutput
 from ..cross.distribution import Softmax
 from ..registry import register
 
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
+
 #: How a pass turns its gates into an episode c^t.
-EPISODES = ("attention_gru", "soft")
+Episode = Literal["attention_gru", "soft"]
+EPISODES: tuple[str, ...] = get_args(Episode)
 #: How the memory moves from one pass to the next.
-UPDATES = ("relu", "gru")
+Update = Literal["relu", "gru"]
+UPDATES: tuple[str, ...] = get_args(Update)
 
 
 class AttentionGRU(nn.Module):
@@ -90,11 +95,11 @@ class EpisodicMemory(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        passes: int = 3,
-        episode: str = "attention_gru",
-        update: str = "relu",
-        hidden: Optional[int] = None,
+        dim: PositiveInt,
+        passes: PositiveInt = 3,
+        episode: Episode = "attention_gru",
+        update: Update = "relu",
+        hidden: Optional[PositiveInt] = None,
     ) -> None:
         super().__init__()
         if episode not in EPISODES:

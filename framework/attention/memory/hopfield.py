@@ -9,13 +9,16 @@ step; with learned maps into an associative space it is the attention of a Trans
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from torch import Tensor
 
 from ..base import AttentionOutput
 from ..cross.attention import Attention
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveFloat, PositiveInt
 
 
 @register(
@@ -66,15 +69,15 @@ class HopfieldLayer(Attention):
 
     def __init__(
         self,
-        dim: int,
-        stored_dim: Optional[int] = None,
+        dim: PositiveInt,
+        stored_dim: Optional[PositiveInt] = None,
         *,
-        num_heads: int = 1,
-        head_dim: Optional[int] = None,
-        beta: Optional[float] = None,
-        steps: int = 1,
+        num_heads: PositiveInt = 1,
+        head_dim: Optional[PositiveInt] = None,
+        beta: Optional[PositiveFloat] = None,
+        steps: PositiveInt = 1,
         project: bool = True,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
     ) -> None:
         super().__init__(
             dim, stored_dim, score="dot", num_heads=num_heads, head_dim=head_dim, project=project, dropout=dropout

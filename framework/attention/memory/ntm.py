@@ -3,7 +3,7 @@ erase/add writes (Graves, Wayne & Danihelka, Neural Turing Machines, arXiv:1410.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -11,6 +11,9 @@ from torch import Tensor, nn
 
 from ..base import AttentionBlock, AttentionOutput
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import NonNegativeInt, PositiveInt
 
 #: Norms below this count as zero in the cosine similarity of content addressing.
 EPS = 1e-8
@@ -71,7 +74,12 @@ class NTMHeads(AttentionBlock):
     """
 
     def __init__(
-        self, dim: int, memory_width: int, read_heads: int = 1, write_heads: int = 1, max_shift: int = 1
+        self,
+        dim: PositiveInt,
+        memory_width: PositiveInt,
+        read_heads: PositiveInt = 1,
+        write_heads: NonNegativeInt = 1,
+        max_shift: NonNegativeInt = 1,
     ) -> None:
         super().__init__()
         if read_heads < 1 or write_heads < 0:

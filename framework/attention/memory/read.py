@@ -8,7 +8,7 @@ memories c_i); the controller state u is refined after every hop.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Literal, Optional, get_args
 
 import torch
 from torch import Tensor, nn
@@ -17,8 +17,12 @@ from ..base import AttentionBlock, AttentionOutput
 from ..cross.distribution import Softmax
 from ..registry import register
 
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
+
 #: How the state moves from one hop to the next.
-UPDATES = ("add", "linear", "per_hop")
+Update = Literal["add", "linear", "per_hop"]
+UPDATES: tuple[str, ...] = get_args(Update)
 
 
 @register(
@@ -66,7 +70,9 @@ class MemoryRead(AttentionBlock):
     Reading Documents", EMNLP 2016.
     """
 
-    def __init__(self, dim: int, hops: int = 1, update: str = "add", linear_start: bool = False) -> None:
+    def __init__(
+        self, dim: PositiveInt, hops: PositiveInt = 1, update: Update = "add", linear_start: bool = False
+    ) -> None:
         super().__init__()
         if update not in UPDATES:
             raise ValueError(f"memory_read: update must be one of {UPDATES}, got {update!r}")

@@ -3,7 +3,7 @@ with its own learned query, a probability module and a reconstruction."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -11,6 +11,9 @@ from torch import Tensor, nn
 from ..base import AttentionOutput
 from ..cross.attention import Attention
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 def capsule_losses(
@@ -69,7 +72,7 @@ class CapsuleAttention(Attention):
     Captured weights: the (B, C, N) weights a_c of each call.
     """
 
-    def __init__(self, dim: int, num_capsules: int = 2) -> None:
+    def __init__(self, dim: PositiveInt, num_capsules: PositiveInt = 2) -> None:
         if num_capsules < 1:
             raise ValueError(f"capsule: num_capsules must be at least 1, got {num_capsules}")
         super().__init__(dim, score="dot", project=False)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from torch import Tensor, nn
 
 from ..base import AttentionBlock
 from ..registry import register
 from .pooling import AttentionPooling
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -44,7 +47,9 @@ class HierarchicalAttention(AttentionBlock):
     per call; ``words`` records (B * S, 1, W) and ``sentences`` (B, 1, S).
     """
 
-    def __init__(self, dim: int, hidden: Optional[int] = None, sentence_encoder: Optional[nn.Module] = None) -> None:
+    def __init__(
+        self, dim: PositiveInt, hidden: Optional[PositiveInt] = None, sentence_encoder: Optional[nn.Module] = None
+    ) -> None:
         super().__init__()
         self.dim = dim
         self.words = AttentionPooling(dim, hidden)

@@ -4,7 +4,7 @@ several embeddings of each token weighed by attention into one."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -12,6 +12,9 @@ from torch import Tensor, nn
 from ..base import AttentionBlock, AttentionOutput, ShapeError
 from ..cross.distribution import Softmax
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 @register(
@@ -44,7 +47,7 @@ class MetaEmbedding(AttentionBlock):
     Captured weights: the (..., E) weights a of each call.
     """
 
-    def __init__(self, dim: int, embedding_dims: Optional[Sequence[int]] = None) -> None:
+    def __init__(self, dim: PositiveInt, embedding_dims: Optional[Sequence[PositiveInt]] = None) -> None:
         super().__init__()
         dims = list(embedding_dims) if embedding_dims is not None else [dim, dim]
         if not dims or any(d < 1 for d in dims):

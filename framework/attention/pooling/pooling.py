@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -11,6 +11,9 @@ from torch import Tensor, nn
 from ..base import AttentionOutput
 from ..cross.attention import Attention
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import PositiveInt
 
 
 def frobenius_penalty(weights: Tensor) -> Tensor:
@@ -54,7 +57,7 @@ class AttentionPooling(Attention):
     Captured weights: the (B, r, N) weights A of each call.
     """
 
-    def __init__(self, dim: int, hidden: Optional[int] = None, num_queries: int = 1) -> None:
+    def __init__(self, dim: PositiveInt, hidden: Optional[PositiveInt] = None, num_queries: PositiveInt = 1) -> None:
         hidden = hidden or dim
         super().__init__(hidden, hidden, dim, score="dot", project=False)
         self.gives_probe_rows = False  # learned queries, no query grid: a capture keeps the whole weights

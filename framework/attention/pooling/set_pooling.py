@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -10,6 +10,9 @@ from torch import Tensor, nn
 from ..base import AttentionBlock, AttentionOutput
 from ..cross.set_attention import SET_TRANSFORMER, MultiheadAttentionBlock
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
 
 
 @register(
@@ -43,12 +46,12 @@ class PoolingByMultiheadAttention(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        num_seeds: int = 1,
-        num_heads: int = 4,
-        hidden: Optional[int] = None,
+        dim: PositiveInt,
+        num_seeds: PositiveInt = 1,
+        num_heads: PositiveInt = 4,
+        hidden: Optional[PositiveInt] = None,
         layer_norm: bool = True,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
     ) -> None:
         super().__init__()
         if num_seeds < 1:

@@ -4,7 +4,7 @@ learns how far it looks, through a soft mask over the distance to the query."""
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +15,9 @@ from ..cross.attention import Attention
 from ..masks import sequence_mask
 from ..registry import register
 from ._windows import window_flags, window_mask, windows, windows_to_dense
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt, Probability
 
 
 @register(
@@ -61,13 +64,13 @@ class AdaptiveSpanAttention(Attention):
 
     def __init__(
         self,
-        dim: int,
-        num_heads: int = 8,
-        max_span: int = 64,
-        ramp: int = 16,
-        init_span: float = 0.5,
+        dim: PositiveInt,
+        num_heads: PositiveInt = 8,
+        max_span: PositiveInt = 64,
+        ramp: PositiveInt = 16,
+        init_span: Probability = 0.5,
         causal: bool = False,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
         bias: bool = True,
     ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout, bias=bias)

@@ -4,7 +4,7 @@ values projected along the sequence axis to a fixed number of rows, linear in th
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -13,6 +13,9 @@ from ..base import AttentionOutput
 from ..cross.attention import Attention
 from ..masks import sequence_mask
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
 
 
 @register(
@@ -54,12 +57,12 @@ class Linformer(Attention):
 
     def __init__(
         self,
-        dim: int,
-        num_heads: int = 8,
-        rank: int = 64,
-        max_len: int = 512,
+        dim: PositiveInt,
+        num_heads: PositiveInt = 8,
+        rank: PositiveInt = 64,
+        max_len: PositiveInt = 512,
         share_kv: bool = False,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
         bias: bool = True,
     ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, dropout=dropout, bias=bias)

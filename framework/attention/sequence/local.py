@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor
@@ -13,6 +13,9 @@ from ..base import AttentionOutput
 from ..cross.attention import Attention
 from ..masks import sequence_mask
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, NonNegativeInt, PositiveInt
 
 
 @lru_cache(maxsize=32)
@@ -60,7 +63,12 @@ class LocalAttention(Attention):
     """
 
     def __init__(
-        self, dim: int, window: int = 4, num_heads: int = 1, causal: bool = False, dropout: float = 0.0
+        self,
+        dim: PositiveInt,
+        window: NonNegativeInt = 4,
+        num_heads: PositiveInt = 1,
+        causal: bool = False,
+        dropout: Fraction = 0.0,
     ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout)
         if window < 0:

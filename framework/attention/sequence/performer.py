@@ -4,7 +4,7 @@ orthogonal random features (FAVOR+), in time and memory linear in the length."""
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor
@@ -13,6 +13,9 @@ from ..base import AttentionOutput
 from ..cross.attention import Attention
 from ..masks import sequence_mask
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import NonNegativeInt, PositiveInt
 
 
 def _ratio(numerator: Tensor, denominator: Tensor) -> Tensor:
@@ -77,10 +80,10 @@ class Performer(Attention):
 
     def __init__(
         self,
-        dim: int,
-        num_heads: int = 8,
-        features: int = 64,
-        redraw_interval: int = 1000,
+        dim: PositiveInt,
+        num_heads: PositiveInt = 8,
+        features: PositiveInt = 64,
+        redraw_interval: NonNegativeInt = 1000,
         causal: bool = False,
         bias: bool = True,
     ) -> None:

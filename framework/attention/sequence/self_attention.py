@@ -3,7 +3,7 @@ scaled dot-product scores, learned projections and several heads, over one seque
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from torch import Tensor
 
@@ -11,6 +11,9 @@ from ..base import AttentionOutput
 from ..cross.attention import Attention
 from ..masks import sequence_mask
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
 
 
 @register(
@@ -48,7 +51,12 @@ class MultiHeadSelfAttention(Attention):
     """
 
     def __init__(
-        self, dim: int, num_heads: int = 8, dropout: float = 0.0, causal: bool = False, bias: bool = True
+        self,
+        dim: PositiveInt,
+        num_heads: PositiveInt = 8,
+        dropout: Fraction = 0.0,
+        causal: bool = False,
+        bias: bool = True,
     ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, dropout=dropout, causal=causal, bias=bias)
 

@@ -3,7 +3,7 @@ both made of the multihead attention block ``mab`` (Lee et al., ICML 2019)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 from torch import Tensor, nn
@@ -12,6 +12,9 @@ from ..base import AttentionBlock, AttentionOutput
 from ..cross.set_attention import SET_TRANSFORMER, MultiheadAttentionBlock
 from ..masks import sequence_mask
 from ..registry import register
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
 
 
 @register("sab", kind="sequence", category="set / set attention block (Set Transformer)", paper=SET_TRANSFORMER)
@@ -40,7 +43,12 @@ class SetAttentionBlock(MultiheadAttentionBlock):
     """
 
     def __init__(
-        self, dim: int, num_heads: int = 4, hidden: Optional[int] = None, layer_norm: bool = True, dropout: float = 0.0
+        self,
+        dim: PositiveInt,
+        num_heads: PositiveInt = 4,
+        hidden: Optional[PositiveInt] = None,
+        layer_norm: bool = True,
+        dropout: Fraction = 0.0,
     ) -> None:
         super().__init__(dim, num_heads=num_heads, hidden=hidden, layer_norm=layer_norm, dropout=dropout)
 
@@ -88,12 +96,12 @@ class InducedSetAttentionBlock(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        num_inducing: int = 16,
-        num_heads: int = 4,
-        hidden: Optional[int] = None,
+        dim: PositiveInt,
+        num_inducing: PositiveInt = 16,
+        num_heads: PositiveInt = 4,
+        hidden: Optional[PositiveInt] = None,
         layer_norm: bool = True,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
     ) -> None:
         super().__init__()
         if num_inducing < 1:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Optional
+from typing import TYPE_CHECKING, Literal, Optional, get_args
 
 import torch
 from torch import Tensor
@@ -19,8 +19,15 @@ from ..masks import sequence_mask
 from ..probes import ProbeRows
 from ..registry import register
 
-PATTERNS = ("strided", "fixed")
-IMPLS = ("auto", "dense", "flex")
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
+
+#: The patterns of Child et al.: ``strided`` (a band and every l-th token) or ``fixed`` (blocks and their summaries).
+Pattern = Literal["strided", "fixed"]
+PATTERNS: tuple[str, ...] = get_args(Pattern)
+#: The implementations: ``dense`` (the pattern as a mask), ``flex`` (FlexAttention), ``auto`` (flex where it fits).
+Impl = Literal["auto", "dense", "flex"]
+IMPLS: tuple[str, ...] = get_args(Impl)
 
 
 def pattern_rule(pattern: str, stride: int, summary: int, causal: bool) -> Callable[[Tensor, Tensor], Tensor]:
@@ -125,14 +132,14 @@ class SparseAttention(Attention):
 
     def __init__(
         self,
-        dim: int,
-        pattern: str = "strided",
-        stride: int = 32,
-        summary: int = 4,
-        num_heads: int = 8,
+        dim: PositiveInt,
+        pattern: Pattern = "strided",
+        stride: PositiveInt = 32,
+        summary: PositiveInt = 4,
+        num_heads: PositiveInt = 8,
         causal: bool = False,
-        dropout: float = 0.0,
-        impl: str = "auto",
+        dropout: Fraction = 0.0,
+        impl: Impl = "auto",
     ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout)
         if pattern not in PATTERNS:

@@ -5,7 +5,7 @@ dot product."""
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Literal, Optional, get_args
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +16,12 @@ from ..cross.distribution import Softmax
 from ..masks import sequence_mask
 from ..registry import register
 
-VARIANTS = ("dense", "random")
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
+
+#: Where the logits come from: an MLP of each token (``dense``) or a learned matrix (``random``).
+Variant = Literal["dense", "random"]
+VARIANTS: tuple[str, ...] = get_args(Variant)
 
 
 class Synthesizer(AttentionBlock):
@@ -51,14 +56,14 @@ class Synthesizer(AttentionBlock):
 
     def __init__(
         self,
-        dim: int,
-        variant: str = "dense",
-        num_heads: int = 8,
-        max_len: int = 512,
-        hidden: Optional[int] = None,
-        rank: Optional[int] = None,
+        dim: PositiveInt,
+        variant: Variant = "dense",
+        num_heads: PositiveInt = 8,
+        max_len: PositiveInt = 512,
+        hidden: Optional[PositiveInt] = None,
+        rank: Optional[PositiveInt] = None,
         causal: bool = False,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
     ) -> None:
         super().__init__()
         if variant not in VARIANTS:

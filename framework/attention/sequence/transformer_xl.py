@@ -5,7 +5,7 @@ with relative position scores and the global biases u and v."""
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 import torch.nn.functional as F
@@ -16,6 +16,9 @@ from ..cross.attention import Attention
 from ..masks import sequence_mask
 from ..registry import register
 from ._windows import window_mask, windows_to_dense
+
+if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framework.attention)
+    from ...values import Fraction, PositiveInt
 
 
 def relative_sinusoid(distances: Tensor, dim: int, dtype: torch.dtype = torch.float32) -> Tensor:
@@ -75,11 +78,11 @@ class TransformerXLAttention(Attention):
 
     def __init__(
         self,
-        dim: int,
-        num_heads: int = 8,
-        segment: int = 64,
+        dim: PositiveInt,
+        num_heads: PositiveInt = 8,
+        segment: PositiveInt = 64,
         causal: bool = False,
-        dropout: float = 0.0,
+        dropout: Fraction = 0.0,
         bias: bool = True,
     ) -> None:
         super().__init__(dim, score="scaled_dot", num_heads=num_heads, causal=causal, dropout=dropout, bias=bias)

@@ -4,6 +4,6 @@ the checks of its configs before and while they are parsed: the ``--config`` fil
 optimizer's and schedule's values (:mod:`.config_values`). The other commands build on its CLI."""
 
 from .cli import FrameworkCLI, instantiate_data, main, resolve_run_values, run_command
-from .config_values import check_values
+from .config_values import check_machine
 
-__all__ = ["FrameworkCLI", "check_values", "instantiate_data", "main", "resolve_run_values", "run_command"]
+__all__ = ["FrameworkCLI", "check_machine", "instantiate_data", "main", "resolve_run_values", "run_command"]

@@ -19,8 +19,10 @@ and logs, writes checkpoints atomically, and prints a summary when ``fit`` ends.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import signal
 import sys
 import warnings
@@ -55,12 +57,14 @@ from ...checkpoint import AtomicCheckpointIO, config_from_checkpoint
 from ...data.limits import check_limits
 from ...data.sizes import fill_sizes
 from ...errors import TRACEBACK_ENV, ConfigError, explained, parser_message, traceback_requested
+from ...evaluation.block_ablation import AblationMode
 from ...optim import DecayOn, offered_in_groups
 from ...task_module import CompileMode, TaskModule
 from ...tasks import Task
+from ...values import Seed
 from . import config_sections
 from .config_files import check_config_files
-from .config_values import check_values
+from .config_values import TRAINER, annotation, check_machine, declared_domain, expected, has_domain, violations
 
 PROG = "python -m framework"
 T = TypeVar("T")
@@ -100,16 +104,35 @@ class Parser(LightningArgumentParser):
             super().error(message, ex)
         prog = self.prog.replace(" [options]", "")
         sys.stderr.write(
-            f"error: {parser_message(message)}\n({prog} --help lists the options; "
-            f"{TRACEBACK_ENV}=1 shows the parser's whole message)\n"
+            f"error: {parser_message(message, lambda key: self.domain_of(key, message))}\n({prog} --help lists "
+            f"the options; {TRACEBACK_ENV}=1 shows the parser's whole message)\n"
         )
         raise SystemExit(2)
+
+    def domain_of(self, key: str, message: str) -> Optional[str]:
+        """The declared domain, in words, of the key a parser's error names: from the table of a
+        class this framework does not define (:mod:`.config_values`), from the annotation of the
+        class whose argument it is (the error names its class_path), or from this parser's own
+        argument; None where the key has no declared domain."""
+        if (said := declared_domain(key)) is not None:
+            return said
+        found = re.findall(r"Problem with given class_path '([\w.]+)'", message)
+        action = self._option_string_actions.get(f"--{key}")
+        kind = getattr(action, "_typehint", None)
+        if found:
+            kind = annotation(found[-1], key.rpartition(".")[2])
+        return expected(kind) if kind is not None and has_domain(kind) else None
 
 
 #: The logger of every run whose configs name none: W&B (offline without an API key).
 DEFAULT_LOGGER = {"class_path": "framework.loggers.WandbLogger", "init_args": {"project": "attention-framework"}}
-#: The trainer's per-stage batch limits (an int is a count, a float a share).
-BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches")
+
+
+def trainer_help() -> dict[str, str]:
+    """Lightning's help of each of the trainer's arguments, from its docstring."""
+    from docstring_parser import parse
+
+    return {param.arg_name: param.description for param in parse(Trainer.__init__.__doc__ or "").params}
 
 
 class FrameworkCLI(LightningCLI):
@@ -152,8 +175,10 @@ class FrameworkCLI(LightningCLI):
         argv = [str(arg) for arg in args] if isinstance(args, list) else None
         printing = [arg for arg in argv or [] if arg.split("=", 1)[0] == "--print_config"]
         if not printing or not self.fill_printed_config:
-            return super().parse_arguments(parser, args)
+            super().parse_arguments(parser, args)
+            return self.check_domains(parser)
         super().parse_arguments(parser, [arg for arg in argv if arg not in printing])
+        self.check_domains(parser)
         subcommand = self.config.subcommand
         config = self.config[subcommand]
         resolve_run_values(config, instantiate_data(config.data))
@@ -161,26 +186,37 @@ class FrameworkCLI(LightningCLI):
         print(subparser.dump(config, skip_none="skip_null" in printing[0]), end="")
         raise SystemExit(0)
 
+    def check_domains(self, parser: LightningArgumentParser) -> None:
+        """The optimizer's and the schedule's values against their declared domains
+        (:mod:`.config_values`): one line naming the key, status 2, as the parser's own types."""
+        config = self.config[self.config.subcommand] if self.config.get("subcommand") else self.config
+        if found := violations(config):
+            parser.error(found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""))
+
+    def add_default_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument(
+            "--seed_everything",
+            type=Union[bool, Seed],
+            default=self.seed_everything_default,
+            help="The seed of the run's random numbers (true: a random one, false: none set).",
+        )
+
     def add_core_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        # Lightning types the batch limits Union[float, int], so "1" would parse as 1.0: the whole
-        # epoch, not one batch. They are added again with int tried first.
+        # The trainer's keys that config_values.TRAINER declares are added with those types in
+        # place of Lightning's (which types a batch limit Union[float, int], so "1" parsed as 1.0:
+        # the whole epoch, not one batch), with Lightning's defaults and help.
         parser.add_class_arguments(
             self.trainer_class,
             "trainer",
             fail_untyped=False,
             instantiate=False,
             sub_configs=True,
-            skip=set(BATCH_LIMITS),
+            skip=set(TRAINER),
         )
         parser.set_defaults({"trainer.logger": DEFAULT_LOGGER})  # configs/logger/csv.yaml or a config's own replaces it
-        for name in BATCH_LIMITS:
-            parser.add_argument(
-                f"--trainer.{name}",
-                type=Optional[Union[int, float]],
-                default=None,
-                help="batches per epoch of this stage: an int counts batches, a float in "
-                "[0, 1] is a share of them (default: all)",
-            )
+        defaults, helps = inspect.signature(self.trainer_class.__init__).parameters, trainer_help()
+        for name, kind in TRAINER.items():
+            parser.add_argument(f"--trainer.{name}", type=kind, default=defaults[name].default, help=helps.get(name))
         parser.add_subclass_arguments(nn.Module, "model", fail_untyped=False, help="The network (any nn.Module).")
         parser.add_subclass_arguments(Task, "task", fail_untyped=False, help="Loss, metrics and prediction.")
         parser.add_lightning_class_args(LightningDataModule, "data", subclass_mode=True)
@@ -254,7 +290,7 @@ class FrameworkCLI(LightningCLI):
         every subcommand takes them, so that a test's written config starts any other run."""
         parser.add_argument(
             "--ablation",
-            type=Optional[str],
+            type=Optional[AblationMode],
             default=None,
             help="test only: attention weights replaced by uniform, random or permuted ones "
             "(framework.attention.ablation), or none: the blocks skipped, where a block's output "
@@ -270,15 +306,13 @@ class FrameworkCLI(LightningCLI):
     def before_test(self) -> None:
         """``--ablation``: the test runs with the chosen blocks ablated (checked against the model first)."""
         from ...callbacks.ablation_switch import AblationSwitch
-        from ...evaluation.block_ablation import MODES, choose
+        from ...evaluation.block_ablation import choose
 
         config = self.config["test"]
         if config.get("ablation") is None:
             if config.get("ablation_blocks"):
                 raise ConfigError("--ablation_blocks needs --ablation (uniform, random, permute or none)")
             return
-        if config.ablation not in MODES:
-            raise ConfigError(f"--ablation must be one of {', '.join(MODES)}, got {config.ablation!r}")
         try:
             choose(self.model.model, config.ablation_blocks)
         except ValueError as err:
@@ -323,7 +357,7 @@ class FrameworkCLI(LightningCLI):
                 "runs/<experiment>/<run>/checkpoints/best.ckpt (add --untrained=true to "
                 f"{self.subcommand} the model as configured, without training)"
             )
-        check_values(config)
+        check_machine(config)
         check_limits(self.subcommand, config.trainer)
         if config.get("weights_only", False) is None:  # the framework's checkpoints load safely: say so to Lightning
             config.weights_only = True

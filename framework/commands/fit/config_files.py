@@ -1,5 +1,6 @@
 """The ``--config`` files of a command line, checked before the parser reads them: each exists
-and is a YAML mapping without empty ``init_args``, and an error names the file (and line)."""
+and is a YAML mapping that gives no key twice and has no empty ``init_args``, and so are the
+config files it names (``data: datasets/scenes.yaml``); an error names the file and line."""
 
 from __future__ import annotations
 
@@ -11,6 +12,22 @@ import yaml
 from ...errors import ConfigError
 
 
+class UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that gives a key twice (YAML keeps the last one,
+    silently): a ``yaml.MarkedYAMLError`` naming the key and both lines."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice (first at line {seen[key]})", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
 def check_config_files(argv: list[str]) -> None:
     """Every ``--config`` file exists and is a YAML mapping; an error names the file, line and column."""
     for i, arg in enumerate(argv):
@@ -20,21 +37,48 @@ def check_config_files(argv: list[str]) -> None:
         path = Path(value or (argv[i + 1] if i + 1 < len(argv) else ""))
         if not path.is_file():
             raise ConfigError(f"--config {path}: no such file")
-        try:
-            content = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise ConfigError(f"--config {path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"--config {path} is not a text file") from None
-        if not isinstance(content, dict):
-            raise ConfigError(f"--config {path} must hold a mapping of config keys, got {type(content).__name__}")
-        empty = _empty_init_args(content)
-        if empty:
-            raise ConfigError(
-                f"--config {path}: {empty} is empty; give it arguments or remove the line (the class's defaults apply)"
-            )
+        check_config_file(path)
+
+
+def check_config_file(path: Path, seen: Optional[set[Path]] = None) -> None:
+    """One config file, and the config files its values name (relative to its folder)."""
+    seen = set() if seen is None else seen
+    if path.resolve() in seen:
+        return
+    seen.add(path.resolve())
+    try:
+        content = yaml.load(path.read_text(), Loader=UniqueKeys)
+    except yaml.constructor.ConstructorError as err:
+        if "given twice" not in str(err.problem):
+            raise ConfigError(f"--config {path} is not valid YAML: {err.problem}") from None
+        raise ConfigError(f"--config {path}:{err.problem_mark.line + 1}: {err.problem}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"--config {path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"--config {path} is not a text file") from None
+    if not isinstance(content, dict):
+        raise ConfigError(f"--config {path} must hold a mapping of config keys, got {type(content).__name__}")
+    empty = _empty_init_args(content)
+    if empty:
+        raise ConfigError(
+            f"--config {path}: {empty} is empty; give it arguments or remove the line (the class's defaults apply)"
+        )
+    for named in _named_files(content, path.parent):
+        check_config_file(named, seen)
+
+
+def _named_files(content: Any, folder: Path) -> list[Path]:
+    """The YAML files that string values of a config name, relative to its folder, where they exist."""
+    values = content.values() if isinstance(content, dict) else content if isinstance(content, list) else [content]
+    found = []
+    for value in values:
+        if isinstance(value, str) and value.endswith((".yaml", ".yml")) and (folder / value).is_file():
+            found.append(folder / value)
+        elif isinstance(value, (dict, list)):
+            found += _named_files(value, folder)
+    return found
 
 
 def _empty_init_args(content: Any, prefix: str = "") -> Optional[str]:

@@ -1,123 +1,239 @@
-"""Trainer, optimizer and schedule values checked when the config is parsed, naming the key.
+"""The domains of the keys whose classes this framework does not define: the trainer's
+(Lightning's ``Trainer``), the optimizer's and the schedule's (``torch.optim``), declared here
+in one table each, by key, as the types of :mod:`framework.values`.
 
 Lightning and torch check some of these values late (``accumulate_grad_batches=0`` is a
 ZeroDivisionError in the first step, a negative learning rate a ValueError from inside
 ``torch.optim`` without the key) and others never (a negative ``gradient_clip_val``). The
-command line checks them all before anything is built, in one table: a key, the range its
-values must lie in, and what it means.
+trainer's keys are added to the parser with these types in place of Lightning's; the
+optimizer's and the schedule's, which a config names by class (``torch.optim.AdamW``), are
+checked against their table as soon as the config is parsed. Either way a value outside its
+domain is one line naming the key and the domain, and exit status 2.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from typing import Any, NamedTuple, Optional
+import typing
+from typing import Any, Literal, Optional, Union, get_args, get_origin
+
+from lightning.pytorch.profilers import Profiler
 
 from ...errors import ConfigError
+from ...values import (
+    AllOrCount,
+    AnyReal,
+    BatchLimit,
+    CheckInterval,
+    Domain,
+    Either,
+    Fraction,
+    Limit,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Probability,
+    declare,
+)
+
+#: Adafactor's ``beta2_decay``, the exponent of its decay: never above 0.
+NonPositiveFloat = declare("NonPositiveFloat", float, "a number <= 0", high=0)
+#: A schedule's ``last_epoch``: -1 before the first step.
+LastEpoch = declare("LastEpoch", int, "an int >= -1 (-1: not started)", low=-1)
+
+#: Every precision Lightning 2.6 takes (``lightning.fabric.connector._PRECISION_INPUT``, flattened
+#: into one list, so that an unknown one is answered with all of them).
+Precision = Literal[
+    "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64-true", "transformer-engine",
+    "transformer-engine-float16", 64, 32, 16, "64", "32", "16", "bf16",
+]  # fmt: skip
+
+#: The trainer's keys this framework types, with their domains (Lightning's default stays).
+TRAINER: dict[str, Any] = {
+    "accelerator": Literal["auto", "cpu", "gpu", "cuda", "mps", "tpu"],
+    "devices": Union[Literal["auto"], AllOrCount, list[NonNegativeInt]],
+    "num_nodes": PositiveInt,
+    "precision": Optional[Precision],
+    "fast_dev_run": Union[bool, NonNegativeInt],
+    "max_epochs": Optional[Limit],
+    "min_epochs": Optional[NonNegativeInt],
+    "max_steps": Limit,
+    "min_steps": Optional[NonNegativeInt],
+    "limit_train_batches": Optional[BatchLimit],
+    "limit_val_batches": Optional[BatchLimit],
+    "limit_test_batches": Optional[BatchLimit],
+    "limit_predict_batches": Optional[BatchLimit],
+    "overfit_batches": BatchLimit,
+    "val_check_interval": Optional[CheckInterval],
+    "check_val_every_n_epoch": Optional[PositiveInt],
+    "num_sanity_val_steps": Optional[AllOrCount],
+    "log_every_n_steps": Optional[PositiveInt],
+    "accumulate_grad_batches": PositiveInt,
+    "gradient_clip_val": Optional[NonNegativeFloat],
+    "gradient_clip_algorithm": Optional[Literal["norm", "value"]],
+    "reload_dataloaders_every_n_epochs": NonNegativeInt,
+    "profiler": Optional[Union[Literal["simple", "advanced", "pytorch", "xla"], Profiler]],
+}
+
+#: The optimizers' keys (``--optimizer.init_args.<key>``), by name, whichever optimizer has them.
+OPTIMIZER: dict[str, Any] = {
+    "lr": NonNegativeFloat,
+    "weight_decay": NonNegativeFloat,
+    "momentum": NonNegativeFloat,
+    "dampening": NonNegativeFloat,
+    "eps": PositiveFloat,
+    "alpha": NonNegativeFloat,
+    "rho": Probability,
+    "betas": tuple[Fraction, Fraction],
+    "lr_decay": NonNegativeFloat,
+    "initial_accumulator_value": NonNegativeFloat,
+    "momentum_decay": NonNegativeFloat,
+    "lambd": NonNegativeFloat,
+    "t0": NonNegativeFloat,
+    "etas": tuple[Fraction, PositiveFloat],
+    "step_sizes": tuple[NonNegativeFloat, PositiveFloat],
+    "max_iter": PositiveInt,
+    "max_eval": Optional[PositiveInt],
+    "tolerance_grad": NonNegativeFloat,
+    "tolerance_change": NonNegativeFloat,
+    "history_size": PositiveInt,
+    "line_search_fn": Optional[Literal["strong_wolfe"]],
+    "ns_steps": PositiveInt,
+    "adjust_lr_fn": Optional[Literal["original", "match_rms_adamw"]],
+    "ns_coefficients": tuple[AnyReal, AnyReal, AnyReal],
+    "beta2_decay": NonPositiveFloat,
+    "d": PositiveFloat,
+}
+
+#: The schedules' keys (``--lr_scheduler.init_args.<key>``), by name.
+SCHEDULE: dict[str, Any] = {
+    "step_size": PositiveInt,
+    "gamma": PositiveFloat,
+    "milestones": list[NonNegativeInt],
+    "T_max": PositiveInt,
+    "T_0": PositiveInt,
+    "T_mult": PositiveInt,
+    "eta_min": NonNegativeFloat,
+    "max_lr": Union[PositiveFloat, list[PositiveFloat]],
+    "base_lr": Union[NonNegativeFloat, list[NonNegativeFloat]],
+    "total_steps": Optional[PositiveInt],
+    "epochs": Optional[PositiveInt],
+    "steps_per_epoch": Optional[PositiveInt],
+    "pct_start": Probability,
+    "anneal_strategy": Literal["cos", "linear"],
+    "div_factor": PositiveFloat,
+    "final_div_factor": PositiveFloat,
+    "warmup_steps": NonNegativeInt,
+    "factor": PositiveFloat,
+    "start_factor": PositiveFloat,
+    "end_factor": NonNegativeFloat,
+    "total_iters": NonNegativeInt,
+    "power": NonNegativeFloat,
+    "patience": NonNegativeInt,
+    "threshold": NonNegativeFloat,
+    "threshold_mode": Literal["rel", "abs"],
+    "cooldown": NonNegativeInt,
+    "min_lr": Union[NonNegativeFloat, list[NonNegativeFloat]],
+    "eps": NonNegativeFloat,
+    "mode": Literal["min", "max", "triangular", "triangular2", "exp_range"],
+    "step_size_up": PositiveInt,
+    "step_size_down": Optional[PositiveInt],
+    "scale_mode": Literal["cycle", "iterations"],
+    "cycle_momentum": bool,
+    "base_momentum": Union[NonNegativeFloat, list[NonNegativeFloat]],
+    "max_momentum": Union[NonNegativeFloat, list[NonNegativeFloat]],
+    "three_phase": bool,
+    "last_epoch": LastEpoch,
+}
 
 
-class Rule(NamedTuple):
-    """Values a key accepts: ``accepts(value)``, said as ``expected`` in the error."""
+def expected(kind: Any) -> str:
+    """A type's domain in words: ``an int >= 1``, ``one of 'norm', 'value'``, ``null or ...``."""
+    origin, args = get_origin(kind), get_args(kind)
+    if isinstance(kind, type) and issubclass(kind, (Domain, Either)):
+        return kind.expected
+    if origin is Literal:
+        return "one of " + ", ".join(map(repr, args))
+    if origin is Union:
+        said = [expected(arg) for arg in args if arg is not type(None)]
+        return ("null or " if type(None) in args else "") + " or ".join(said)
+    if origin in (tuple, list):
+        parts = [expected(arg) for arg in args if arg is not Ellipsis]
+        return f"[{', '.join(parts)}]" if origin is tuple else f"a list, each {parts[0]}"
+    if kind is bool:
+        return "true or false"
+    return getattr(kind, "__name__", str(kind))
 
-    accepts: Callable[[Any], bool]
-    expected: str
 
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def at_least(low: float, what: str = "") -> Rule:
-    return Rule(lambda v: _number(v) and v >= low, f"a number >= {low:g}{what}")
-
-
-def above(low: float, what: str = "") -> Rule:
-    return Rule(lambda v: _number(v) and v > low, f"a number > {low:g}{what}")
-
-
-def count_or_share(low_count: int, share_open_at_zero: bool) -> Rule:
-    """An int >= ``low_count`` (a count) or a float in [0, 1] ((0, 1] if ``share_open_at_zero``)."""
-
-    def accepts(value: Any) -> bool:
-        if isinstance(value, bool) or not _number(value):
+def accepts(kind: Any, value: Any) -> bool:
+    """Whether ``value`` (as parsed: numbers, strings, lists) lies in the domain ``kind``."""
+    origin, args = get_origin(kind), get_args(kind)
+    if kind is type(None):
+        return value is None
+    if isinstance(kind, type) and issubclass(kind, (Domain, Either)):
+        try:
+            kind.check(value)
+        except ValueError:
             return False
-        if isinstance(value, int):
-            return value >= low_count
-        return (0 < value <= 1) if share_open_at_zero else (0 <= value <= 1)
-
-    share = "(0, 1]" if share_open_at_zero else "[0, 1]"
-    return Rule(accepts, f"an int >= {low_count} (batches) or a float in {share} (a share of them)")
-
-
-def probability_pair(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and len(value) == 2 and all(_number(b) and 0 <= b < 1 for b in value)
-
-
-#: key -> rule; a key that is unset (None) or absent is not checked.
-TRAINER = {
-    "max_epochs": at_least(-1, " (-1: no limit)"),
-    "min_epochs": at_least(0),
-    "max_steps": at_least(-1, " (-1: no limit)"),
-    "min_steps": at_least(0),
-    "accumulate_grad_batches": at_least(1),
-    "check_val_every_n_epoch": at_least(1),
-    "log_every_n_steps": at_least(1),
-    "num_sanity_val_steps": at_least(-1, " (-1: all)"),
-    "gradient_clip_val": at_least(0),
-    "num_nodes": at_least(1),
-    "val_check_interval": count_or_share(1, share_open_at_zero=True),
-    **{
-        f"limit_{stage}_batches": count_or_share(0, share_open_at_zero=False)
-        for stage in ("train", "val", "test", "predict")
-    },
-}
-OPTIMIZER = {
-    "lr": at_least(0),
-    "weight_decay": at_least(0),
-    "momentum": at_least(0),
-    "dampening": at_least(0),
-    "eps": above(0),
-    "alpha": at_least(0),
-    "rho": Rule(lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
-    "betas": Rule(probability_pair, "two numbers in [0, 1), as [0.9, 0.999]"),
-}
-SCHEDULE = {
-    "step_size": at_least(1),
-    "gamma": above(0),
-    "T_max": above(0),
-    "T_0": at_least(1),
-    "total_steps": at_least(1),
-    "max_lr": above(0),
-    "warmup_steps": at_least(0),
-    "eta_min": at_least(0),
-    "factor": above(0),
-    "patience": at_least(0),
-}
+        return True
+    if origin is Literal:
+        return value in args and not isinstance(value, bool)
+    if origin is Union:
+        return any(accepts(arg, value) for arg in args)
+    if origin is tuple:
+        return isinstance(value, (list, tuple)) and len(value) == len(args) and all(map(accepts, args, value))
+    if origin is list:
+        return isinstance(value, (list, tuple)) and all(accepts(args[0], item) for item in value)
+    if kind is bool:
+        return isinstance(value, bool)
+    return isinstance(kind, type) and isinstance(value, kind)
 
 
-def _init_args(section: Any) -> dict:
-    if section is None:
-        return {}
-    args = section.get("init_args") if hasattr(section, "get") else None
+def section_values(section: Any) -> dict[str, Any]:
+    """The ``init_args`` of a parsed ``optimizer`` or ``lr_scheduler`` section, as plain values."""
+    args = section.get("init_args") if section is not None and hasattr(section, "get") else None
     if args is None:
         return {}
     return args.as_dict() if hasattr(args, "as_dict") else dict(args)
 
 
 def violations(config: Any) -> list[str]:
-    """Every value of a parsed config (trainer, optimizer, lr_scheduler) outside its rule."""
+    """What of a parsed config's optimizer and schedule lies outside its table's domains, each as
+    ``<section>.<key>: expected <domain>, got <value>``."""
     found = []
-    sections: list[tuple[str, dict, dict]] = [
-        ("trainer", TRAINER, config.trainer.as_dict() if hasattr(config.trainer, "as_dict") else dict(config.trainer)),
-        ("optimizer", OPTIMIZER, _init_args(config.get("optimizer"))),
-        ("lr_scheduler", SCHEDULE, _init_args(config.get("lr_scheduler"))),
-    ]
-    for prefix, rules, values in sections:
-        for key, rule in rules.items():
-            value = values.get(key)
-            if value is not None and not rule.accepts(value):
-                found.append(f"{prefix}.{key} must be {rule.expected}, got {value!r}")
+    for section, table in (("optimizer", OPTIMIZER), ("lr_scheduler", SCHEDULE)):
+        for key, value in section_values(config.get(section)).items():
+            if key in table and not accepts(table[key], value):
+                found.append(f"{section}.{key}: expected {expected(table[key])}, got {value!r}")
     return found
+
+
+def has_domain(kind: Any) -> bool:
+    """Whether a type is, or holds, a declared domain (a type of :mod:`framework.values`, a Literal)."""
+    if isinstance(kind, type) and issubclass(kind, (Domain, Either)):
+        return True
+    return get_origin(kind) is Literal or any(has_domain(arg) for arg in get_args(kind))
+
+
+def annotation(class_path: str, name: str) -> Any:
+    """The annotation of the argument ``name`` of the class at ``class_path`` (None where there is none)."""
+    import importlib
+
+    module, _, attr = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+        return typing.get_type_hints(cls.__init__).get(name)
+    except Exception:  # noqa: BLE001 - an error message is being written: no domain rather than a second error
+        return None
+
+
+def declared_domain(key: str) -> Optional[str]:
+    """The declared domain, in words, of a trainer's, optimizer's or schedule's key as the parser
+    names it (``optimizer.lr``, ``trainer.devices``); None for another key."""
+    parts = [part for part in key.split(".") if part != "init_args"]
+    table = {"optimizer": OPTIMIZER, "lr_scheduler": SCHEDULE, "trainer": TRAINER}.get(parts[0])
+    kind = table.get(parts[-1]) if table is not None and len(parts) == 2 else None
+    return None if kind is None else expected(kind)
 
 
 def accelerator_problem(trainer: Any) -> Optional[str]:
@@ -135,12 +251,7 @@ def accelerator_problem(trainer: Any) -> Optional[str]:
     return None
 
 
-def check_values(config: Any) -> None:
-    """Raise a :class:`ConfigError` for the first value :func:`violations` finds, or an accelerator
-    this machine lacks."""
+def check_machine(config: Any) -> None:
+    """A :class:`ConfigError` when this machine cannot run what the config asks (:func:`accelerator_problem`)."""
     if problem := accelerator_problem(config.trainer):
         raise ConfigError(problem)
-    found = violations(config)
-    if found:
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise ConfigError(found[0] + more)

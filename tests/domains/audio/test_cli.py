@@ -1,5 +1,6 @@
-"""The audio configs are the issue's, a wrong block name fails at parse time, and a front end at
-another sample rate than the data fails when the run starts (every config's run: tests/test_configs.py)."""
+"""The audio configs are the issue's, a wrong block name or a value outside its key's domain fails at
+parse time, and a front end at another sample rate than the data fails when the run starts (every
+config's run: tests/test_configs.py)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,31 @@ def test_a_block_of_the_wrong_kind_fails_while_parsing_with_the_key(capsys):
         main(["fit", "--config", "domains/audio/transformer.yaml", *QUICK, "--model.pooling=mhsa"])
     err = capsys.readouterr().err
     assert "pooling" in err and "unknown pooling block 'mhsa'" in err
+
+
+@pytest.mark.parametrize(
+    "config, key, value, domain",
+    [
+        ("cnn.yaml", "data.duration", "0", "a number >= 0.3 (seconds, to hold an event)"),
+        ("cnn_fsdd.yaml", "data.split", "random", "'official', 'speakers'"),
+        ("cnn_fsdd.yaml", "data.val_fraction", "1.5", "a number in (0, 1)"),
+        ("transformer.yaml", "model.frontend.features", "stft", "'mel', 'mfcc'"),
+        ("transformer.yaml", "model.frontend.normalize", "utterance", "'clip', 'bins'"),
+        ("transformer.yaml", "model.stem_layers", "-1", "an int >= 0"),
+        ("las_digits.yaml", "data.source", "tones", "'fsdd', 'events'"),
+        ("las_digits.yaml", "task.decoding", "sample", "'greedy', 'beam'"),
+    ],
+)
+def test_a_value_outside_its_keys_domain_fails_while_parsing_with_the_key(
+    capsys, monkeypatch, config, key, value, domain
+):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)  # the one-line error a user sees
+    flag = f"--{key}={value}".replace("frontend.", "frontend.init_args.")
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", "--config", f"domains/audio/{config}", *QUICK, flag])
+    assert stop.value.code == 2
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line.startswith(f"error: {key}: ") and domain in line and value in line, line
 
 
 def test_a_front_end_at_another_sample_rate_than_the_data_fails_when_the_run_starts():

@@ -51,7 +51,7 @@ def test_generated_events_are_deterministic_and_follow_their_pitch_pattern():
             assert holds(change), f"{name} clip {i}: the pitch changes by {change} bins"
 
 
-def test_event_splits_and_bad_values():
+def test_event_splits_and_bad_snr_range():
     data = AudioEvents(train_size=20, val_size=10, test_size=5, batch_size=8)
     data.setup("fit")
     assert {k: len(v) for k, v in data.splits.items()} == {"train": 20, "val": 10, "test": 5}
@@ -60,8 +60,6 @@ def test_event_splits_and_bad_values():
     assert batch["waveform"].shape == (8, 8000) and batch["lengths"].tolist() == [8000] * 8
     with pytest.raises(ValueError, match=r"data.snr_db must be \[low, high\]"):
         AudioEvents(snr_db=(10.0, -10.0))
-    with pytest.raises(ValueError, match="data.duration must be a positive number of seconds"):
-        AudioEvents(duration=0)
 
 
 def fake_fsdd(root: Path) -> Path:
@@ -90,15 +88,11 @@ def test_fsdd_splits_on_a_tmp_layout(tmp_path):
         FSDD(root=root, split="speakers", test_speakers=["ann", "bob", "cid"]).setup("fit")
 
 
-def test_fsdd_rejects_bad_config_values():
-    with pytest.raises(ValueError, match=r"data.split must be one of \('official', 'speakers'\)"):
-        FSDD(split="random")
+def test_fsdd_rejects_test_speakers_that_do_not_fit_the_split():
     with pytest.raises(ValueError, match="data.test_speakers must name at least one speaker"):
         FSDD(split="speakers")
     with pytest.raises(ValueError, match="only used with data.split: speakers"):
         FSDD(test_speakers=["george"])
-    with pytest.raises(ValueError, match=r"data.val_fraction must be in \(0, 1\)"):
-        FSDD(val_fraction=1.5)
 
 
 def test_fsdd_real_official_and_speaker_splits(shared_data):

@@ -108,5 +108,3 @@ def test_task_images_show_the_first_clip_cut_to_its_real_frames(name, device):
 def test_models_reject_a_frequency_axis_too_small_for_their_stages():
     with pytest.raises(ValueError, match=r"model.widths: 5 stages halve the frequency axis 5 times, but the front end"):
         SpectrogramCNN(4, frontend(), widths=(4, 4, 4, 4, 4))
-    with pytest.raises(ValueError, match="model.stem_layers must be >= 0"):
-        SpectrogramTransformer(4, frontend(), stem_layers=-1)

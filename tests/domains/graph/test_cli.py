@@ -31,6 +31,28 @@ def test_attention_switch_and_misspelt_block(capsys):
     assert "unknown graph block 'gatt'; did you mean: gat" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "config, option, message",
+    [
+        ("gat", "--model.heads=0", "model.heads: expected an int >= 1, got '0'"),
+        ("gat", "--model.num_layers=0", "model.num_layers: expected an int >= 1, got '0'"),
+        ("gat", "--model.dropout=1.0", "model.dropout: expected a number in [0, 1), got '1.0'"),
+        ("gat", "--data.sampling=mini", "data.sampling: "),
+        ("gat", "--data.num_neighbors=[10, 0]", "data.num_neighbors: "),
+        ("gat", "--task.image_node=-1", "task.image_node: expected an int >= 0, got '-1'"),
+        ("han", "--data.metapaths=[APA, APV]", "data.metapaths: "),
+        ("han", "--data.homophily=1.5", "data.homophily: expected a number in [0, 1], got '1.5'"),
+    ],
+)
+def test_a_value_outside_its_keys_domain_fails_while_parsing_with_the_key(capsys, monkeypatch, config, option, message):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)  # the one-line error a user sees
+    with pytest.raises(SystemExit) as stop:
+        run(config, option)
+    assert stop.value.code == 2
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line.startswith(f"error: {message}") and option.partition("=")[2].split(", ")[-1].strip("]") in line
+
+
 def test_citeseer_without_its_files_says_where_to_put_them(shared_data):
     shared_data("Planetoid")
     with pytest.raises(DataNotFoundError, match=r"Planetoid .* is missing CiteSeer/raw/ind.citeseer.x"):

@@ -116,10 +116,8 @@ def test_karate_split_is_deterministic_stratified_and_disjoint():
 def test_bad_data_values_name_the_key():
     with pytest.raises(ValueError, match="data.train_per_class=4 leaves no validation or test node in class 2"):
         KarateClubData(train_per_class=4).setup("fit")
-    with pytest.raises(ValueError, match="data.sampling must be 'full' or 'neighbor', got 'mini'"):
-        KarateClubData(sampling="mini")
-    with pytest.raises(ValueError, match=r"data.num_neighbors must be .* got \[10, 0\]"):
-        KarateClubData(num_neighbors=[10, 0])
+    with pytest.raises(ValueError, match=r"data.num_neighbors must list a count per hop \(-1: all\), got \[\]"):
+        KarateClubData(num_neighbors=[])
 
 
 def test_full_batch_is_the_whole_graph_once_per_epoch():

@@ -101,8 +101,9 @@ def test_forward_predictions_and_pictures_follow_the_device(device):
 def test_misnamed_metapaths_and_wrong_sizes_name_the_key_in_one_line(capsys, monkeypatch):
     monkeypatch.delenv("FRAMEWORK_TRACEBACK")  # as a user sees it
     fit = ["fit", "--config", "domains/graph/han.yaml", "--trainer.fast_dev_run=true", *QUIET]
+    line = fails(capsys, [*fit, "--data.metapaths=[APA,APV]"], code=2).splitlines()[0]  # refused while parsing
+    assert line.startswith("error: data.metapaths: ") and "'APV'" in line
     for flags, expected in (
-        (["--data.metapaths=[APA,APV]"], "data.metapaths: unknown meta-path 'APV'; PlantedAuthors has APA, AVA"),
         (
             ["--data.metapaths=[APA]", "--model.metapaths=[APA,AVA]"],
             "model.metapaths is ['APA', 'AVA'] but the data has ['APA']: set model.metapaths=['APA']",

@@ -57,5 +57,3 @@ def test_strong_supervision_adds_the_hops_cross_entropy(batch):
     )
     model.linear_start = True  # no softmax yet: no supervision
     assert QuestionAnswering(attention_supervision=2.0).step(model, batch, "train").logs is None
-    with pytest.raises(ValueError, match="attention_supervision"):
-        QuestionAnswering(attention_supervision=-0.1)

@@ -55,3 +55,34 @@ def test_a_block_of_another_kind_fails_while_parsing(capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--config", "domains/memory/memn2n.yaml", *FAST, "--model.attention=mhsa"])
     assert "unknown memory block 'mhsa'" in capsys.readouterr().err
+
+
+LINEAR_START = "--trainer.callbacks+=domains.memory.LinearStart"
+
+
+@pytest.mark.parametrize(
+    "config, options, message",
+    [
+        ("memn2n", ["--model.tying=rnn"], "model.tying: "),
+        ("memn2n", ["--model.random_noise=-0.1"], "model.random_noise: expected a number >= 0, got '-0.1'"),
+        ("memn2n", ["--model.hops=0"], "model.hops: expected an int >= 1, got '0'"),
+        ("memn2n", ["--data.tasks=[3]"], "data.tasks: "),
+        ("memn2n", ["--data.memory_size=0"], "data.memory_size: expected an int >= 1, got '0'"),
+        ("memn2n", ["--task.attention_supervision=-0.1"], "task.attention_supervision: expected a number >= 0"),
+        ("memn2n_babi", ["--data.tasks=21"], "data.tasks: expected an int in [1, 20] (a bAbI task), got '21'"),
+        ("memn2n_babi", ["--data.val_fraction=1.5"], "data.val_fraction: expected a number in (0, 1), got '1.5'"),
+        ("memn2n_babi", ["--data.similar_lengths=-1"], "data.similar_lengths: expected an int >= 0, got '-1'"),
+        ("memn2n", [LINEAR_START, "--trainer.callbacks.patience=-1"], "trainer.callbacks.patience: expected an int"),
+        ("memn2n", [LINEAR_START, "--trainer.callbacks.lr_factor=0"], "trainer.callbacks.lr_factor: expected a number"),
+        ("ntm_recall", ["--data.min_items=1"], "data.min_items: expected an int >= 2"),
+    ],
+)
+def test_a_value_outside_its_keys_domain_fails_while_parsing_with_the_key(
+    capsys, monkeypatch, config, options, message
+):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)  # the one-line error a user sees
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", "--config", f"domains/memory/{config}.yaml", *FAST, *options])
+    assert stop.value.code == 2
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line.startswith(f"error: {message}") and options[-1].partition("=")[2].strip("[]") in line

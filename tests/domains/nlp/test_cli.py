@@ -68,3 +68,33 @@ def test_an_unknown_cross_block_fails_while_the_config_is_parsed(capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--config", str(CONFIGS / "seq2seq_luong.yaml"), *QUIET, "--model.attention=genral"])
     assert "unknown cross block 'genral'; did you mean: general" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "config, flag",
+    [
+        ("transformer_cls.yaml", "--data.tokenizer=sentencepiece"),
+        ("transformer_cls.yaml", "--data.vocab_size=4"),
+        ("transformer_cls.yaml", "--model.readout=max"),
+        ("transformer_cls_long.yaml", "--data.min_length=4"),
+        ("transformer_cls_long.yaml", "--data.keys=1"),
+        ("selfattentive.yaml", "--task.penalty=-1"),
+        ("capsule_trec.yaml", "--model.attention=capsules"),
+        ("capsule_trec.yaml", "--model.embeddings=[word,chars]"),
+        ("seq2seq_bahdanau.yaml", "--model.style=sutskever"),
+        ("seq2seq_luong.yaml", "--task.decoding=sample"),
+        ("seq2seq_luong.yaml", "--task.attention_supervision=-1"),
+        ("seq2seq_luong.yaml", "--task.decouple_attention=-1"),
+        ("pointer_sort.yaml", "--model.score=addtive"),
+    ],
+)
+def test_a_value_outside_its_keys_domain_fails_while_the_config_is_parsed(capsys, monkeypatch, config, flag):
+    """Exit status 2 and one line naming the key and the value, before anything is built."""
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK")
+    key, _, value = flag.removeprefix("--").partition("=")
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", "--config", str(CONFIGS / config), *QUIET, flag])
+    assert stop.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {key}: ")
+    assert value.strip("[]").split(",")[-1] in errors[0]

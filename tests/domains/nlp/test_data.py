@@ -58,7 +58,7 @@ def test_a_vocabulary_smaller_than_the_texts_alphabet_is_refused():
 
 def test_an_unknown_tokeniser_kind_names_the_key():
     with pytest.raises(ValueError, match=r"data.tokenizer must be one of char, word, bpe, got 'sentencepiece'"):
-        DateNormalization(tokenizer="sentencepiece")
+        train_tokenizer(["the quick brown fox"], "sentencepiece", vocab_size=50)
 
 
 # --- generated data ----------------------------------------------------------------------

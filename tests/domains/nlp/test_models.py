@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 import torch
 
@@ -14,6 +16,8 @@ from domains.nlp.models import (
     TransformerSeq2Seq,
     teacher_inputs,
 )
+from domains.nlp.models.common import ScoreName
+from framework.attention.cross.score import SCORES
 from tests.attention.reference import assert_matches_reference, randomize_
 
 V, D, E = 23, 8, 6
@@ -217,9 +221,9 @@ def test_han_needs_sentences_and_the_self_attentive_model_a_pooling_block():
         SelfAttentiveClassifier(V, 3, attention="hierarchical")
     with pytest.raises(ValueError, match="model.attention: 'mhsa' .* cannot pool one sequence"):
         SelfAttentiveClassifier(V, 3, attention="mhsa")
-    with pytest.raises(ValueError, match="model.style must be one of bahdanau, luong, got 'sutskever'"):
-        RecurrentSeq2Seq(V, style="sutskever")
     with pytest.raises(ValueError, match="model.cell must be one of gru, lstm, got 'rnn'"):
         RecurrentSeq2Seq(V, cell="rnn")
-    with pytest.raises(ValueError, match="model.readout must be one of pooling, cls"):
-        TransformerClassifier(V, 3, readout="max")
+
+
+def test_the_score_names_a_config_may_give_are_the_catalogues():
+    assert sorted(get_args(ScoreName)) == sorted(SCORES)

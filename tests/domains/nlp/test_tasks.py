@@ -179,10 +179,6 @@ def test_self_attentive_model_learns_trec(shared_data):
 
 
 def test_clear_errors_for_bad_task_and_run_values():
-    with pytest.raises(ValueError, match="task.decoding must be one of greedy, beam, got 'sample'"):
-        Translation(decoding="sample")
-    with pytest.raises(ValueError, match="task.penalty must be >= 0"):
-        TextClassification(num_classes=3, penalty=-1.0)
     data = GeneratedReviews(vocab_size=128, train_size=50)
     data.setup("fit")
     with pytest.raises(

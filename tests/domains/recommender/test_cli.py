@@ -74,6 +74,28 @@ def test_a_misspelt_block_fails_at_parse_time(capsys):
     assert "unknown sequence block 'mhsaa'; did you mean: mhsa" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "config, option, message",
+    [
+        ("sasrec", "--task.protocol=uni100", "task.protocol: "),
+        ("sasrec", "--task.loss=bpr", "task.loss: "),
+        ("bert4rec", "--task.mask_prob=0", "task.mask_prob: expected a number in (0, 1], got '0'"),
+        ("sasrec", "--task.k=0", "task.k: expected an int >= 1, got '0'"),
+        ("sasrec", "--data.max_len=0", "data.max_len: expected an int >= 1, got '0'"),
+        ("sasrec", "--data.num_tastes=0", "data.num_tastes: expected an int >= 1, got '0'"),
+        ("popularity_ml100k", "--data.min_user_interactions=2", "data.min_user_interactions: expected an int >= 3"),
+        ("gru4rec", "--model.dropout=1.0", "model.dropout: expected a number in [0, 1), got '1.0'"),
+    ],
+)
+def test_a_value_outside_its_keys_domain_fails_while_parsing_with_the_key(capsys, monkeypatch, config, option, message):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)  # the one-line error a user sees
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", "--config", str(CONFIGS / f"{config}.yaml"), option, *QUIET])
+    assert stop.value.code == 2
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line.startswith(f"error: {message}") and option.partition("=")[2] in line
+
+
 def test_a_model_sized_for_other_items_fails_when_the_run_starts():
     with pytest.raises(ValueError, match="model.num_items is 500 but the data has 400 items"):
         main(

@@ -158,12 +158,10 @@ def test_generated_histories_follow_successors_and_tastes():
 
 
 def test_bad_data_settings_name_the_key(tmp_path):
-    with pytest.raises(ValueError, match="data.min_user_interactions must be at least 3"):
-        MovieLens100K(min_user_interactions=2)
-    with pytest.raises(ValueError, match="data.max_len must be at least 1"):
-        GeneratedSequences(max_len=0)
+    """Settings that relate two values, and data that is not there (a value outside its domain is
+    refused while parsing: tests/domains/recommender/test_cli.py)."""
     with pytest.raises(ValueError, match="data: need 3 <= min_length <= max_length <= num_items"):
-        GeneratedSequences(min_length=2)
+        GeneratedSequences(min_length=30, max_length=20)
     with pytest.raises(ValueError, match="data.follow and data.taste must be probabilities with follow \\+ taste <= 1"):
         GeneratedSequences(follow=0.7, taste=0.5)
     with pytest.raises(ValueError, match="data.num_tastes"):

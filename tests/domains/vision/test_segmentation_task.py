@@ -92,6 +92,6 @@ def test_pictures_show_masks_and_where_the_chosen_pixel_looks(device):
     assert heat.shape == (4, 5) and heat[1].min() > 0 and heat[:, 2].min() > 0
     assert heat[[0, 2, 3]][:, [0, 1, 3, 4]].max() == 0
     with pytest.raises(ValueError, match="task.pixel"):
-        Segmentation(K, pixel=(1.5, 0.5))
+        Segmentation(K, pixel=(0.5, 0.5, 0.5))
     with pytest.raises(ValueError, match="task.palette must give 4 colours"):
         Segmentation(K, palette=[[0, 0, 0]])

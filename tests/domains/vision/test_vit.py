@@ -143,7 +143,7 @@ def test_image_classification_draws_rollout_and_where_pixels_look():
         pictures = task.images(resnet, batch)
     assert sorted(pictures) == [f"pixel_attention/net.layer{s}.2" for s in (1, 2, 3, 4)]
     with pytest.raises(ValueError, match=r"task.pixel must be \(row, column\) fractions"):
-        ImageClassification(10, pixel=(0.5, 2.0))
+        ImageClassification(10, pixel=(0.5,))
 
 
 def test_bad_sizes_and_blocks_are_named():
