@@ -193,3 +193,19 @@ DOMAINS: dict[str, type] = {
         CheckInterval,
     )
 }
+
+
+def argument(kind: type) -> Any:
+    """A domain as an ``argparse`` type (``type=argument(PositiveInt)``): the value checked, an
+    error saying the domain ("argument --trials: expected an int >= 1, got '0'")."""
+    import argparse
+
+    def parse(text: str) -> Any:
+        try:
+            return kind.check(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parse.__name__ = kind.__name__
+    parse.domain = kind
+    return parse

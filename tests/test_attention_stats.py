@@ -83,6 +83,7 @@ def test_the_monitor_stays_quiet_on_the_demo_and_uses_the_statistics_already_com
     assert collapse_lines(caplog) == []
 
 
+@pytest.mark.slow
 def test_the_monitor_names_a_block_forced_uniform(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger=LOG):
         module, _, validations = fit(tmp_path, [AttentionCollapse()], epochs=3, uniform="encoder.layers.0.attention")

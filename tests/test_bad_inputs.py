@@ -309,6 +309,7 @@ def test_model_flags_a_checkpoint_would_override_are_refused(capsys):
     assert main(["test", *DEMO, "--ckpt_path", str(best), "--model.attention=mhsa"]).trainer.state.finished  # the same
 
 
+@pytest.mark.slow
 def test_a_test_of_a_checkpoint_runs_beside_its_fit_and_keeps_the_fits_files():
     best = fitted()
     fit_run = best.parent.parent
@@ -400,6 +401,7 @@ def test_an_empty_predict_file_is_named(capsys, tmp_path):
     nothing_left()
 
 
+@pytest.mark.slow
 def test_audio_with_nan_samples_stops_at_the_first_step_and_saves_nothing(capsys, shared_data, tmp_path, monkeypatch):
     import numpy as np
     import soundfile

@@ -20,6 +20,8 @@ import torch
 
 from framework.__main__ import main
 
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
+
 DEMO = [
     "--config",
     "domains/demo/demo.yaml",

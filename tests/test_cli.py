@@ -77,6 +77,7 @@ def test_checkpoint_carries_model_and_task_so_test_needs_only_data():
     assert "val/acc" in cli.trainer.callback_metrics
 
 
+@pytest.mark.slow
 def test_task_flags_on_the_command_line_win_over_the_checkpoints_task():
     run = Path(fit().trainer.default_root_dir)
     ckpt = str(run / "checkpoints" / "last.ckpt")
@@ -231,6 +232,7 @@ NOISE = (
 )
 
 
+@pytest.mark.slow
 def test_a_run_ends_with_its_summary_and_repeats_no_harmless_warnings(tmp_path):
     import subprocess
     import sys
@@ -262,6 +264,7 @@ def test_a_run_ends_with_its_summary_and_repeats_no_harmless_warnings(tmp_path):
     assert sum("logged offline" in line for line in out) == 2  # said once per run, with where it is
 
 
+@pytest.mark.slow
 def test_the_summary_records_where_the_numbers_come_from():
     import json
 

@@ -47,6 +47,7 @@ def test_bad_cells_are_one_message_naming_the_cell(items, message):
         grid.parse_cells(items)
 
 
+@pytest.mark.slow
 def test_listed_cells_run_with_their_flags_and_a_recorded_run_verifies_exactly(capsys):
     summary = compare(*CELLS, "--trainer.deterministic=true", "--trainer.max_epochs=1", "--name", "cells")
     assert [cell.label for cell in summary.cells] == ["mhsa", "small"]

@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from lightning.pytorch.callbacks import Callback
 
 from framework.commands.compare.pool import Pool
 from framework.commands.compare.runner import RunPlan, fit_arguments, state
 from framework.runs import read_summary
 from tests.comparisons import DEMO
+
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
 
 #: A callback that kills its process with SIGKILL after the second training step (a worker's crash).
 KILLED = '--trainer.callbacks+={"class_path": "tests.process_killer.KillAt", "init_args": {"step": 2}}'

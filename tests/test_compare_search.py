@@ -60,6 +60,7 @@ class KillTheSearch(Callback):
             time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_best_yaml(tmp_path, capsys):
     marker = tmp_path / "killed"
     callback = (

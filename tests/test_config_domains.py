@@ -183,6 +183,7 @@ def parse(capsys, config: str, flag: str):
 KEYS = drawn_keys()
 
 
+@pytest.mark.slow
 @settings(
     max_examples=250,
     derandomize=True,
@@ -201,6 +202,7 @@ def test_a_value_outside_its_domain_is_refused_in_one_line_naming_the_key(as_a_u
     assert len(lines) <= 2 and lines[0].startswith(f"error: {shown}: expected "), message
 
 
+@pytest.mark.slow
 @settings(
     max_examples=100,
     derandomize=True,
@@ -217,3 +219,33 @@ def test_a_value_inside_its_domain_is_taken_as_given(capsys, data):
     section, _, key = name.partition(".")
     got = parsed[section].init_args[key] if section in ("model", "task", "data") and key else parsed[name]
     assert got == (kind.check(value) if typing.get_origin(kind) is not typing.Literal else value)
+
+
+def test_compares_options_have_declared_domains():
+    """compare's own options (argparse): a number is typed with a domain, a word with its choices,
+    and the rest is free-form by nature (config keys, cell names, patterns, flags)."""
+    from framework.commands.compare.command import parser
+
+    free = {
+        "grid",
+        "cells",
+        "search",
+        "verify",
+        "name",
+        "submitit",
+        "baseline",
+        "metric",
+        "metrics",
+        "train_metric",
+        "test_override",
+        "help",
+    }
+    undeclared = [
+        action.dest
+        for action in parser()._actions
+        if action.nargs != 0
+        and action.choices is None
+        and not hasattr(action.type, "domain")
+        and action.dest not in free
+    ]
+    assert undeclared == []

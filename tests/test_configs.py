@@ -94,6 +94,7 @@ def test_the_config_parses_and_composes_with_the_presets(config, capsys):
 
 
 @pytest.mark.parametrize("config", [pytest.param(c, marks=KNOWN_FAILURES.get(c, ())) for c in CONFIGS])
+@pytest.mark.slow
 def test_one_batch_of_fit_then_validate_and_predict_from_its_checkpoint(config, device, shared_data, capsys):
     folder = real_data_folder(config)
     if folder:
@@ -107,6 +108,10 @@ def test_one_batch_of_fit_then_validate_and_predict_from_its_checkpoint(config, 
     monitor = fitted.model.task.monitor
     assert fitted.trainer.state.finished and fitted.trainer.global_step == 1
     assert math.isfinite(metrics["train/loss"]) and monitor in metrics, sorted(metrics)
+    directions = fitted.model.task.directions()  # every metric the run logged says whether higher is better
+    assert [name for name in metrics if name.split("/")[0] in ("train", "val") and name not in directions] == []
+    checkpoint = fitted.trainer.checkpoint_callback
+    assert checkpoint.mode == directions[checkpoint.monitor], "the best checkpoint goes the metric's way"
     pictures = logged_pictures(fitted.trainer)  # each checked to be an (H, W, 3) uint8 image
     blocks = [type(m).__name__ for m in fitted.model.model.modules() if isinstance(m, AttentionBlock)]
     assert pictures or not blocks, f"attention blocks {blocks} but no picture drawn"

@@ -116,6 +116,7 @@ def _small_demo(**data):
     return AssociativeRecall(train_size=128, val_size=32, test_size=32, batch_size=32, **data)
 
 
+@pytest.mark.slow
 def test_attention_maps_are_logged_as_images_for_every_block(tmp_path):
     logger = fit_logging_pictures(
         SequenceClassifier(177, 10, dim=16, depth=2), SequenceClassification(10), _small_demo(), tmp_path
@@ -137,6 +138,7 @@ class PicturingClassification(SequenceClassification):
         return {"tokens": [tokens_picture(batch)]}
 
 
+@pytest.mark.slow
 def test_the_task_pictures_are_logged_beside_the_attention_maps(tmp_path):
     data = _small_demo()
     logger = fit_logging_pictures(
@@ -176,6 +178,7 @@ def _validate_with(callbacks):
     return task.validation_steps, logger.images, trainer.callback_metrics
 
 
+@pytest.mark.slow
 def test_the_maps_and_statistics_read_the_first_validation_step_itself(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     steps, images, metrics = _validate_with([AttentionMaps(), AttentionStatistics()])
@@ -277,6 +280,7 @@ def test_a_causal_encoder_refuses_a_block_without_causal():
         AttentionEncoder(16, attention=f"{__name__}.BlockWithoutCausal", causal=True)
 
 
+@pytest.mark.slow
 def test_the_demo_learns_with_attention_and_not_without():
     """A few hundred steps: attention learns the look-up; the no-attention baseline cannot."""
     data = AssociativeRecall(train_size=8192, val_size=512)
@@ -438,6 +442,7 @@ def test_load_or_rebuild_raises_errors_of_a_fresh_folder_as_they_are(tmp_path):
 
 
 @pytest.mark.parametrize("attention", ["none", "cbam"])
+@pytest.mark.slow
 def test_attentive_convnet_puts_the_block_in_every_stage_and_learns(attention):
     torch.manual_seed(0)
     model = AttentiveConvNet(1, 2, widths=(8, 16), attention=attention)

@@ -581,6 +581,7 @@ def test_the_table_covers_every_kind_and_every_loader_several():
 
 
 @pytest.mark.parametrize("loader, kind", CASES, ids=[f"{loader}-{kind}" for loader, kind in CASES])
+@pytest.mark.slow
 def test_damaged_data_is_named_and_leaves_no_run_folder(capsys, fixture_of, loader, kind):
     spec = LOADERS[loader]
     root = fixture_of(spec)
@@ -594,6 +595,7 @@ def test_damaged_data_is_named_and_leaves_no_run_folder(capsys, fixture_of, load
 
 
 @pytest.mark.parametrize("loader", list(LOADERS))
+@pytest.mark.slow
 def test_the_undamaged_fixture_trains(capsys, fixture_of, loader):
     spec = LOADERS[loader]
     root = fixture_of(spec)
@@ -704,6 +706,7 @@ def test_limits_that_leave_a_stage_nothing_to_read(stage, settings, key):
             check_limits(stage, trainer)
 
 
+@pytest.mark.slow
 def test_a_file_found_damaged_after_training_began_leaves_no_run_folder(capsys, fixture_of):
     """A label map is decoded when read: one found damaged in the first validation, after a logged
     training step (metrics written) but before the first checkpoint, leaves no folder behind."""

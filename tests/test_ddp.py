@@ -6,7 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from framework import TaskModule
+
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
 
 
 def test_two_process_ddp_fit_finishes_on_both_ranks_and_its_checkpoint_loads(tmp_path):

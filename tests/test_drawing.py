@@ -46,6 +46,7 @@ def drawer():
     drawer.close()
 
 
+@pytest.mark.slow
 def test_the_drawing_process_gives_the_pixels_this_process_draws(drawer):
     job = drawer.submit(pictures())
     images = job.images(timeout=60)
@@ -56,12 +57,14 @@ def test_the_drawing_process_gives_the_pixels_this_process_draws(drawer):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 def test_the_drawing_processs_cpu_time_is_counted_from_its_start(drawer):
     assert drawer.cpu_seconds() == 0.0, "no process yet"
     drawer.submit(pictures()).images(timeout=60)
     assert drawer.cpu_seconds() > 0.05, "it imported matplotlib and drew two pictures"
 
 
+@pytest.mark.slow
 def test_a_figure_that_does_not_pickle_is_drawn_here(drawer):
     def unpicklable():
         figure = pictures()[0]
@@ -74,6 +77,7 @@ def test_a_figure_that_does_not_pickle_is_drawn_here(drawer):
     np.testing.assert_array_equal(job.images()[0], rasterise(unpicklable()))
 
 
+@pytest.mark.slow
 def test_jobs_of_a_killed_drawing_process_are_drawn_here_and_it_is_said_once(drawer):
     drawer.submit(pictures()).images(timeout=60)  # started and working
     with pytest.warns(RuntimeWarning, match="drawing process of the pictures failed: it ended with status -9"):
@@ -85,6 +89,7 @@ def test_jobs_of_a_killed_drawing_process_are_drawn_here_and_it_is_said_once(dra
     assert later.done() and not later.by_process, "after a failure, pictures are drawn here without waiting"
 
 
+@pytest.mark.slow
 def test_a_closed_drawer_starts_a_new_process_for_the_next_pictures(drawer):
     drawer.submit(pictures()[:1]).images(timeout=60)
     first = drawer._process
@@ -94,6 +99,7 @@ def test_a_closed_drawer_starts_a_new_process_for_the_next_pictures(drawer):
     assert len(job.images(timeout=60)) == 1 and job.by_process and drawer._process is not first
 
 
+@pytest.mark.slow
 def test_within_sketching_a_picture_function_gives_its_call_with_its_tensors_on_the_cpu(device):
     torch.manual_seed(0)
     image, weights = torch.rand(3, 16, 24, device=device), torch.rand(4, 6, device=device, requires_grad=True)
@@ -110,6 +116,7 @@ def test_within_sketching_a_picture_function_gives_its_call_with_its_tensors_on_
         assert hasattr(sketch.build(), "canvas"), "a sketch built within sketching() is drawn all the same"
 
 
+@pytest.mark.slow
 def test_the_drawing_process_builds_sketches_into_the_same_pixels(drawer):
     with sketching():
         sketches = pictures()
@@ -126,6 +133,7 @@ def test_the_drawing_module_imports_neither_torch_nor_lightning():
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_pictures_drawn_meanwhile_are_logged_at_the_step_of_their_validation(tmp_path):
     torch.manual_seed(0)
     logger = fit_logging_pictures(

@@ -274,6 +274,7 @@ def _hop_correctness(model, task, loader) -> float:
     return float(torch.stack(masses).mean())
 
 
+@pytest.mark.slow
 def test_strong_supervision_makes_the_hops_match_the_supporting_facts():
     from domains.memory import MemN2N, QuestionAnswering
     from domains.memory.data import GeneratedStories
@@ -333,6 +334,7 @@ def _table(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.slow
 def test_uniform_ablation_of_the_trained_demo_drops_it_to_the_guessing_level(demo_run):
     """Uniform weights keep which values the list holds but not which pair the query asks for:
     accuracy falls to guessing among the listed values (about 0.28); skipping the blocks leaves
@@ -360,6 +362,7 @@ def test_uniform_ablation_of_the_trained_demo_drops_it_to_the_guessing_level(dem
     assert abs(results["none"] - 0.1) < 0.05, results
 
 
+@pytest.mark.slow
 def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     from framework.__main__ import main
     from framework.tasks import Task
@@ -431,6 +434,7 @@ def test_evaluate_on_the_demo_writes_the_table(demo_run, capsys, monkeypatch):
     assert (runs[0] / "evaluation" / "maps_encoder.layers.1.attention.png").is_file()
 
 
+@pytest.mark.slow
 def test_test_with_ablation_on_the_command_line(demo_run):
     from framework.__main__ import main
 

@@ -10,6 +10,8 @@ import sys
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
+
 
 def gpu_check(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tools.gpu_check", *args], capture_output=True, text=True, timeout=600)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@cache
 def modules() -> dict[str, Path]:
     """Every module of the repository's packages, by dotted name."""
     return {
@@ -105,6 +107,7 @@ def floor_of(module: str) -> int:
     return floor
 
 
+@cache
 def edges() -> dict[str, dict[str, int]]:
     """module -> {the modules of ours it imports: the first line that does}; ``from a import b``
     counts as an import of the module ``a.b`` where there is one, else of ``a``."""

@@ -444,6 +444,7 @@ def small_demo(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_evaluate_gives_the_standard_measures(small_demo):
     from framework.__main__ import main
 
@@ -482,6 +483,7 @@ def test_evaluate_gives_the_standard_measures(small_demo):
     assert found[("graph fidelity", "-", "-")]["against"].startswith("n/a")
 
 
+@pytest.mark.slow
 def test_evaluate_refuses_bad_standard_options(small_demo):
     from framework.__main__ import main
 

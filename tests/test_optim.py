@@ -103,6 +103,7 @@ def optimizer_of(*flags: str) -> torch.optim.Optimizer:
     return built[0][0] if isinstance(built, tuple) else built
 
 
+@pytest.mark.slow
 def test_the_command_line_switch_and_a_named_optimizer():
     groups = lambda optimizer: [(len(g["params"]), g["weight_decay"]) for g in optimizer.param_groups]  # noqa: E731
     default = optimizer_of()  # the demo names AdamW with weight_decay 0.01

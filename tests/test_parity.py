@@ -62,6 +62,7 @@ def test_parity_refuses_an_unknown_backend(capsys, monkeypatch) -> None:
     )
 
 
+@pytest.mark.slow
 def test_fit_runs_and_records_the_chosen_backend() -> None:
     cli = main(
         [

@@ -175,6 +175,7 @@ def test_one_epoch_of_learning_curves_is_drawn_as_dots():
 
 
 @pytest.mark.parametrize("name", available())
+@pytest.mark.slow
 def test_every_block_draws_its_records_as_readable_pictures_or_none(name):
     """What the attention_maps callback logs for each block of the catalogue, on its typical inputs."""
     torch.manual_seed(0)

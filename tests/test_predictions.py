@@ -11,6 +11,8 @@ from PIL import Image
 
 from framework.__main__ import main
 
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
+
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", "--trainer.logger=false"]
 SHORT = ["--trainer.max_steps=1", "--trainer.limit_val_batches=1", "--trainer.num_sanity_val_steps=0"]
 

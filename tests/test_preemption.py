@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
 import submitit
 from lightning.pytorch.callbacks import Callback
 
@@ -21,6 +22,8 @@ from framework.commands.compare.executors import Job
 from framework.commands.compare.runner import RunPlan, fit_arguments
 from framework.runs import read_summary
 from tests.comparisons import DEMO
+
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
 
 
 class WaitForStop(Callback):

@@ -138,6 +138,7 @@ def test_every_block_class_is_exported_and_named_by_its_kinds_package():
         )
 
 
+@pytest.mark.slow
 def test_the_block_library_imports_torch_and_its_blocks_needs_only():
     """``import framework.attention`` loads neither Lightning nor the config parser nor TorchDynamo."""
     heavy = ("lightning", "torchmetrics", "matplotlib", "jsonargparse", "scipy", "torch._dynamo", "torch_geometric")
@@ -153,6 +154,7 @@ def test_readme_catalogue_matches_the_registry():
     assert not sync_readme.stale(), "README.md's catalogue is out of date: run `python -m tools.sync_readme`"
 
 
+@pytest.mark.slow
 def test_the_sync_reads_the_registry_of_the_checkout_it_runs_in(tmp_path):
     """Another ``framework`` earlier on the path than any installed one (another checkout's, as a
     shared virtual environment gives) loses to this checkout's: ``python -m`` from the root puts

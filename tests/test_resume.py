@@ -102,6 +102,7 @@ def uninterrupted(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("how, event, n", kill_points())
+@pytest.mark.slow
 def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_one(
     uninterrupted, tmp_path, how, event, n
 ):
@@ -157,6 +158,7 @@ def test_resuming_a_finished_run_trains_nothing_and_says_so(tmp_path):
     assert again.trainer.global_step == 4 and (run / "metrics.csv").read_text() == metrics
 
 
+@pytest.mark.slow
 def test_last_ckpt_is_current_at_every_epoch_end_also_without_improvement_or_validation(tmp_path):
     args = [
         "fit",
@@ -179,6 +181,7 @@ def test_last_ckpt_is_current_at_every_epoch_end_also_without_improvement_or_val
     assert torch.load(sparse / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 6
 
 
+@pytest.mark.slow
 def test_extending_a_run_appends_its_metrics_and_the_summary_covers_all_of_it():
     args = [
         "fit",

@@ -56,6 +56,7 @@ def test_a_used_run_folder_is_refused_and_left_as_it_was(capsys):
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.slow
 def test_a_fit_may_resume_its_own_folder_but_not_write_another_runs(capsys, tmp_path):
     run = fitted()
     resumed = main(
@@ -75,6 +76,7 @@ def test_a_fit_may_resume_its_own_folder_but_not_write_another_runs(capsys, tmp_
     )
 
 
+@pytest.mark.slow
 def test_a_second_process_on_a_folder_in_use_stops_at_once(tmp_path):
     folder = tmp_path / "shared"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -116,6 +116,7 @@ def test_a_key_without_a_reachable_server_logs_offline_at_once(monkeypatch, capl
     assert any("val/acc" in step for step in history(written(run)))
 
 
+@pytest.mark.slow
 def test_a_failing_online_init_falls_back_to_offline_once(monkeypatch, caplog, fresh_wandb, tmp_path):
     class Broken(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
@@ -159,6 +160,7 @@ def test_unreachable_names_the_host_and_gives_up_within_its_timeout(monkeypatch)
     assert time.monotonic() - start < 1
 
 
+@pytest.mark.slow
 def test_the_wandb_run_holds_the_best_score_its_epoch_and_the_monitored_metrics_best_summary():
     cli = main(["fit", *SMALL, "--trainer.max_epochs=3", "--optimizer.init_args.lr=0"])  # flat: ties keep epoch 0
     log = written(Path(cli.trainer.default_root_dir))
@@ -169,6 +171,7 @@ def test_the_wandb_run_holds_the_best_score_its_epoch_and_the_monitored_metrics_
     assert metric_summaries(log)["val/acc"] == ["max"]
 
 
+@pytest.mark.slow
 def test_a_test_of_a_fits_checkpoint_continues_the_fits_wandb_run(tmp_path):
     fitted = main(["fit", *SMALL, "--trainer.max_epochs=1"])
     fit_log = written(Path(fitted.trainer.default_root_dir))

@@ -35,6 +35,11 @@ class AnswerMetric(Metric):
 
     full_state_update = False
 
+    @property
+    def higher_is_better(self) -> bool:  # type: ignore[override]
+        """The accuracy is better higher, every error lower."""
+        return self.figure == "acc"
+
     def __init__(
         self, tasks: Sequence[PositiveInt], figure: Union[Literal["acc", "error", "mean_error"], PositiveInt]
     ) -> None:
@@ -83,6 +88,7 @@ class BitErrors(Metric):
     """
 
     full_state_update = False
+    higher_is_better = False
 
     def __init__(self, figure: Literal["bits", "sequences"] = "bits") -> None:
         super().__init__()

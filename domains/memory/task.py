@@ -58,7 +58,6 @@ class QuestionAnswering(AttentionTraining, Task):
     """
 
     monitor = "val/acc"
-    mode = "max"
     gold_data = "stories with supporting facts (domains.memory.GeneratedStories, BabiStories)"
     gold_model = "a model with a memory read"
 
@@ -219,7 +218,6 @@ class BitSequences(Task):
     """
 
     monitor = "val/bit_errors"
-    mode = "min"
 
     def split(self, batch: dict[str, Tensor]) -> tuple[dict[str, Tensor], Tensor]:
         return {"inputs": batch["inputs"], "mask": batch["mask"]}, batch["target"]

@@ -116,8 +116,6 @@ class SequentialRanking(Task):
     (B, k) by full ranking, history excluded.
     """
 
-    mode = "max"
-
     def __init__(self, protocol: Protocol = "full", num_negatives: PositiveInt = 100, k: PositiveInt = 10) -> None:
         super().__init__()
         self.protocol, self.num_negatives, self.k = protocol, num_negatives, k

@@ -129,7 +129,7 @@ class Segmentation(AttentionTraining, Task):
     """
 
     monitor = "val/miou"
-    mode = "max"
+    logged = {"aux_loss": "min"}
     gold_data = "batches with gold attention (domains.vision.DigitScenes with data.gold=true)"
     gold_model = "a model with a block that relates pixels"
 

@@ -1,8 +1,8 @@
 """The outcome of a run: printed when a fit ends, and written to ``<run folder>/summary.json``.
 
 With W&B, the run's summary gets the same "best" (``best/<monitor>``, ``best/epoch`` and the other
-validation metrics of that epoch as ``best/<name>``), and the monitored metric's own summary is its
-best value (max or min as the task says), not its last.
+validation metrics of that epoch as ``best/<name>``), and each validation metric's own summary is its
+best value (max or min as the task's table of directions says), not its last.
 
 ``summary.json`` is what tools read instead of parsing logs (``python -m framework compare``
 does). It is rewritten atomically (temporary file, fsync, rename) after every validation
@@ -29,7 +29,8 @@ alone)::
              "memory_kind": "cpu_max_rss",    # or "cuda_max_allocated"
              "best_checkpoint": ".../best.ckpt", "last_checkpoint": ".../last.ckpt",
              "provenance": {"config_hash": ..., "data": ..., "versions": ..., "code": ...,   # see
-                            "device": ..., "blocks": ...}},                            # framework.provenance
+                            "device": ..., "blocks": ...},                             # framework.provenance
+             "directions": {"val/acc": "max", "val/loss": "min", ...}},   # of every metric the task logs
      "test": {"status": "finished", "ckpt_path": ".../best.ckpt",
               "metrics": {"test/acc": ..., ...}, "wall_seconds": ..., "peak_memory_mb": ...,
               "memory_kind": ...}}
@@ -82,6 +83,8 @@ class RunSummary(Callback):
         #: SHA-256 (16 hex) of the run's resolved config, set by the command line.
         self.config_hash: Optional[str] = None
         self.provenance: dict[str, Any] = {}
+        #: whether higher ("max") or lower ("min") is better, of each metric the task logs
+        self.directions: dict[str, str] = {}
         self.history: list[dict[str, float]] = []
         self.epochs: list[int] = []  # training epoch of each validation in ``history``
         self.train_history: list[dict[str, float]] = []
@@ -124,16 +127,19 @@ class RunSummary(Callback):
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._started = time.perf_counter()
         self._record_provenance(trainer, pl_module)
-        checkpoint = trainer.checkpoint_callback
-        if checkpoint is not None and checkpoint.monitor and trainer.is_global_zero:
-            for run in _wandb_runs(trainer):  # the run page's summary shows the monitored metric's best
-                run.define_metric(checkpoint.monitor, summary="max" if checkpoint.mode == "max" else "min")
+        if trainer.is_global_zero:
+            for run in _wandb_runs(trainer):  # the run page's summary shows each validation metric's best
+                for name, direction in self.directions.items():
+                    if name.startswith("val/"):
+                        run.define_metric(name, summary=direction)
 
     def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._started = time.perf_counter()
         self._record_provenance(trainer, pl_module)
 
     def _record_provenance(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        task = getattr(pl_module, "task", None)
+        self.directions = task.directions() if hasattr(task, "directions") else {}
         if not trainer.is_global_zero:
             return
         model = getattr(pl_module, "model", pl_module)
@@ -251,6 +257,8 @@ class RunSummary(Callback):
             section["error"] = error
         if self.provenance:
             section["provenance"] = self.provenance
+        if self.directions:
+            section["directions"] = self.directions
         checkpoint = trainer.checkpoint_callback
         if stage == "fit":
             index, best = self._best(checkpoint)

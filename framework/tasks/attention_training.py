@@ -113,6 +113,8 @@ class AttentionTraining:
     mu), and ``gold_model``.
     """
 
+    logged = {"attention_loss": "min", "decoupling_loss": "min"}
+
     attention_supervision: float = 0.0
     decouple_attention: float = 0.0
     random_attention: bool = False

@@ -8,7 +8,7 @@ the model's keyword arguments (``{"tokens": ..., "mask": ..., "target": ...}``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Optional
 
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
@@ -20,6 +20,10 @@ from ..evaluation.protocol import EvaluationHooks, Watched
 
 if TYPE_CHECKING:
     from ..runs import PredictionSink
+
+
+#: Whether lower (``min``) or higher (``max``) values of a metric are better.
+Direction = Literal["min", "max"]
 
 
 class Step(NamedTuple):
@@ -85,12 +89,58 @@ class Task(EvaluationHooks, nn.Module):
     A task overrides the hooks it needs (a task whose training differs in kind from its
     evaluation, such as a recommender's sampled objective, its ``step``). The gold views' losses:
     :class:`~framework.tasks.attention_training.AttentionTraining`; the evaluation's other hooks:
-    :class:`~framework.evaluation.protocol.EvaluationHooks`. ``monitor`` and ``mode`` name the
-    validation metric that selects the best checkpoint.
+    :class:`~framework.evaluation.protocol.EvaluationHooks`. ``monitor`` names the validation
+    metric that selects the best checkpoint; whether higher or lower is better, of it and of
+    every metric the task logs, is :meth:`directions`' one table.
     """
 
     monitor: str = "val/loss"
-    mode: str = "min"
+    #: Whether lower (``min``) or higher (``max``) is better, of each scalar the task logs beside its
+    #: metrics (``<stage>/loss`` and the names of ``losses``' logs); its metrics declare it themselves
+    #: (torchmetrics' ``higher_is_better``). A subclass lists the logs it adds; the tables of a
+    #: task's classes are merged.
+    logged: ClassVar[dict[str, Direction]] = {"loss": "min"}
+
+    def directions(self) -> dict[str, Direction]:
+        """Whether higher (``max``) or lower (``min``) is better, of every metric the task logs, by
+        the name it is logged under (``val/acc``, ``train/loss``): from :attr:`logged` and the
+        metrics' own ``higher_is_better``. What picks the best checkpoint, stops early, ranks a
+        comparison's runs, directs a search and makes the W&B summary's best values.
+
+        Raises:
+            TypeError: a metric of the task that declares no ``higher_is_better``.
+        """
+        logged: dict[str, Direction] = {}
+        for cls in reversed(type(self).__mro__):
+            logged.update(vars(cls).get("logged", {}))
+        found: dict[str, Direction] = {}
+        for stage, collections in (
+            ("train", (self.training_metrics(),)),
+            ("val", (self.metrics(), self.generation_metrics())),
+            ("test", (self.metrics(), self.generation_metrics())),
+        ):
+            found.update({f"{stage}/{name}": direction for name, direction in logged.items()})
+            for collection in collections:
+                for name, metric in collection.items(keep_base=True, copy_state=False):
+                    better = getattr(metric, "higher_is_better", None)
+                    if better is None:
+                        raise TypeError(
+                            f"{type(metric).__name__} ({stage}/{name}) does not say whether higher or lower is "
+                            "better: set its higher_is_better"
+                        )
+                    found[f"{stage}/{name}"] = "max" if better else "min"
+        return found
+
+    def direction(self, metric: str, key: str = "checkpoint.monitor") -> Direction:
+        """:meth:`directions`' entry of ``metric``; a :class:`ConfigError` naming ``key`` and the
+        metrics the task logs when it logs no such metric."""
+        table = self.directions()
+        if metric not in table:
+            logged = ", ".join(name for name in table if name.startswith(metric.split("/")[0] + "/")) or ", ".join(
+                table
+            )
+            raise ConfigError(f"{key}={metric}: {type(self).__name__} logs no such metric; it logs {logged}")
+        return table[metric]
 
     def losses(self, output: Any, target: Any) -> tuple[Tensor, dict[str, Tensor]]:
         """The loss to minimise and further scalars to log (``{"aux_loss": ...}``), from the

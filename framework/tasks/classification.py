@@ -29,7 +29,6 @@ class Classification(AttentionTraining, Task):
     """
 
     monitor = "val/acc"
-    mode = "max"
 
     def __init__(
         self,

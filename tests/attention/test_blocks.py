@@ -162,6 +162,7 @@ def throwaway(tmp_path, monkeypatch):
     return [name for name in available() if name.startswith("throwaway_")]
 
 
+@pytest.mark.slow
 def test_a_new_block_of_each_kind_is_swept_by_the_generic_checks(throwaway):
     fitting = [name for name in throwaway if name != "throwaway_odd_memory"]
     assert {registry.info(name).kind for name in fitting} == set(KINDS)

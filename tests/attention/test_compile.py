@@ -14,6 +14,8 @@ import pytest
 from framework.attention import available
 from tests.attention.generic import compiles_like_eager
 
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
+
 
 @pytest.mark.parametrize("name", available())
 def test_block_compiles_without_graph_breaks_and_matches_eager(name):

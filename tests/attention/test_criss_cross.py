@@ -71,6 +71,7 @@ def test_operators_pass_opcheck():
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.slow
 def test_compiles_into_one_graph_forward_and_backward(backend):
     """fullgraph=True: no graph break; the operator is one node of the graph (inductor: about
     20 s here with a warm cache, 50 s cold)."""

@@ -28,6 +28,8 @@ from framework.attention.feature_map.criss_cross import CrissCrossAttention  # n
 from tests.attention.reference import randomize_  # noqa: E402
 from tools.ccnet_reference import criss_cross_einsum  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: (B, C', C, H, W); the interpreter runs 16-wide blocks: lines of 17 span two, as do C = 24 channels.

@@ -53,7 +53,6 @@ class SequenceRecognition(Task):
         super().__init__()
         self.vocab_size, self.decoding, self.beam_size, self.max_length = vocab_size, decoding, beam_size, max_length
         self.label_smoothing, self.monitor = label_smoothing, monitor
-        self.mode = "max" if monitor.endswith("acc") else "min"
 
     def check(self, model: nn.Module, data: Any) -> None:
         check_sample_rate(model, data)

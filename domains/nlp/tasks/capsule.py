@@ -42,6 +42,8 @@ class CapsuleClassification(TextClassification):
         reconstruction: the weight of U (0 = the probability loss alone).
     """
 
+    logged = {"probability_loss": "min", "reconstruction_loss": "min"}
+
     def __init__(
         self, num_classes: Optional[ClassCount] = None, loss: Loss = "bce", reconstruction: NonNegativeFloat = 0.1
     ) -> None:

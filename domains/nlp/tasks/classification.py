@@ -52,6 +52,8 @@ class TextClassification(TokenizerState, Classification):
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
     """
 
+    logged = {"penalty": "min"}
+
     def __init__(
         self, num_classes: Optional[ClassCount] = None, penalty: NonNegativeFloat = 0.0, label_smoothing: Fraction = 0.0
     ) -> None:

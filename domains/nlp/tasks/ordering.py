@@ -36,7 +36,6 @@ class Ordering(Task):
     def __init__(self, max_length: PositiveInt = 10, monitor: str = "val/sequence_acc") -> None:
         super().__init__()
         self.max_length, self.monitor = max_length, monitor
-        self.mode = "min" if monitor.endswith("loss") else "max"
 
     def check(self, model: nn.Module, data: Any) -> None:
         super().check(model, data)

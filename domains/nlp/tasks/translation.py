@@ -139,7 +139,7 @@ class Translation(AttentionTraining, TokenizerState, Task):
         self.attention_options(attention_supervision, decouple_attention, random_attention)
         self.decoding, self.beam_size, self.length_penalty = decoding, beam_size, length_penalty
         self.max_length, self.label_smoothing = max_length, label_smoothing
-        self.monitor, self.mode = monitor, "min" if monitor.endswith(("loss", "ppl")) else "max"
+        self.monitor = monitor
 
     def metrics(self) -> MetricCollection:
         return MetricCollection({"token_acc": TokenAccuracy(PAD), "ppl": Perplexity(ignore_index=PAD)})

@@ -6,9 +6,10 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 from ...errors import ConfigError
+from ...values import NonNegativeFloat, PositiveInt, Seed, argument
 from . import executors, plots, results, sweep
 from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name
 from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
@@ -47,8 +48,16 @@ the same command resumes it."""
 RESERVED = ("--run_dir", "--seed_everything", "--ckpt_path", "--print_config", "--experiment")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line and a hint (not the usage), status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"error: {message}\n({self.prog} --help lists the options)\n")
+        raise SystemExit(2)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m framework compare",
         usage=USAGE,
         epilog=EXAMPLE,
@@ -84,7 +93,12 @@ def parser() -> argparse.ArgumentParser:
         help="search a config key with Optuna's TPE instead of a grid: uniform(A,B), loguniform(A,B), "
         "int(A,B[,STEP]), logint(A,B) or a list [V1,V2,...] of choices",
     )
-    p.add_argument("--trials", type=int, default=10, help="--search: the trials of the search, in all (default 10)")
+    p.add_argument(
+        "--trials",
+        type=argument(PositiveInt),
+        default=10,
+        help="--search: the trials of the search, in all (default 10)",
+    )
     p.add_argument(
         "--pruner",
         choices=["median", "hyperband", "none"],
@@ -98,22 +112,26 @@ def parser() -> argparse.ArgumentParser:
         help="rerun one recorded run of CELL (with --seed) into <comparison>/verify/ (kept only on a "
         "mismatch) and say whether its test metrics are the recorded ones",
     )
-    p.add_argument("--seed", type=int, default=None, help="--verify: the seed of the run (default the first)")
+    p.add_argument(
+        "--seed", type=argument(Seed), default=None, help="--verify: the seed of the run (default the first)"
+    )
     p.add_argument(
         "--tolerance",
-        type=float,
+        type=argument(NonNegativeFloat),
         default=1e-3,
         help="--verify: the largest difference accepted where the recorded run was not deterministic on "
         "this device (default 1e-3; a deterministic run on the same device must match exactly)",
     )
-    p.add_argument("--seeds", type=int, default=1, help="runs per cell, seeds FIRST .. FIRST+N-1 (default 1)")
-    p.add_argument("--first_seed", type=int, default=0, help="the first seed (default 0)")
+    p.add_argument(
+        "--seeds", type=argument(PositiveInt), default=1, help="runs per cell, seeds FIRST .. FIRST+N-1 (default 1)"
+    )
+    p.add_argument("--first_seed", type=argument(Seed), default=0, help="the first seed (default 0)")
     p.add_argument(
         "--name", default=None, help="the comparison's folder under runs/compare/ (default: config and grid keys)"
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=argument(PositiveInt),
         default=None,
         help="runs at once: default the number of free GPUs, or 1 on a CPU machine (each run gets "
         "cores // jobs threads)",
@@ -148,7 +166,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--train_metric",
         default=None,
-        help="training metric of the best-of-N 'train' protocol, lower is better (default train/error, "
+        help="training metric of the best-of-N 'train' protocol, in its direction (default train/error, "
         "else train/loss)",
     )
     p.add_argument("--test_ckpt", choices=["best", "last"], default="best", help="the checkpoint each run tests")
@@ -164,7 +182,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dry_run", action="store_true", help="print the runs and their commands, run nothing")
     p.add_argument(
         "--status_every",
-        type=float,
+        type=argument(NonNegativeFloat),
         default=30.0,
         metavar="SECONDS",
         help="when stdout is no terminal (a log), print the status line every SECONDS (default 30; 0: "
@@ -202,16 +220,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         )
     if options.sweep and options.cells:
         raise ConfigError("--sweep: a W&B sweep takes --grid keys; --cells cannot be one")
-    if options.trials < 1:
-        raise ConfigError(f"--trials {options.trials}: a search needs at least one trial")
-    if options.tolerance < 0:
-        raise ConfigError(f"--tolerance {options.tolerance}: a difference, 0 or more")
-    if options.seeds < 1:
-        raise ConfigError(f"--seeds {options.seeds}: a comparison needs at least one seed per cell")
-    if options.status_every < 0:
-        raise ConfigError(f"--status_every {options.status_every}: seconds, 0 or more (0: no status lines in a log)")
-    if options.jobs is not None and options.jobs < 1:
-        raise ConfigError(f"--jobs {options.jobs}: at least one run at a time")
     if options.name is not None and (not options.name or "/" in options.name or options.name in (".", "..")):
         raise ConfigError(f"--name {options.name!r}: a folder name, without '/'")
     return options, run_args

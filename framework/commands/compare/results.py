@@ -8,10 +8,10 @@ the seeds that a cell and the baseline both finished (the same seed gives both t
 order and initial draws where the models allow it). Best-of-N picks one run per cell without
 looking at the test set, and reports that run's test metrics:
 
-* ``val``: the best validation score of the task's checkpoint metric (``val/acc`` ...), in its mode;
-* ``train``: the lowest final training error, as the MemN2N paper chose among 10 runs
-  (``train/error`` when the task logs it, else ``train/loss``; ``--train_metric`` picks another;
-  lower is better).
+* ``val``: the best validation score of the task's checkpoint metric (``val/acc`` ...), in its direction;
+* ``train``: the best final training error, as the MemN2N paper chose among 10 runs
+  (``train/error`` when the task logs it, else ``train/loss``; ``--train_metric`` picks another,
+  judged in the direction the task declares for it).
 """
 
 from __future__ import annotations
@@ -120,9 +120,14 @@ def best_by_validation(records: list[Record]) -> Optional[Record]:
 
 
 def best_by_training(records: list[Record], metric: str) -> Optional[Record]:
-    """The run with the lowest final value of the training metric ``metric`` (ties: the lowest seed)."""
+    """The run with the best final value of the training metric ``metric``, in the direction the
+    runs' task declares (``summary.json``'s ``directions``; lower, as of a loss, where a run of an
+    older version says none) (ties: the lowest seed)."""
     scored = [r for r in records if r.final_train(metric) is not None]
-    return min(sorted(scored, key=lambda r: r.seed), key=lambda r: r.final_train(metric)) if scored else None
+    if not scored:
+        return None
+    sign = -1.0 if scored[0].fit.get("directions", {}).get(metric, "min") == "max" else 1.0
+    return min(sorted(scored, key=lambda r: r.seed), key=lambda r: sign * r.final_train(metric))
 
 
 def training_metric(records: list[Record], chosen: Optional[str] = None) -> Optional[str]:

@@ -34,6 +34,7 @@ import torch
 import yaml
 from jsonargparse import Namespace
 from lightning.pytorch import LightningDataModule, Trainer
+from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import WandbLogger
@@ -387,6 +388,7 @@ class FrameworkCLI(LightningCLI):
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
         self.trainer = self.instantiate_trainer()
+        check_early_stopping(self.trainer, task)
         use_backends(
             built.model,
             config.get("attention_backend"),
@@ -432,11 +434,38 @@ def resolve_run_values(config: Namespace, data: Optional[LightningDataModule]) -
         },
         data,
     )
-    if config.checkpoint.monitor is None and config.get("task") is not None:
-        parser = LightningArgumentParser(exit_on_error=False)
-        parser.add_subclass_arguments(Task, "task", fail_untyped=False)
-        task = parser.instantiate_classes(parser.parse_object({"task": config.task.as_dict()})).task
-        config.checkpoint.monitor, config.checkpoint.mode = task.monitor, task.mode
+    if config.get("task") is None:
+        return
+    task = instantiate_task(config.task)
+    checkpoint = config.checkpoint
+    checkpoint.monitor = checkpoint.monitor or task.monitor
+    direction = task.direction(checkpoint.monitor)
+    if checkpoint.mode is not None and checkpoint.mode != direction:
+        raise ConfigError(
+            f"checkpoint.mode={checkpoint.mode}, but {checkpoint.monitor} is better when "
+            f"{'higher' if direction == 'max' else 'lower'}: unset checkpoint.mode (or set it to {direction})"
+        )
+    checkpoint.mode = direction
+
+
+def instantiate_task(task_config: Any) -> Task:
+    """The task of a parsed ``task`` section, built alone."""
+    parser = LightningArgumentParser(exit_on_error=False)
+    parser.add_subclass_arguments(Task, "task", fail_untyped=False)
+    return parser.instantiate_classes(parser.parse_object({"task": task_config.as_dict()})).task
+
+
+def check_early_stopping(trainer: Trainer, task: Task) -> None:
+    """Every early-stopping callback's ``mode`` agrees with its metric's direction (Lightning's
+    default, ``min``, would stop a run whose accuracy rises); one line naming both otherwise."""
+    for callback in trainer.callbacks:
+        if isinstance(callback, EarlyStopping):
+            direction = task.direction(callback.monitor, key="EarlyStopping monitor")
+            if callback.mode != direction:
+                raise ConfigError(
+                    f"EarlyStopping(monitor={callback.monitor}, mode={callback.mode}): {callback.monitor} is better "
+                    f"when {'higher' if direction == 'max' else 'lower'}: set its mode to {direction}"
+                )
 
 
 def use_backends(model: nn.Module, choice: Any, device: torch.device, training: bool = False) -> None:

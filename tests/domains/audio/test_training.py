@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.utils.data import DataLoader
 
@@ -36,6 +37,7 @@ def test_loss_falls_on_generated_events():
     assert sum(losses[-5:]) / 5 < 0.75 * sum(losses[:5]) / 5, losses
 
 
+@pytest.mark.slow
 def test_loss_falls_on_spoken_digits(shared_data):
     shared_data("fsdd")
     torch.manual_seed(0)

@@ -82,6 +82,7 @@ def test_loss_falls_in_a_few_steps(attention, pooling, device):
 
 
 @pytest.mark.parametrize("flags", [[], ["--model.attention=none", "--model.pooling=none"]], ids=["pma", "baseline"])
+@pytest.mark.slow
 def test_config_runs_with_the_sizes_the_data_states(flags, device):
     cli = main(
         [

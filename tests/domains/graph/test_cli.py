@@ -17,6 +17,7 @@ def run(config: str, *extra: str):
     return main(["fit", "--config", f"domains/graph/{config}.yaml", *QUIET, *extra])
 
 
+@pytest.mark.slow
 def test_neighbor_sampling_from_the_command_line():
     cli = run("gat", "--trainer.fast_dev_run=true", "--data.sampling=neighbor", "--data.batch_size=4")
     assert type(cli.model.model.layers[0]).__name__ == "GraphAttention"
@@ -59,6 +60,7 @@ def test_citeseer_without_its_files_says_where_to_put_them(shared_data):
         run("gat_cora", "--trainer.fast_dev_run=true", "--data.name=CiteSeer")
 
 
+@pytest.mark.slow
 def test_neighbourhood_pictures_reach_wandb():
     cli = run("gat", "--trainer.max_epochs=1")
     (log,) = Path(cli.trainer.default_root_dir).glob("wandb/offline-run-*/run-*.wandb")

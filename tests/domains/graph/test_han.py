@@ -66,6 +66,7 @@ def test_planted_config_runs_with_the_sizes_of_the_data(device):
     assert "images/metapath_attention" in logged_pictures(cli.trainer)
 
 
+@pytest.mark.slow
 def test_movielens_config_runs(shared_data):
     shared_data("MovieLens100K")
     cli = run("han_movielens", "--trainer.fast_dev_run=true")

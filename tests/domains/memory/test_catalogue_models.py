@@ -173,6 +173,7 @@ def test_forward_on_device_matches_the_cpu(name, device):
     torch.testing.assert_close(weights_on.cpu(), weights, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_dmn_takes_the_vocabulary_of_the_data():
     with pytest.raises(ValueError, match="model.vocab_size is not set"):
         DMN()

@@ -207,6 +207,7 @@ def test_han_items_are_the_words_of_all_sentences():
     assert task.item_attention(SelfAttentiveClassifier(20, 3, attention="none"), _texts()) is None
 
 
+@pytest.mark.slow
 def test_supervised_attention_lowers_the_alignment_error_rate_on_dates():
     """One epoch of 1024 dates (32 steps) of a small Luong model: supervision takes the AER of
     its alignment from about 0.8 (unsupervised, still learning where to look) to about 0.1."""
@@ -345,6 +346,7 @@ def test_the_source_embeddings_give_back_the_decision_and_leave_the_targets_alon
     assert changed[1] > 0 and (changed[[0, 2, 3]] == 0).all()
 
 
+@pytest.mark.slow
 def test_evaluate_measures_the_faithfulness_of_a_dates_model(tmp_path):
     """A tiny Luong model fitted one epoch on 64 dates, then ``evaluate`` with the faithfulness,
     ERASER and Captum tests: every row is measured, on the ``attention`` block."""

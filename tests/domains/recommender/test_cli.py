@@ -18,6 +18,7 @@ QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=
 SMALL_DATA = ["--data.num_users=200", "--data.max_len=20", "--data.eval_batch_size=32"]
 
 
+@pytest.mark.slow
 def test_a_fitted_checkpoint_is_tested_under_both_protocols():
     cli = main(
         [

@@ -168,6 +168,7 @@ def _table(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.slow
 def test_evaluate_on_a_trained_sasrec_run(tmp_path, device):
     """sasrec.yaml on 300 generated users of 100 items, 4 epochs (val/ndcg@10 about 0.3), then
     ``evaluate``: every test of the table, on the read-out block, and the probe maps' statistics
@@ -238,6 +239,7 @@ def test_evaluate_on_a_trained_sasrec_run(tmp_path, device):
     assert {"gradient_x_input", "integrated_gradients", "leave_one_out"} <= taus
 
 
+@pytest.mark.slow
 def test_a_trained_din_flips_more_decisions_when_its_top_item_is_erased(device):
     """DIN trained 4 epochs on 300 generated users: its best candidate's most attended history
     item decides it (measured: erasing it flips about 0.7 of the decisions, a random item 0.1)."""

@@ -3,6 +3,7 @@ tests/test_configs.py)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from domains.vision.data import Digits, DigitScenes
@@ -10,6 +11,8 @@ from domains.vision.models import AttentionResNet, SegmentationNet
 from domains.vision.task import Segmentation
 from framework.tasks import Classification
 from tests.learning import training_losses
+
+pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
 
 
 def test_ccnet_learns_the_digit_scenes():
