@@ -134,6 +134,8 @@ class TaskModule(pl.LightningModule):
             logger.log_metrics({"train/loss_step": loss, "epoch": self.current_epoch}, step=self.trainer.global_step)
 
     def _accumulate(self, stage: str, name: str, value: Tensor, size: int) -> None:
+        if not size:  # a step without a real position weighs nothing; an epoch of them alone has no mean (not 0/0)
+            return
         means = self._means[stage]
         if name not in means:
             means[name] = MeanMetric().to(self.device)

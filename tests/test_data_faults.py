@@ -7,23 +7,41 @@ format, which file to damage and how. Each case damages a fresh fixture, runs th
 as a user would (``fit``, one batch) and expects exit status 1, one or two lines naming the file
 (and ``file:line`` where the format has lines), and no run folder left behind. One more case
 per loader runs the undamaged fixture, so that no case passes on a fixture that was broken anyway.
+
+The kinds that break a format's declared invariants (``framework.data.invariants``: a repeated key,
+a dangling reference, a label row without a label, files of unpaired lengths) are generated from
+the declarations themselves: a loader names the :class:`~framework.data.DataSet` its reader checks
+and which fixture file is which of its files (:class:`Declared`), and every key, reference, label
+set and pair declared there becomes a case; :func:`test_every_declared_invariant_is_damaged` fails
+for a declaration that no loader's fixture reaches.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import importlib
 import pickle
+import pkgutil
 import shutil
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 import pytest
 
+import domains
+from domains.graph.data.movielens import MOVIELENS
+from domains.graph.data.planetoid import PLANETOID
+from domains.nlp.data.labelled import LABELLED
+from domains.nlp.data.multi30k import PARALLEL
+from domains.nlp.data.trec import TREC_FILES
+from domains.vision.data.torchvision_sets import MNIST
 from framework.__main__ import main
+from framework.data import MOVIELENS_RATINGS, DataSet, Format
 from tests.test_bad_inputs import fails, nothing_left
 
 #: The kinds of damage: what each does to a text file and to a binary one.
@@ -36,7 +54,13 @@ KINDS = {
     "range": "a value out of its range",
     "size": "another sample rate or image size",
     "columns": "a field, channel or line too many or too few",
+    "duplicate": "a row that repeats another's key",
+    "reference": "a field that names nothing in the file it refers to",
+    "no label": "a row of label indicators without a label (or more than the format allows)",
+    "unpaired": "one file of a pair a row shorter than the other",
 }
+#: The kinds generated from the declarations (the others are written in :data:`LOADERS`).
+DECLARED_KINDS = ("duplicate", "reference", "no label", "unpaired")
 ONE_STEP = [
     "--trainer.max_steps=1",
     "--trainer.max_epochs=1",
@@ -236,7 +260,11 @@ def copy_lines(source: Path, target: Path, count: int, keep: Callable[[bytes], b
 
 
 def trec(real: Path, root: Path) -> None:
-    copy_lines(real / "TREC/train_5500.label", root / "TREC/train_5500.label", 300)
+    """TREC's first questions, without the class ABBR in training, so that a test question of it
+    refers to a class the training file lacks."""
+    copy_lines(
+        real / "TREC/train_5500.label", root / "TREC/train_5500.label", 300, lambda line: not line.startswith(b"ABBR")
+    )
     coarse = {line.split(b":")[0] for line in text_lines(root / "TREC/train_5500.label")}
     copy_lines(real / "TREC/TREC_10.label", root / "TREC/TREC_10.label", 40, lambda line: line.split(b":")[0] in coarse)
 
@@ -293,7 +321,8 @@ def mnist(real: Path, root: Path) -> None:
 
 
 def labelled_tsv(real: Path, root: Path) -> None:
-    """TREC's questions as ``coarse label<TAB>question`` lines (``LabelledText``)."""
+    """TREC's questions as ``coarse label<TAB>question`` lines (``LabelledText``), and its next
+    training questions as a validation split of a text file and a label file."""
     (root / "corpus").mkdir(parents=True)
     train = [line.split(b" ", 1) for line in text_lines(real / "TREC/train_5500.label")[:300]]
     labels = {label.split(b":")[0] for label, _ in train}
@@ -303,6 +332,9 @@ def labelled_tsv(real: Path, root: Path) -> None:
             root / "corpus" / name,
             [label.split(b":")[0] + b"\t" + question for label, question in pairs if label.split(b":")[0] in labels],
         )
+    val = [line.split(b" ", 1) for line in text_lines(real / "TREC/train_5500.label")[300:330]]
+    write_lines(root / "corpus/val.txt", [question for _, question in val])
+    write_lines(root / "corpus/val.labels", [label.split(b":")[0] + b"\n" for label, _ in val])
 
 
 def user_item_lines(real: Path, root: Path) -> None:
@@ -355,16 +387,49 @@ def new_class(name: str) -> Callable[[Path], Path]:
     return damage
 
 
+def load_pickle(path: Path) -> object:
+    with open(path, "rb") as file:
+        return pickle.load(file, encoding="latin1")
+
+
+def save_pickle(path: Path, value: object) -> None:
+    with open(path, "wb") as file:
+        pickle.dump(value, file)
+
+
+def save_idx(path: Path, value: np.ndarray) -> None:
+    write_idx(path, value)
+
+
+#: How the files stored as arrays are read and written back (the others are lines of text).
+Codec = tuple[Callable[[Path], object], Callable[[Path, object], None]]
+PICKLE: Codec = (load_pickle, save_pickle)
+IDX: Codec = (read_idx, save_idx)
+
+
+@dataclass
+class Declared:
+    """What a loader's reader declares (``framework.data.invariants``): its data set's invariants,
+    which fixture file (relative to the data root) is which of the data set's files, and how
+    those stored as arrays are read and written."""
+
+    dataset: DataSet
+    files: dict[str, str]
+    arrays: dict[str, Codec] = field(default_factory=dict)
+
+
 @dataclass
 class Loader:
     """A real loader in the table: its command line (``{root}``: the fixture's data root), its
     fixture, and per kind of damage the
     file (relative to the data root) and the damage, a function of the path that returns the
-    line it damaged (the message must name ``file:line``), the file it became (renamed) or None."""
+    line it damaged (the message must name ``file:line``), the file it became (renamed) or None;
+    and what its reader declares, from which the damages of :data:`DECLARED_KINDS` are made."""
 
     config: list[str]
     fixture: Callable[[Path, Path], None]
     damages: dict[str, tuple[str, Callable[[Path], Union[int, Path, None]]]] = field(default_factory=dict)
+    declared: Optional[Declared] = None
 
 
 TAB, SPACE = b"\t", b" "
@@ -379,7 +444,9 @@ LOADERS = {
             "garbage": ("TREC/train_5500.label", junk_line(50)),
             "label": ("TREC/TREC_10.label", set_field(7, 0, b"FOO:bar", SPACE)),
             "columns": ("TREC/TREC_10.label", cut_line(9, SPACE)),
+            "reference": ("TREC/TREC_10.label", set_field(7, 0, b"ABBR:abb", SPACE)),  # a class the training file lacks
         },
+        Declared(TREC_FILES, {"train": "TREC/train_5500.label", "test": "TREC/TREC_10.label"}),
     ),
     "multi30k": Loader(
         ["--config", "domains/nlp/seq2seq_luong_multi30k.yaml"],
@@ -391,6 +458,7 @@ LOADERS = {
             "garbage": ("multi30k/train.en.gz", junk_line(30)),
             "columns": ("multi30k/test_2016_flickr.de.gz", drop_last_line),
         },
+        Declared(PARALLEL, {"source": "multi30k/train.de.gz", "target": "multi30k/train.en.gz"}),
     ),
     "babi": Loader(
         ["--config", "domains/memory/memn2n_babi.yaml"],
@@ -427,6 +495,11 @@ LOADERS = {
             "range": ("Planetoid/Cora/raw/ind.cora.graph", repickle(far_neighbour)),
             "columns": ("Planetoid/Cora/raw/ind.cora.ty", repickle(lambda labels: labels[:, :-1])),
         },
+        Declared(
+            PLANETOID,
+            {part: f"Planetoid/Cora/raw/ind.cora.{part}" for part in PLANETOID.files},
+            dict.fromkeys(("x", "tx", "allx", "y", "ty", "ally"), PICKLE),
+        ),
     ),
     "movielens": Loader(
         ["--config", "domains/recommender/sasrec_ml100k.yaml", "--data.num_negatives=10"],
@@ -439,6 +512,7 @@ LOADERS = {
             "range": ("MovieLens100K/raw/u.data", set_field(40, 2, b"9", TAB)),
             "columns": ("MovieLens100K/raw/u.data", set_field(90, 4, b"5", TAB)),
         },
+        Declared(DataSet("u.data", {"u.data": MOVIELENS_RATINGS}), {"u.data": "MovieLens100K/raw/u.data"}),
     ),
     "movielens_users": Loader(
         ["--config", "domains/graph/han_movielens.yaml"],
@@ -452,6 +526,7 @@ LOADERS = {
             "range": ("MovieLens100K/raw/u.data", set_field(30, 1, b"99999", TAB)),
             "columns": ("MovieLens100K/raw/u.item", set_field(5, 23, None, b"|")),
         },
+        Declared(MOVIELENS, {name: f"MovieLens100K/raw/{name}" for name in MOVIELENS.files}),
     ),
     "camvid": Loader(
         ["--config", "domains/vision/ccnet_camvid.yaml", "--data.batch_size=2"],
@@ -483,6 +558,11 @@ LOADERS = {
             "size": ("MNIST/raw/t10k-images-idx3-ubyte.gz", change_idx(lambda images: images[:, 4:24, 4:24])),
             "columns": ("MNIST/raw/t10k-labels-idx1-ubyte.gz", change_idx(lambda labels: labels[:-1])),
         },
+        Declared(
+            MNIST,
+            {"images": "MNIST/raw/t10k-images-idx3-ubyte.gz", "labels": "MNIST/raw/t10k-labels-idx1-ubyte.gz"},
+            dict.fromkeys(("images", "labels"), IDX),
+        ),
     ),
     "labelled_text": Loader(
         [
@@ -490,7 +570,7 @@ LOADERS = {
             "domains/nlp/selfattentive_trec.yaml",
             "--data=domains.nlp.LabelledText",
             "--data.root={root}/corpus",
-            "--data.splits={train: [train.tsv], test: [test.tsv]}",
+            "--data.splits={train: [train.tsv], val: [val.txt, val.labels], test: [test.tsv]}",
             "--data.val_size=20",
             "--data.encoding=latin-1",
         ],
@@ -503,6 +583,15 @@ LOADERS = {
             "label": ("corpus/test.tsv", set_field(4, 0, b"FOO", TAB)),
             "columns": ("corpus/train.tsv", set_field(33, 2, b"extra", TAB)),
         },
+        Declared(
+            LABELLED,
+            {
+                "train": "corpus/train.tsv",
+                "split": "corpus/test.tsv",
+                "texts": "corpus/val.txt",
+                "labels": "corpus/val.labels",
+            },
+        ),
     ),
     "user_item_file": Loader(
         [
@@ -556,6 +645,111 @@ LOADERS = {
 CASES = [(loader, kind) for loader, spec in LOADERS.items() for kind in KINDS if kind in spec.damages]
 
 
+# --- the damages the declarations forbid, generated from them ---------------------------------------------------
+
+#: The line (1-based) or row (0-based) a generated damage changes.
+ROW = 5
+
+
+def split_line(spec: Format, line: bytes) -> list[bytes]:
+    separator = spec.separator.encode(spec.encoding) if spec.separator is not None else None
+    return line.rstrip(b"\r\n").split(separator)
+
+
+def set_fields(spec: Format, values: Callable[[list[list[bytes]]], dict[str, bytes]]) -> Callable[[Path], int]:
+    """Set fields, by name, of line :data:`ROW` of a text file of format ``spec`` to ``values(lines
+    split into fields)``."""
+    names = [f.name for f in spec.fields]
+    separator = spec.separator.encode(spec.encoding) if spec.separator is not None else b" "
+
+    def damage(path: Path) -> int:
+        lines = text_lines(path)
+        split = [split_line(spec, line) for line in lines]
+        for name, value in values(split).items():
+            split[ROW - 1][names.index(name)] = value
+        lines[ROW - 1] = separator.join(split[ROW - 1]) + b"\n"
+        write_lines(path, lines)
+        return ROW
+
+    return damage
+
+
+def change_array(codec: Codec, change: Callable[[object], object], row: Optional[int]) -> Callable[[Path], object]:
+    """Read an array file with ``codec``, change it and write it back; the damage returns what the
+    message must name: ``file: row <row>``, or the file (``row`` None)."""
+    load, save = codec
+
+    def damage(path: Path) -> object:
+        save(path, change(load(path)))
+        return f"{path}: row {row}" if row is not None else path
+
+    return damage
+
+
+def zero_row(value: np.ndarray) -> np.ndarray:
+    value = np.array(value)
+    value[ROW] = 0
+    return value
+
+
+def absent(spec: Format, name: str, present: np.ndarray) -> bytes:
+    """A value of field ``name`` in its declared domain that ``present`` lacks."""
+    declared = spec.field(name)
+    if not declared.text:
+        return str(int(np.max(present)) + 1).encode()
+    return sorted(set(declared.known or ("dangling",)) - {str(value) for value in present})[0].encode(spec.encoding)
+
+
+#: An invariant as the declarations hold it: (kind, the Format or DataSet, what in it).
+Invariant = tuple[str, int, object]
+
+
+def declared_damages(spec: Loader, root: Optional[Path] = None) -> Iterator[tuple[str, str, str, Callable, Invariant]]:
+    """``(kind, invariant, file, damage, identity)`` of every invariant that the loader's reader
+    declares and its fixture (in ``root``; None: the cases are only named) can break: a key
+    repeated at :data:`ROW`, a reference at :data:`ROW` to a value its target lacks, the labels of
+    :data:`ROW` cleared, the second file of a pair a row short."""
+    declared = spec.declared
+    if declared is None:
+        return
+    dataset = declared.dataset
+    for name, relative in declared.files.items():
+        form, codec = dataset.files[name], declared.arrays.get(name)
+        if form.key and codec is None:
+            names = [f.name for f in form.fields]
+            copy = lambda split, form=form, names=names: {key: split[0][names.index(key)] for key in form.key}
+            yield "duplicate", f"{name}: key", relative, set_fields(form, copy), ("duplicate", id(form), None)
+        if form.labels is not None:
+            clear = lambda split, form=form: dict.fromkeys(form.labels.fields or (), b"0")
+            damage = set_fields(form, clear) if codec is None else change_array(codec, zero_row, ROW)
+            yield "no label", f"{name}: labels", relative, damage, ("no label", id(form), None)
+    for reference in dataset.references:
+        source = dataset.files[reference.source]
+        stored = reference.field in [f.name for f in source.fields]
+        if stored and {reference.source, reference.target} <= declared.files.keys():
+            target = declared.files[reference.target]
+
+            def dangling(split, reference=reference, source=source, target=target) -> dict[str, bytes]:
+                form = dataclasses.replace(dataset.files[reference.target], encoding="latin-1")  # any bytes decode
+                keys = form.read(root / target)[reference.key]
+                return {reference.field: absent(source, reference.field, keys)}
+
+            invariant = f"{reference.source}.{reference.field} in {reference.target}"
+            identity = ("reference", id(dataset), reference)
+            yield "reference", invariant, declared.files[reference.source], set_fields(source, dangling), identity
+    for first, second in dataset.paired:
+        if {first, second} <= declared.files.keys():
+            codec = declared.arrays.get(second)
+            damage = drop_last_line if codec is None else change_array(codec, lambda value: value[:-1], None)
+            yield (
+                "unpaired",
+                f"{first} ~ {second}",
+                declared.files[second],
+                damage,
+                ("unpaired", id(dataset), (first, second)),
+            )
+
+
 @pytest.fixture(autouse=True)
 def as_a_user(monkeypatch):
     monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)
@@ -576,22 +770,90 @@ def fixture_of(shared_data, tmp_path, monkeypatch):
 
 
 def test_the_table_covers_every_kind_and_every_loader_several():
-    assert {kind for _, kind in CASES} == set(KINDS)
+    assert {kind for _, kind in CASES} | {kind for _, kind, _ in DECLARED} == set(KINDS)
+    assert {kind for _, kind, _ in DECLARED} == set(DECLARED_KINDS)
     assert all(len(spec.damages) >= 5 for spec in LOADERS.values())
 
 
-@pytest.mark.parametrize("loader, kind", CASES, ids=[f"{loader}-{kind}" for loader, kind in CASES])
-@pytest.mark.slow
-def test_damaged_data_is_named_and_leaves_no_run_folder(capsys, fixture_of, loader, kind):
-    spec = LOADERS[loader]
-    root = fixture_of(spec)
-    relative, damage = spec.damages[kind]
+def damaged_run_is_named(capsys, spec: Loader, root: Path, relative: str, damage: Callable, kind: str) -> str:
+    """Damage the fixture's file, run the command line, and check that it stops naming the file
+    (and its line, or its row); returns the message."""
     path = root / relative
     damaged = damage(path)
     message = fails(capsys, ["fit", *(arg.replace("{root}", str(root)) for arg in spec.config), *ONE_STEP])
     named = f"{path}:{damaged}:" if isinstance(damaged, int) else str(damaged or path)
     assert named in message, f"{kind} of {relative}: {message}"
     nothing_left()
+    return message
+
+
+@pytest.mark.parametrize("loader, kind", CASES, ids=[f"{loader}-{kind}" for loader, kind in CASES])
+@pytest.mark.slow
+def test_damaged_data_is_named_and_leaves_no_run_folder(capsys, fixture_of, loader, kind):
+    spec = LOADERS[loader]
+    relative, damage = spec.damages[kind]
+    damaged_run_is_named(capsys, spec, fixture_of(spec), relative, damage, kind)
+
+
+DECLARED = [
+    (loader, kind, invariant) for loader, spec in LOADERS.items() for kind, invariant, *_ in declared_damages(spec)
+]
+
+
+@pytest.mark.parametrize("loader, kind, invariant", DECLARED, ids=[" - ".join(case) for case in DECLARED])
+@pytest.mark.slow
+def test_a_broken_declared_invariant_is_named(capsys, fixture_of, loader, kind, invariant):
+    spec = LOADERS[loader]
+    root = fixture_of(spec)
+    relative, damage = next(
+        (relative, damage) for k, i, relative, damage, _ in declared_damages(spec, root) if (k, i) == (kind, invariant)
+    )
+    message = damaged_run_is_named(capsys, spec, root, relative, damage, kind)
+    expected = {"duplicate": "repeats", "reference": "dangling reference", "no label": "no label", "unpaired": "pair"}
+    assert expected[kind] in message, message
+
+
+def declarations() -> Iterator[Union[Format, DataSet]]:
+    """Every Format and DataSet that the domains' data modules and ``framework.data`` declare (a
+    DataSet's own Formats through it)."""
+    import framework.data.formats
+
+    modules = [framework.data.formats] + [
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(domains.__path__, "domains.")
+        if ".data." in info.name
+    ]
+    for module in modules:
+        for value in vars(module).values():
+            for item in value.values() if isinstance(value, dict) else (value,):
+                if isinstance(item, (Format, DataSet)):
+                    yield item
+
+
+def required(declaration: Union[Format, DataSet]) -> set[Invariant]:
+    """The invariants a declaration states that can be broken in a file."""
+    if isinstance(declaration, Format):
+        return {
+            (kind, id(declaration), None)
+            for kind, stated in (("duplicate", declaration.key), ("no label", declaration.labels))
+            if stated
+        }
+    found = {invariant for form in declaration.files.values() for invariant in required(form)}
+    found |= {("reference", id(declaration), reference) for reference in declaration.references}
+    return found | {("unpaired", id(declaration), tuple(pair)) for pair in declaration.paired}
+
+
+def test_every_declared_invariant_is_damaged():
+    """Every key, label set, reference and pair that a reader declares is broken by a case: one
+    generated from a loader's declarations, or, for a reference to a value the reader derives (TREC's
+    coarse class), a hand-written ``reference`` damage of a loader that declares it."""
+    covered = {identity for spec in LOADERS.values() for *_, identity in declared_damages(spec)}
+    for spec in LOADERS.values():
+        if spec.declared is not None and "reference" in spec.damages:
+            dataset = spec.declared.dataset
+            covered |= {("reference", id(dataset), reference) for reference in dataset.references}
+    missing = set().union(*map(required, declarations())) - covered
+    assert not missing, f"declared invariants no fixture breaks: {missing}"
 
 
 @pytest.mark.parametrize("loader", list(LOADERS))
@@ -716,3 +978,44 @@ def test_a_file_found_damaged_after_training_began_leaves_no_run_folder(capsys, 
     message = fails(capsys, ["fit", *spec.config, *ONE_STEP, "--trainer.log_every_n_steps=1"])
     assert f"{mask}: label value 200 at row 5, column 7 is out of range" in message
     nothing_left()
+
+
+def test_the_declared_invariants_name_the_row_that_breaks_them(tmp_path):
+    from framework.data import DataError, DataSet, Field, Format, Labels, Reference, Rows
+
+    fields = (Field("id", 1), Field("title", text=True), Field("a", 0, 1), Field("b", 0, 1))
+    films = Format(
+        "films", fields, "|", "'id|title|a|b'", key=("id",), numbered=True, labels=Labels(("a", "b"), 1, None)
+    )
+    ratings = Format("ratings", (Field("user", 1), Field("film", 1)), "\t", "'user<TAB>film'", key=("user", "film"))
+    data = DataSet("films", {"films": films, "ratings": ratings}, (Reference("ratings", "film", "films", "id"),))
+    (tmp_path / "films").write_text("1|Up|1|0\n2|Down|1|1\n")
+    (tmp_path / "ratings").write_text("1\t2\n\n1\t1\n")
+    rows = {name: spec.read(tmp_path / name) for name, spec in data.files.items()}
+    data.check(rows)
+    assert rows["ratings"]["film"].tolist() == [2, 1] and rows["ratings"].where(1) == f"{tmp_path / 'ratings'}:3"
+    for name, text, problem in [
+        (
+            "ratings",
+            "1\t2\n\n1\t2\n",
+            "ratings:3: user 1, film 2 repeats line 1: ratings hold one row per user and film",
+        ),
+        ("films", "1|Up|1|0\n1|Down|0|1\n", "films:2: id 1 repeats line 1, where 2 is due: the ids count up from 1"),
+        ("films", "1|Up|1|0\n2|Down|0|0\n", r"films:2: no label \(every indicator 0\): expected 1 to any number"),
+        ("films", "1||1|0\n", "films:1: the title is empty"),
+        ("ratings", "1\t2\n2\t3\n", r"ratings:2: film 3 is no id of .*films \(a dangling reference\)"),
+    ]:
+        for other, good in (("films", "1|Up|1|0\n2|Down|1|1\n"), ("ratings", "1\t2\n")):
+            (tmp_path / other).write_text(text if other == name else good)
+        with pytest.raises(DataError, match=problem):
+            data.check({name: spec.read(tmp_path / name) for name, spec in data.files.items()})
+    one_hot = Format("labels", labels=Labels())
+    with pytest.raises(
+        DataError, match=r"y: row 1: no label \(every indicator 0\): expected exactly 1 \(one label per example\)"
+    ):
+        one_hot.array(tmp_path / "y", np.array([[0, 1], [0, 0]]))
+    with pytest.raises(DataError, match=r"y: row 0: 2 labels"):
+        one_hot.array(tmp_path / "y", np.array([[1, 1]]))
+    paired = DataSet("pairs", {"x": Format("x"), "y": one_hot}, paired=(("x", "y"),))
+    with pytest.raises(DataError, match=r"y has 1 rows but .*x has 2: their rows pair one to one"):
+        paired.check({"x": Rows(tmp_path / "x", count=2), "y": one_hot.array(tmp_path / "y", np.array([[1, 0]]))})

@@ -15,7 +15,9 @@ s_1 .. s_m, uniform over the items outside the user's training row) gives:
 
       l = -s_o + log sum_{i=1..I} exp(s_i)
 
-The loss of a batch is the mean over its M positions. A negative that still equals one of the
+The loss of a batch is the mean over its M positions, 0 (with a zero gradient) when it has none:
+a batch of users with one training item each (the shortest history leave-one-out allows) has no
+position with a next item. A negative that still equals one of the
 row's items after a few redraws (only when a row holds most of the catalogue) is left out of
 its position's sum.
 """
@@ -27,6 +29,8 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from framework.layers import mean_over
 
 Loss = Literal["bce", "sampled_softmax", "softmax"]
 LOSSES = ("bce", "sampled_softmax", "softmax")
@@ -62,7 +66,7 @@ def sample_training_negatives(rows: Tensor, owner: Tensor, count: int, num_items
 def bce(positive: Tensor, negative: Tensor, hit: Tensor) -> Tensor:
     """Mean over positions of softplus(-s_o) + sum_k softplus(s_k), hits left out: positive (M,),
     negative and hit (M, m)."""
-    return (F.softplus(-positive) + F.softplus(negative).masked_fill(hit, 0.0).sum(1)).mean()
+    return mean_over(F.softplus(-positive) + F.softplus(negative).masked_fill(hit, 0.0).sum(1))
 
 
 def candidate_logits(positive: Tensor, negative: Tensor, hit: Tensor) -> Tensor:
@@ -71,9 +75,14 @@ def candidate_logits(positive: Tensor, negative: Tensor, hit: Tensor) -> Tensor:
 
 
 def sampled_softmax(positive: Tensor, negative: Tensor, hit: Tensor) -> Tensor:
-    """Mean cross-entropy of column 0 of :func:`candidate_logits`."""
+    """Mean cross-entropy of column 0 of :func:`candidate_logits` (0 over no position)."""
     logits = candidate_logits(positive, negative, hit)
-    return F.cross_entropy(logits, torch.zeros(len(logits), dtype=torch.long, device=logits.device))
+    return full_softmax(logits, torch.zeros(len(logits), dtype=torch.long, device=logits.device))
+
+
+def full_softmax(scores: Tensor, target: Tensor) -> Tensor:
+    """Mean cross-entropy of the ``target`` columns (M,) of ``scores`` (M, C) (0 over no position)."""
+    return mean_over(F.cross_entropy(scores, target, reduction="none"))
 
 
 def without_padding(scores: Tensor) -> Tensor:

@@ -17,6 +17,7 @@ from framework.attention import Record, capture
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, replaying
+from framework.layers import counted_mean
 from framework.tasks import Classification, Task, call_model, split_batch
 from framework.tasks.attention_training import AttentionTraining
 from framework.values import AnyInt, ClassCount, Fraction, NonNegativeFloat, NonNegativeInt, Probability, declare
@@ -176,10 +177,10 @@ class Segmentation(AttentionTraining, Task):
             raise ValueError(
                 f"segmentation: logits are {tuple(logits.shape[-2:])} but the target mask is {tuple(target.shape[-2:])}"
             )
-        loss = F.cross_entropy(logits, target, ignore_index=self.ignore_index)
+        loss = counted_mean(F.cross_entropy, logits, target, self.ignore_index)
         if aux is None or not self.aux_weight:
             return loss, {}
-        aux_loss = F.cross_entropy(aux, target, ignore_index=self.ignore_index)
+        aux_loss = counted_mean(F.cross_entropy, aux, target, self.ignore_index)
         return loss + self.aux_weight * aux_loss, {"aux_loss": aux_loss.detach()}
 
     def preds(self, output: Any) -> Tensor:

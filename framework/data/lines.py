@@ -83,6 +83,13 @@ def one_of(value: str, known: Collection[str], limit: int = 8) -> str:
     return f"expected one of {', '.join(names[:limit])}{' ...' if len(names) > limit else ''}"
 
 
+def in_range(low: Optional[int], high: Optional[int]) -> str:
+    """``low`` to ``high``, either bound open (None), for a message."""
+    if low is not None and high is not None:
+        return f"{low} to {high}"
+    return f"at least {low}" if low is not None else f"at most {high}"
+
+
 class TextFile:
     """A data file's lines, decoded strictly (:func:`decode`) and checked to be there.
 
@@ -185,12 +192,7 @@ class TextFile:
         except ValueError:
             raise self.error(number, f"{name} {value[:40]!r} is not an integer") from None
         if (low is not None and result < low) or (high is not None and result > high):
-            bounds = (
-                f"{low} to {high}"
-                if low is not None and high is not None
-                else (f"at least {low}" if low is not None else f"at most {high}")
-            )
-            raise self.error(number, f"{name} {result} is out of range: expected {bounds}")
+            raise self.error(number, f"{name} {result} is out of range: expected {in_range(low, high)}")
         return result
 
     def known(self, number: int, value: str, known: Collection[str], name: str, where: str = "") -> str:

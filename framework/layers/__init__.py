@@ -5,7 +5,7 @@ reductions (masked mean, packed recurrence), and dropout of sparse input feature
 from .convnet import AttentiveConvNet, ConvStage
 from .dropout import feature_dropout
 from .encoder import AttentionEncoder, EncoderLayer
-from .masking import masked_mean, run_packed
+from .masking import counted_mean, masked_mean, mean_over, run_packed
 from .positions import PositionalEncoding
 
 __all__ = [
@@ -14,7 +14,9 @@ __all__ = [
     "ConvStage",
     "EncoderLayer",
     "PositionalEncoding",
+    "counted_mean",
     "feature_dropout",
     "masked_mean",
+    "mean_over",
     "run_packed",
 ]

@@ -10,6 +10,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
 from ..data.sizes import require_sizes
+from ..layers import counted_mean
 from ..values import AnyInt, ClassCount, Fraction, NonNegativeFloat
 from .attention_training import AttentionTraining
 from .base import Task
@@ -21,7 +22,8 @@ class Classification(AttentionTraining, Task):
     Args:
         num_classes: K.
         label_smoothing: as in ``torch.nn.functional.cross_entropy``.
-        ignore_index: labels with this value count in neither loss nor metrics.
+        ignore_index: labels with this value count in neither loss nor metrics (a batch of
+            them only: a zero loss).
         attention_supervision, decouple_attention, random_attention: the attention-training
             families of :mod:`framework.tasks.attention_training`: random attention for any
             model with attention blocks; supervision and decoupling for the subclasses whose
@@ -50,7 +52,8 @@ class Classification(AttentionTraining, Task):
                 f"classification: the model gives {logits.shape[-1]} logits per example but "
                 f"task.num_classes={self.num_classes}"
             )
-        return F.cross_entropy(logits, target, label_smoothing=self.label_smoothing, ignore_index=self.ignore_index), {}
+        loss = counted_mean(F.cross_entropy, logits, target, self.ignore_index, label_smoothing=self.label_smoothing)
+        return loss, {}
 
     def metrics(self) -> MetricCollection:
         options = dict(num_classes=self.num_classes, ignore_index=self.ignore_index)

@@ -1,7 +1,7 @@
 """The checks every registered block passes, on its case (``cases.py``): the generic tests
-(``test_compile.py``, ``test_ablation.py``, ``test_blocks.py``) run each on every name of
-``framework.attention.available()``, so a new block is swept by all of them as soon as it is
-registered. Whether a block computes the right thing is for its own test against a reference
+(``test_compile.py``, ``test_ablation.py``, ``test_blocks.py``, ``test_fully_masked.py``) run
+each on every name of ``framework.attention.available()``, so a new block is swept by all of
+them as soon as it is registered. Whether a block computes the right thing is for its own test against a reference
 formula; these check the contract every block keeps (``framework.attention.base``).
 """
 
@@ -13,7 +13,7 @@ import inspect
 import torch
 from torch import Tensor, nn
 
-from framework.attention import AttentionOutput, Record, ablation, capture, probe_index
+from framework.attention import AttentionOutput, Record, ablation, backends, capture, info, probe_index
 from tests.attention.cases import case
 from tests.attention.reference import randomize_
 
@@ -186,6 +186,148 @@ def probe_rows_match_the_full_map(name: str, device: str = "cpu", probes: int = 
             if probed_record.valid is not None:
                 assert not (got * ~probed_record.valid).any(), f"{said}: weight on a key that is not valid"
     return whole
+
+
+def _masks(args: tuple, kwargs: dict) -> list[Tensor]:
+    """The padding masks of a case: its boolean tensors, batch first."""
+    return [value for value in (*args, *kwargs.values()) if isinstance(value, Tensor) and value.dtype == torch.bool]
+
+
+def _each(value: object, change) -> object:
+    """``value`` with ``change`` applied to every tensor in it (tuples, lists and dicts followed)."""
+    if isinstance(value, Tensor):
+        return change(value)
+    if isinstance(value, dict):
+        return {key: _each(part, change) for key, part in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_each(part, change) for part in value)
+    return value
+
+
+#: Paths the fully-masked check leaves out: ``compiled`` is the default path traced (the compile
+#: tests hold it to eager), ``triton`` belongs to a block without masks (criss-cross).
+NOT_MASK_PATHS = ("compiled", "triton")
+
+
+def mask_backends(name: str) -> list[str]:
+    """The paths of a block's case and of the blocks inside it (``framework.attention.backends``),
+    but :data:`NOT_MASK_PATHS`; ``["default"]`` for a block with one path."""
+    block = case(name)[0]
+    found = {path for inner in backends.multi_path_blocks(block).values() for path in backends.paths(inner)}
+    return sorted(found - set(NOT_MASK_PATHS)) or ["default"]
+
+
+def takes_masks(name: str) -> bool:
+    """Whether a block's case hands it a padding mask (sequence, pooling, cross and memory blocks)."""
+    _, args, kwargs = case(name)
+    return bool(_masks(args, kwargs))
+
+
+def fully_masked_example(name: str, backend: str = "default", device: str = "cpu") -> None:
+    """The block's case with every position of example 0 masked in every mask it takes, on
+    ``backend`` (every inner block that has it) and ``device``, in float32 (where the fused
+    kernels run) and float64 (where gradients can be checked):
+
+    * outputs, the inputs' and the parameters' gradients are finite (the gradients where the
+      path has a backward on the device: FlexAttention has none on the CPU), and so are the
+      weights that ``need_weights=True`` returns (eager path);
+    * the other examples get what they get without example 0 in the batch;
+    * in float64, the gradient of example 0's outputs with respect to its inputs is the right
+      one: equal to central differences (``torch.autograd.gradcheck``), so a path that keeps the
+      forward finite with a ``where`` but sends NaN or garbage backward fails; and no masked
+      position reaches another position of the output (:func:`_crossing`);
+    * a sequence block that ends in an output projection gives example 0 its bias: a zero
+      context, no gradient reaching its tokens.
+    """
+    for dtype in (torch.float32, torch.float64):
+        _fully_masked(name, backend, device, dtype)
+
+
+def _fully_masked(name: str, backend: str, device: str, dtype: torch.dtype) -> None:
+    torch.manual_seed(0)
+    block, args, kwargs = case(name)
+    randomize_(block, scale=0.3).eval()
+    batch = _masks(args, kwargs)[0].shape[0]
+
+    def first_masked(value: Tensor) -> Tensor:
+        if value.dtype == torch.bool and value.shape[0] == batch:
+            value = value.clone()
+            value[0] = False
+        return value.to(dtype) if value.is_floating_point() else value
+
+    block = block.to(device, dtype)
+    args, kwargs = _each((args, kwargs), lambda t: first_masked(t).to(device))
+    if backend != "default":
+        backends.use(block, backend)
+    inner = backends.multi_path_blocks(block).values()
+    if any(b.backend_missing(backend, torch.device(device)) for b in inner if b.chosen_backend == backend):
+        return  # the path does not run on this device at all (its own tests say so)
+    backward = not any(
+        b.backend_missing(backend, torch.device(device), training=True) for b in inner if b.chosen_backend == backend
+    )
+    said = f"{name} on {backend} ({device}, {dtype}), example 0 fully masked"
+
+    def run(*call_args: object, **call_kwargs: object) -> list[Tensor]:
+        torch.manual_seed(0)  # the same draws for the stochastic blocks
+        return tensors(block(*call_args, **call_kwargs))
+
+    if backward:
+        outputs, grads = forward_backward(block, args, kwargs)
+    else:
+        with torch.no_grad():
+            outputs, grads = run(*args, **kwargs), []
+    assert outputs and all(torch.isfinite(out).all() for out in outputs), f"{said}: an output is not finite"
+    assert all(torch.isfinite(grad).all() for grad in grads), f"{said}: a gradient is not finite"
+
+    rest_args, rest_kwargs = _each((args, kwargs), lambda t: t[1:] if t.dim() and t.shape[0] == batch else t)
+    with torch.no_grad():
+        alone = run(*rest_args, **rest_kwargs)
+    for got, want in zip(outputs, alone, strict=True):
+        if got.dim() and got.shape[0] == batch:
+            torch.testing.assert_close(got[1:], want, msg=lambda m: f"{said}: the other examples changed: {m}")
+
+    projection = getattr(block, "out_proj", None) or getattr(block, "out", None)
+    if info(name).kind == "sequence" and isinstance(projection, nn.Linear):
+        assert torch.equal(outputs[0][0], projection.bias.expand_as(outputs[0][0])), f"{said}: not the bias"
+    if backend in ("default", "eager") and "need_weights" in inspect.signature(block.forward).parameters:
+        with torch.no_grad():  # the weights are the eager path's (the fused paths compute none)
+            torch.manual_seed(0)
+            asked = block(*args, need_weights=True, **kwargs)
+        assert all(torch.isfinite(t).all() for t in tensors(asked.weights)), f"{said}: weights not finite"
+        torch.testing.assert_close(tensors(asked.output)[0], outputs[0], msg=lambda m: f"{said}, need_weights: {m}")
+    if not backward or dtype != torch.float64:
+        return
+    floating = [
+        i for i, a in enumerate(args) if isinstance(a, Tensor) and a.is_floating_point() and a.shape[0] == batch
+    ]
+
+    def example_0(*firsts: Tensor) -> tuple[Tensor, ...]:
+        joined = list(args)
+        for i, first in zip(floating, firsts):
+            joined[i] = torch.cat([first, args[i][1:]])
+        return tuple(out[:1] for out in run(*joined, **kwargs) if out.dim() and out.shape[0] == batch)
+
+    firsts = [args[i][:1].detach().clone().requires_grad_() for i in floating]
+    assert torch.autograd.gradcheck(example_0, firsts, eps=1e-6, atol=1e-6, rtol=1e-4), said
+    masks = [m[:1] for m in _masks(args, kwargs)]
+    jacobians = torch.autograd.functional.jacobian(example_0, tuple(firsts))
+    for out, per_input in zip(example_0(*firsts), jacobians):
+        for first, jacobian in zip(firsts, per_input):
+            for mask in (m for m in masks if first.shape[: m.dim()] == m.shape):
+                flows = _crossing(jacobian, out.shape, first.shape, mask.dim())
+                assert not flows.any(), f"{said}: a masked position of an input reaches another position"
+
+
+def _crossing(jacobian: Tensor, out_shape: torch.Size, in_shape: torch.Size, positions: int) -> Tensor:
+    """The entries of ``jacobian`` (out_shape + in_shape) through which a masked input position
+    reaches another position of the output: every entry for an output without those positions (a
+    pooled vector, cross-attention's queries), else those off the diagonal of the positions (an
+    output of the same positions may depend on its own position's input, as a residual does)."""
+    count = in_shape[:positions].numel()
+    if out_shape[:positions] != in_shape[:positions]:
+        return jacobian != 0
+    square = jacobian.reshape(count, -1, count, in_shape[positions:].numel())
+    return (square != 0) & ~torch.eye(count, dtype=torch.bool, device=jacobian.device)[:, None, :, None]
 
 
 #: The generic checks of one block; ``runs_on`` also takes a device.

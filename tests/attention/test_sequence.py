@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from framework.attention import AttentionOutput, ShapeError, available, capture, create, info, sequence_mask
+from framework.attention import AttentionOutput, ShapeError, capture, create, sequence_mask
 from framework.attention.cross import (
     AlternatingCoAttention,
     LuongLocalAttention,
@@ -18,7 +18,6 @@ from framework.attention.cross import (
 )
 from framework.attention.pooling import AttentionPooling, HierarchicalAttention, frobenius_penalty
 from framework.attention.sequence import LocalAttention, MultiHeadSelfAttention, band_mask
-from tests.attention.cases import case
 from tests.attention.reference import assert_matches_reference, randomize_
 
 B, N, D = 3, 6, 8
@@ -484,27 +483,6 @@ def test_sequence_mask_checks_the_inputs_and_ands_the_masks():
     assert allowed.shape == (2, 1, 5, 5) and torch.equal(allowed, expected)
     assert sequence_mask(block, x, mask).shape == (2, 1, 1, 5) and sequence_mask(block, x) is None
     assert torch.equal(sequence_mask(block, x, None, attn_mask[:1]), attn_mask[:1, None])  # B = 1 broadcasts
-
-
-@pytest.mark.parametrize("name", [name for name in available() if info(name).kind == "sequence"])
-@pytest.mark.parametrize("need_weights", [False, True])
-def test_a_sequence_with_every_position_masked(name, need_weights):
-    """Such a sequence changes nothing for the others and gets finite outputs and gradients; in the
-    blocks that end in an output projection, its context is zero: the projection's bias, with no
-    gradient reaching its tokens."""
-    torch.manual_seed(0)
-    block, (x,), kwargs = case(name)
-    block.eval()
-    x, mask = x.clone().requires_grad_(True), kwargs["mask"].clone()
-    mask[0] = False
-    out = block(x, mask, need_weights=need_weights)
-    out = out.output if need_weights else out
-    out.sum().backward()
-    assert torch.isfinite(out).all() and torch.isfinite(x.grad).all()
-    torch.testing.assert_close(out[1:], block(x[1:], mask[1:]))
-    projection = getattr(block, "out_proj", None) or getattr(block, "out", None)
-    if projection is not None:
-        assert torch.equal(out[0], projection.bias.expand_as(out[0])) and not x.grad[0].any()
 
 
 @pytest.mark.parametrize(

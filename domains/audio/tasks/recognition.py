@@ -11,6 +11,7 @@ from torchmetrics.classification import MulticlassAccuracy
 from torchmetrics.text import CharErrorRate, WordErrorRate
 
 from framework.decoding import beam_search, greedy_decode, shift_right
+from framework.layers import counted_mean
 from framework.tasks import Task
 from framework.values import Fraction, PositiveInt
 
@@ -83,8 +84,8 @@ class SequenceRecognition(Task):
         return model(batch["waveform"], batch["lengths"], shift_right(batch["target"], BOS))
 
     def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        return F.cross_entropy(
-            output.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing
+        return counted_mean(
+            F.cross_entropy, output.transpose(1, 2), target, PAD, label_smoothing=self.label_smoothing
         ), {}
 
     def preds(self, output: Tensor) -> Tensor:

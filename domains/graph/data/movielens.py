@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Optional
 
+import numpy as np
 import torch
 from torch_geometric.data import HeteroData
 
-from framework.data import TextFile, dataset_dir
+from framework.data import MOVIELENS_RATINGS, DataSet, Field, Format, Labels, Reference, Rows, dataset_dir
 from framework.errors import ConfigError
 from framework.values import PositiveInt
 
@@ -23,43 +24,90 @@ FILES = ("raw/u.data", "raw/u.user", "raw/u.item", "raw/u.occupation")
 #: The meta-paths of :class:`MovieLensUsers` (its ``METAPATHS``).
 UserMetaPath = Literal["UMU", "UOU", "UMGMU"]
 
+#: The 19 genres of ``u.genre``, in the order of ``u.item``'s flags.
+GENRES = (
+    "unknown",
+    "Action",
+    "Adventure",
+    "Animation",
+    "Children's",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Fantasy",
+    "Film-Noir",
+    "Horror",
+    "Musical",
+    "Mystery",
+    "Romance",
+    "Sci-Fi",
+    "Thriller",
+    "War",
+    "Western",
+)
+#: The files read and their invariants: ``|``-separated latin-1 lines, the users' and films' ids
+#: counting up from 1, each occupation named once, a user's occupation one of them, every film of
+#: at least one genre (``unknown`` for those without), every rating of a known user and film.
+MOVIELENS = DataSet(
+    "MovieLens 100K",
+    {
+        "u.occupation": Format(
+            "MovieLens occupations",
+            (Field("occupation", text=True),),
+            "|",
+            "'occupation'",
+            "latin-1",
+            key=("occupation",),
+        ),
+        "u.user": Format(
+            "MovieLens users",
+            (
+                Field("id", 1),
+                Field("age", 1, 120),
+                Field("gender", text=True, known=("M", "F")),
+                Field("occupation", text=True),
+                Field("zip code", text=True),
+            ),
+            "|",
+            "'id|age|gender|occupation|zip code'",
+            "latin-1",
+            key=("id",),
+            numbered=True,
+        ),
+        "u.item": Format(
+            "MovieLens films",
+            (
+                Field("id", 1),
+                Field("title", text=True),
+                Field("release date", text=True, optional=True),
+                Field("video release date", text=True, optional=True),
+                Field("IMDb URL", text=True, optional=True),
+                *(Field(genre, 0, 1) for genre in GENRES),
+            ),
+            "|",
+            "'id|title|release date|video release date|IMDb URL' and 19 genre flags",
+            "latin-1",
+            key=("id",),
+            numbered=True,
+            labels=Labels(GENRES, least=1, most=None),
+        ),
+        "u.data": MOVIELENS_RATINGS,
+    },
+    references=(
+        Reference("u.user", "occupation", "u.occupation", "occupation"),
+        Reference("u.data", "user id", "u.user", "id"),
+        Reference("u.data", "item id", "u.item", "id"),
+    ),
+)
 
-def numbered_rows(text: TextFile, columns: int, shape: str) -> list[tuple[int, list[str]]]:
-    """``(line number, fields)`` of the non-blank lines of a ``|``-separated MovieLens file, each
-    of exactly ``columns`` fields, the first an id counting up from 1."""
-    rows = list(text.fields("|", columns, shape))
-    for due, (number, fields) in enumerate(rows, 1):
-        if text.integer(number, fields[0], "id", 1) != due:
-            raise text.error(number, f"id {fields[0]} where {due} is due: the ids count up from 1")
+
+def read_movielens(folder: Path) -> dict[str, Rows]:
+    """The rows of ``u.occupation``, ``u.user``, ``u.item`` and ``u.data`` in ``folder/raw``,
+    checked against :data:`MOVIELENS`."""
+    rows = {name: spec.read(folder / "raw" / name) for name, spec in MOVIELENS.files.items()}
+    MOVIELENS.check(rows)
     return rows
-
-
-def read_users(folder: Path) -> tuple[list[str], torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The occupations (``u.occupation``), and of every user of ``u.user`` the age, the
-    occupation's index and whether female: (users,) each."""
-    occupations = [
-        line.strip()
-        for _, line in TextFile(folder / "raw/u.occupation", "MovieLens occupations", encoding="latin-1").numbered()
-    ]
-    text = TextFile(folder / "raw/u.user", "MovieLens users", encoding="latin-1")
-    ages, occupation, female = [], [], []
-    for number, (_, age, gender, job, _) in numbered_rows(text, 5, "'id|age|gender|occupation|zip code'"):
-        ages.append(text.integer(number, age, "age", 1, 120))
-        female.append(text.known(number, gender, ("M", "F"), "gender") == "F")
-        occupation.append(occupations.index(text.known(number, job, occupations, "occupation", " in u.occupation")))
-    return occupations, torch.tensor(ages), torch.tensor(occupation), torch.tensor(female)
-
-
-def read_genres(folder: Path) -> torch.Tensor:
-    """The 19 genre flags (0 or 1) of every film of ``u.item``: (films, 19) long."""
-    text = TextFile(folder / "raw/u.item", "MovieLens films", encoding="latin-1")
-    shape = "'id|title|release date|video release date|IMDb URL' and 19 genre flags"
-    return torch.tensor(
-        [
-            [text.integer(number, flag, "genre flag", 0, 1) for flag in fields[5:]]
-            for number, fields in numbered_rows(text, 24, shape)
-        ]
-    )
 
 
 class MovieLensUsers(HeteroNodeClassificationData):
@@ -118,14 +166,14 @@ class MovieLensUsers(HeteroNodeClassificationData):
     def load_graph(self) -> HeteroData:
         folder = dataset_dir("MovieLens100K", root=self.root, source=SOURCE, expect=FILES)
         self.sources = dict.fromkeys(("train", "val", "test"), str(folder / "raw"))
-        occupations, ages, occupation, female = read_users(folder)
-        genres = read_genres(folder)  # (movies, 19)
-        ratings = TextFile(folder / "raw/u.data", "MovieLens ratings").integers(
-            "\t",
-            {"user id": (1, len(ages)), "item id": (1, len(genres)), "rating": (1, 5), "timestamp": (0, None)},
-            "'user<TAB>item<TAB>rating<TAB>timestamp'",
-        )
-        rates = torch.from_numpy(ratings[:, :2].T - 1).contiguous()  # ids start at 1
+        rows = read_movielens(folder)
+        occupations, users = list(rows["u.occupation"]["occupation"]), rows["u.user"]
+        ages = torch.from_numpy(users["age"])
+        occupation = torch.tensor([occupations.index(job) for job in users["occupation"]])
+        female = torch.from_numpy(users["gender"] == "F")
+        genres = torch.from_numpy(np.stack([rows["u.item"][genre] for genre in GENRES], 1))  # (movies, 19)
+        ratings = rows["u.data"]
+        rates = torch.from_numpy(np.stack([ratings["user id"], ratings["item id"]]) - 1)  # ids start at 1
         num_users, num_movies = len(ages), len(genres)
         labels = torch.bucketize(ages, torch.tensor(self.age_brackets), right=True)
 

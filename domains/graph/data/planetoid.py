@@ -12,7 +12,11 @@ from torch_geometric.datasets import Planetoid
 from framework.data import (
     DataError,
     DataNotFoundError,
-    TextFile,
+    DataSet,
+    Field,
+    Format,
+    Labels,
+    Rows,
     cache_dir,
     content_key,
     dataset_dir,
@@ -26,6 +30,23 @@ from .base import NodeClassificationData
 NAMES = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 RAW_FILES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 SOURCE = f"{Planetoid.url} (or set data.download=true)"
+FEATURES = Format("Planetoid node features (a scipy sparse matrix)")
+LABELS = Format("Planetoid labels (one-hot rows)", labels=Labels())
+#: The raw files' invariants beyond their types: every label row one-hot (one class per node: PyG
+#: would read a row of zeros as class 0), the labels paired with the features row by row, a test
+#: node per row of ``tx``, each named once (its range, after the ``allx`` nodes and below the
+#: graph's node count, is set when the graph is read).
+PLANETOID = DataSet(
+    "Planetoid",
+    {
+        **dict.fromkeys(("x", "tx", "allx"), FEATURES),
+        **dict.fromkeys(("y", "ty", "ally"), LABELS),
+        "test.index": Format(
+            "a Planetoid test index", (Field("test node"),), shape="a node id per line", key=("test node",)
+        ),
+    },
+    paired=(("x", "y"), ("tx", "ty"), ("allx", "ally"), ("tx", "test.index")),
+)
 
 
 class CachedPlanetoid(Planetoid):
@@ -50,15 +71,17 @@ def check_raw_files(paths: list[Path]) -> None:
     before PyG processes them (PyG's own errors do not say which file):
 
     * ``x``, ``tx``, ``allx``: scipy sparse matrices of node features, one column count, finite;
-    * ``y``, ``ty``, ``ally``: arrays of 0/1 with at most one 1 a row, one column per class, a row
-      per row of the matching features;
+    * ``y``, ``ty``, ``ally``: 2-D arrays with one column per class;
     * ``graph``: a dict node -> neighbour nodes, every node an integer below the node count (its length);
-    * ``test.index``: one node per line, after the ``allx`` nodes.
+    * ``test.index``: one node per line, after the ``allx`` nodes;
+
+    and then against :data:`PLANETOID`: one-hot labels, rows paired, each test node once.
     """
     import scipy.sparse
 
     files = dict(zip(RAW_FILES, paths))
     raw = {part: unpickle(path, "a Planetoid raw file") for part, path in files.items() if part != "test.index"}
+    rows: dict[str, Rows] = {}
     for part in ("x", "tx", "allx"):
         matrix = raw[part]
         if not scipy.sparse.issparse(matrix) or matrix.ndim != 2:
@@ -70,23 +93,15 @@ def check_raw_files(paths: list[Path]) -> None:
                 f"{files[part]}: {matrix.shape[1]} feature columns (ind.*.x has {raw['x'].shape[1]}) "
                 f"or values that are not finite"
             )
+        rows[part] = Rows(files[part], count=matrix.shape[0])
     for part in ("y", "ty", "ally"):
-        labels, features = raw[part], raw[part.replace("y", "x")]
+        labels = raw[part]
         if not isinstance(labels, np.ndarray) or labels.ndim != 2 or labels.shape[1] != raw["y"].shape[1]:
             raise DataError(
                 f"{files[part]}: expected a 2-D array of one-hot labels with {raw['y'].shape[1]} columns, "
                 f"got {type(labels).__name__} {getattr(labels, 'shape', '')}"
             )
-        if labels.shape[0] != features.shape[0]:
-            raise DataError(
-                f"{files[part]}: {labels.shape[0]} rows of labels, but {files[part.replace('y', 'x')].name} "
-                f"has {features.shape[0]} rows of features"
-            )
-        if not (np.isin(labels, (0, 1)).all() and (labels.sum(1) <= 1).all()):
-            row = int(np.flatnonzero(~np.isin(labels, (0, 1)).all(1) | (labels.sum(1) > 1))[0])
-            raise DataError(
-                f"{files[part]}: row {row} is {labels[row].tolist()}: expected one-hot labels (0 or 1, one 1 at most)"
-            )
+        rows[part] = PLANETOID.files[part].array(files[part], labels)
     graph, nodes = raw["graph"], len(raw["graph"]) if hasattr(raw["graph"], "__len__") else 0
     if not isinstance(graph, dict) or nodes < raw["allx"].shape[0] + raw["tx"].shape[0]:
         raise DataError(
@@ -104,9 +119,9 @@ def check_raw_files(paths: list[Path]) -> None:
                     f"{files['graph']}: node {node!r} has the neighbour {other!r}, out of range: expected "
                     f"node ids, integers from 0 to {nodes - 1}"
                 )
-    TextFile(files["test.index"], "a Planetoid test index").integers(
-        None, {"test node": (raw["allx"].shape[0], nodes - 1)}, "a node id per line"
-    )
+    index = PLANETOID.files["test.index"].bounded("test node", raw["allx"].shape[0], nodes - 1)
+    rows["test.index"] = index.read(files["test.index"])
+    PLANETOID.check(rows)
 
 
 class PlanetoidData(NodeClassificationData):

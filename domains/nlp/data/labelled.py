@@ -2,56 +2,60 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import dataclasses
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
-from framework.data import DataError, TextFile, dataset_dir
+import numpy as np
+
+from framework.data import DataSet, Field, Format, Reference, Rows, TextFile, dataset_dir
 from framework.errors import ConfigError
 from framework.values import PositiveInt, Seed
 
 from .classification import TextClassificationData, holdout
 
+LABEL, TEXT = Field("label", text=True), Field("text", text=True)
+#: A labelled TSV file by the label's column (``data.label_column``): two tab-separated fields,
+#: neither empty.
+TSV = {
+    0: Format("a labelled TSV file", (LABEL, TEXT), "\t", "'label<TAB>text'"),
+    1: Format("a labelled TSV file", (TEXT, LABEL), "\t", "'text<TAB>label'"),
+}
+#: A corpus' invariants: a text file and its label file pair line by line, and the labels of
+#: every other split are labels of the training split (a class the model never learnt is no test).
+LABELLED = DataSet(
+    "a labelled corpus",
+    {"train": TSV[0], "split": TSV[0], "texts": Format("texts"), "labels": Format("labels")},
+    references=(Reference("split", "label", "train", "label"),),
+    paired=(("texts", "labels"),),
+)
 
-def read_labelled(
-    files: list[Path],
-    label_column: int = 0,
-    encoding: str = "utf-8",
-    seen: Optional[Collection[str]] = None,
-    seen_in: str = "",
-) -> list[tuple[str, str]]:
-    """``(text, label)`` pairs from ``[file.tsv]`` (two tab-separated columns, the label in
-    ``label_column``) or from ``[texts, labels]`` (two line-aligned files). A line of another
-    shape, an empty label or text, or a label not in ``seen`` (the training split's, read from
-    ``seen_in``) is an error naming the file and line."""
+
+def read_labelled(files: list[Path], label_column: int = 0, encoding: str = "utf-8") -> Rows:
+    """The examples of ``[file.tsv]`` (:data:`TSV`: two tab-separated columns, the label in
+    ``label_column``) or of ``[texts, labels]`` (two line-aligned files; lines of blank text are
+    left out): columns ``text`` and ``label``, each row at its line of the TSV or label file. A
+    line of another shape, an empty label or text, or files of different lengths are an error
+    naming the file (and line)."""
     if len(files) == 1:
-        text = TextFile(files[0], "a labelled TSV file", encoding)
-        rows = [
-            (number, columns[1 - label_column].strip(), columns[label_column].strip(), text)
-            for number, columns in text.fields("\t", 2, ("'label<TAB>text'", "'text<TAB>label'")[label_column])
-        ]
-    elif len(files) == 2:
-        texts, labels = (TextFile(f, what, encoding) for f, what in zip(files, ("texts", "labels")))
-        if len(texts.lines) != len(labels.lines):
-            raise DataError(
-                f"{files[0]} has {len(texts.lines)} lines but {files[1]} has {len(labels.lines)}; they "
-                "must be line-aligned"
-            )
-        rows = [
-            (number, t.strip(), y.strip(), labels)
-            for number, (t, y) in enumerate(zip(texts.lines, labels.lines), 1)
-            if t.strip()
-        ]
-    else:
+        return dataclasses.replace(TSV[label_column], encoding=encoding).read(files[0])
+    if len(files) != 2:
         raise ConfigError(
             f"data.splits: each split names one TSV file or a text file and a label file, got {len(files)} files"
         )
-    for number, content, label, source in rows:
-        if not label or not content:
-            raise source.error(number, f"the {'label' if not label else 'text'} is empty")
-        if seen is not None:
-            source.known(number, label, seen, "label", f" in the training split ({seen_in})")
-    return [(text, label) for _, text, label, _ in rows]
+    texts, labels = (TextFile(f, what, encoding) for f, what in zip(files, ("texts", "labels")))
+    LABELLED.check({"texts": Rows.of_lines(texts), "labels": Rows.of_lines(labels)})
+    rows = [
+        (number, t.strip(), y.strip()) for number, (t, y) in enumerate(zip(texts.lines, labels.lines), 1) if t.strip()
+    ]
+    empty = next((number for number, _, label in rows if not label), None)
+    if empty is not None:
+        raise labels.error(empty, "the label is empty")
+    columns = {
+        "text": np.array([t for _, t, _ in rows], dtype=object),
+        "label": np.array([y for *_, y in rows], dtype=object),
+    }
+    return Rows(labels.path, columns, np.array([number for number, *_ in rows], dtype=np.int64))
 
 
 class LabelledText(TextClassificationData):
@@ -96,10 +100,10 @@ class LabelledText(TextClassificationData):
         folder = dataset_dir(Path(self.root).name, root=self.root, source="your corpus", expect=expect)
         paths = {split: [folder / name for name in files] for split, files in self.split_files.items()}
         self.sources = {split: ", ".join(map(str, files)) for split, files in paths.items()}
-        named = {"train": read_labelled(paths["train"], self.label_column, self.encoding)}
-        seen = {label for _, label in named["train"]}
-        for split in paths.keys() - {"train"}:
-            named[split] = read_labelled(paths[split], self.label_column, self.encoding, seen, self.sources["train"])
+        rows = {split: read_labelled(files, self.label_column, self.encoding) for split, files in paths.items()}
+        for split in sorted(paths.keys() - {"train"}):
+            LABELLED.check({"split": rows[split], "train": rows["train"]})
+        named = {split: list(zip(part["text"], part["label"])) for split, part in rows.items()}
         if "val" not in named:
             named["train"], named["val"] = holdout(named["train"], self.val_size, self.seed)
             self.sources["val"] = self.sources["train"]

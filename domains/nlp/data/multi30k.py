@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from framework.data import DataError, TextFile, dataset_dir
+from framework.data import DataSet, Format, Rows, TextFile, dataset_dir
 from framework.errors import ConfigError
 from framework.values import PositiveInt
 
@@ -15,17 +15,17 @@ SPLIT_FILES = {"train": "train", "val": "val", "test": "test_2016_flickr"}
 SOURCE = "https://github.com/multi30k/dataset (data/task1/raw: train, val and test_2016_flickr .de.gz/.en.gz)"
 #: A language of the corpus (``data.source_lang``, ``data.target_lang``).
 Language = Literal["de", "en"]
+SENTENCES = Format("gzip-compressed UTF-8 text, a sentence per line")
+#: Line i of the source file is translated by line i of the target file.
+PARALLEL = DataSet("a parallel corpus", {"source": SENTENCES, "target": SENTENCES}, paired=(("source", "target"),))
 
 
 def read_parallel(source: Path, target: Path, limit: Optional[int] = None) -> list[tuple[str, str]]:
     """Line-aligned ``(source, target)`` sentence pairs of two gzip-compressed UTF-8 files. Files
     of different lengths, or an empty line (a sentence without its translation), are an error
     naming the file (and line)."""
-    sources, targets = (TextFile(path, "gzip-compressed UTF-8 text, a sentence per line") for path in (source, target))
-    if len(sources.lines) != len(targets.lines):
-        raise DataError(
-            f"{source} has {len(sources.lines)} lines but {target} has {len(targets.lines)}; they must be line-aligned"
-        )
+    sources, targets = (TextFile(path, SENTENCES.what) for path in (source, target))
+    PARALLEL.check({name: Rows.of_lines(text) for name, text in (("source", sources), ("target", targets))})
     for text in (sources, targets):
         blank = next((number for number, line in enumerate(text.lines, 1) if not line.strip()), None)
         if blank is not None:

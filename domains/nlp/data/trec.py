@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Optional
 
-from framework.data import TextFile, dataset_dir
+import numpy as np
+
+from framework.data import DataSet, Field, Format, Reference, Rows, dataset_dir
 from framework.values import PositiveInt, Seed
 
 from .classification import TextClassificationData, holdout
@@ -61,28 +61,35 @@ FINE = {
     ),
 }
 LABELS = frozenset(f"{coarse}:{fine}" for coarse, fines in FINE.items() for fine in fines)
-LINE = re.compile(r"(?P<label>\S+) (?P<question>.*\S.*)")
+#: A UIUC label file (latin-1): a label of the taxonomy, a space, the question.
+LABEL_FILE = Format(
+    "a TREC label file",
+    (Field("label", text=True, known=LABELS), Field("question", text=True)),
+    " ",
+    "'COARSE:fine question' (a label, a space, the question)",
+    "latin-1",
+    rest=True,
+)
+#: The test file's classes (coarse or fine, as trained) are classes of the training file.
+TREC_FILES = DataSet(
+    "TREC", {"train": LABEL_FILE, "test": LABEL_FILE}, references=(Reference("test", "class", "train", "class"),)
+)
 
 
-def read_trec(
-    path: Path, fine: bool = False, seen: Optional[Collection[str]] = None, seen_in: str = ""
-) -> list[tuple[str, str]]:
-    """``(question, label)`` pairs of a UIUC label file (``COARSE:fine question ...``, latin-1).
+def read_trec(path: Path, fine: bool = False) -> Rows:
+    """The questions of a UIUC label file (:data:`LABEL_FILE`) with their ``class``: the coarse
+    class (6: ABBR, DESC, ENTY, HUM, LOC, NUM) or, with ``fine``, ``COARSE:fine`` (50 classes).
+    A line of another shape or a label outside the taxonomy is an error naming the file and line."""
+    rows = LABEL_FILE.read(path)
+    rows.columns["class"] = (
+        rows["label"] if fine else np.array([label.split(":")[0] for label in rows["label"]], object)
+    )
+    return rows
 
-    The label is the coarse class (6: ABBR, DESC, ENTY, HUM, LOC, NUM) or, with ``fine``,
-    ``COARSE:fine`` (50 classes). A line of another shape, a label outside the taxonomy, or
-    one not in ``seen`` (the training file's labels, named by ``seen_in``) is an error naming
-    the file and line.
-    """
-    text = TextFile(path, "a TREC label file", encoding="latin-1")
-    pairs = []
-    for number, match in text.matches(LINE, "'COARSE:fine question' (a label, a space, the question)"):
-        label = text.known(number, match["label"], LABELS, "label", " to TREC's taxonomy")
-        label = label if fine else label.split(":")[0]
-        if seen is not None:
-            text.known(number, label, seen, "label", f" in the training file {seen_in}")
-        pairs.append((match["question"].strip(), label))
-    return pairs
+
+def pairs(rows: Rows) -> list[tuple[str, str]]:
+    """``(question, class)`` of every row."""
+    return list(zip(rows["question"], rows["class"]))
 
 
 class TREC(TextClassificationData):
@@ -115,7 +122,7 @@ class TREC(TextClassificationData):
         folder = dataset_dir("TREC", root=self.root, source=SOURCE, expect=tuple(FILES.values()))
         train_file, test_file = folder / FILES["train"], folder / FILES["test"]
         self.sources = {"train": str(train_file), "val": str(train_file), "test": str(test_file)}
-        labelled = read_trec(train_file, self.fine)
-        test = read_trec(test_file, self.fine, seen={label for _, label in labelled}, seen_in=train_file.name)
-        train, val = holdout(labelled, self.val_size, self.seed)
-        return {"train": train, "val": val, "test": test}
+        rows = {"train": read_trec(train_file, self.fine), "test": read_trec(test_file, self.fine)}
+        TREC_FILES.check(rows)
+        train, val = holdout(pairs(rows["train"]), self.val_size, self.seed)
+        return {"train": train, "val": val, "test": pairs(rows["test"])}

@@ -10,6 +10,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy, MulticlassExactMatch
 
 from framework.errors import ConfigError
+from framework.layers import counted_mean
 from framework.tasks import Task
 from framework.values import PositiveInt
 
@@ -69,7 +70,7 @@ class Ordering(Task):
         return model(batch["values"], batch["mask"], batch["target"])
 
     def losses(self, output: Tensor, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
-        return F.nll_loss(output.transpose(1, 2), target, ignore_index=IGNORE), {}
+        return counted_mean(F.nll_loss, output.transpose(1, 2), target, IGNORE), {}
 
     def predict(self, model: nn.Module, batch: Any) -> Tensor:
         """The decoded permutations, (B, N) (``IGNORE`` beyond each list's length)."""

@@ -13,6 +13,7 @@ from torchmetrics.text import Perplexity, SacreBLEUScore
 
 from framework.attention import capture
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, erase_tokens, replaying
+from framework.layers import counted_mean
 from framework.tasks import Task
 from framework.tasks.attention_training import AttentionTraining
 from framework.values import Fraction, NonNegativeFloat, PositiveInt
@@ -165,8 +166,8 @@ class Translation(AttentionTraining, TokenizerState, Task):
 
     def losses(self, output: Any, target: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         logits = self.preds(output)
-        return F.cross_entropy(
-            logits.transpose(1, 2), target, ignore_index=PAD, label_smoothing=self.label_smoothing
+        return counted_mean(
+            F.cross_entropy, logits.transpose(1, 2), target, PAD, label_smoothing=self.label_smoothing
         ), {}
 
     def watch(self, model: nn.Module, batch: Any, detach: bool = True) -> Watched:

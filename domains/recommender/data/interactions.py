@@ -12,9 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from framework.data import TextFile
+from framework.data import MOVIELENS_RATINGS, Field, Format
 
 Histories = list[np.ndarray]
+
+#: The SASRec data format: ``user item`` per line, ids from 1, each user's lines in time order. A
+#: user may meet an item again (repeat consumption), so no key is declared.
+USER_ITEM = Format("a 'user item' file", (Field("user id", 1), Field("item id", 1)), shape="'user item'")
 
 
 def group_by_user(users: np.ndarray, items: np.ndarray) -> Histories:
@@ -26,27 +30,23 @@ def group_by_user(users: np.ndarray, items: np.ndarray) -> Histories:
 
 
 def read_movielens(path: Path) -> Histories:
-    """MovieLens ``u.data``: tab-separated ``user item rating timestamp`` lines of integers, ids
-    from 1, ratings 1 to 5 (another line is an error naming the file and line).
+    """MovieLens ``u.data`` (:data:`~framework.data.MOVIELENS_RATINGS`): tab-separated ``user item
+    rating timestamp`` lines of integers, ids from 1, ratings 1 to 5, one line per user and film
+    (another line, or a second rating of a film by a user, is an error naming the file and line).
 
     Every rating counts as an interaction (implicit feedback, as in SASRec and BERT4Rec).
     A user's items are ordered by timestamp; equal timestamps keep the file's order.
     """
-    text = TextFile(path, "MovieLens ratings")
-    table = text.integers(
-        "\t",
-        {"user id": (1, None), "item id": (1, None), "rating": (1, 5), "timestamp": (0, None)},
-        "'user<TAB>item<TAB>rating<TAB>timestamp'",
-    )
-    by_time = np.argsort(table[:, 3], kind="stable")
-    return group_by_user(table[by_time, 0], table[by_time, 1])
+    rows = MOVIELENS_RATINGS.read(path)
+    by_time = np.argsort(rows["timestamp"], kind="stable")
+    return group_by_user(rows["user id"][by_time], rows["item id"][by_time])
 
 
 def read_user_item_lines(path: Path) -> Histories:
-    """The SASRec data format: ``user item`` per line (ids from 1), each user's lines already in time order."""
-    text = TextFile(path, "a 'user item' file")
-    table = text.integers(None, {"user id": (1, None), "item id": (1, None)}, "'user item'")
-    return group_by_user(table[:, 0], table[:, 1])
+    """The SASRec data format (:data:`USER_ITEM`): ``user item`` per line (ids from 1), each user's
+    lines already in time order."""
+    rows = USER_ITEM.read(path)
+    return group_by_user(rows["user id"], rows["item id"])
 
 
 def filter_min_counts(histories: Histories, min_user: int, min_item: int) -> Histories:

@@ -14,7 +14,19 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from framework.data import DataError, DataNotFoundError, SplitDataModule, data_root, dataset_dir, not_empty, reading
+from framework.data import (
+    DataError,
+    DataNotFoundError,
+    DataSet,
+    Field,
+    Format,
+    Rows,
+    SplitDataModule,
+    data_root,
+    dataset_dir,
+    not_empty,
+    reading,
+)
 from framework.values import AnyReal, NonNegativeInt, PositiveFloat, PositiveInt, Seed, declare
 
 from .datasets import ImageTensors
@@ -69,6 +81,12 @@ MNIST_FILES = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
+#: MNIST's invariants beyond the IDX format: a digit 0-9 per label, a label per image.
+MNIST = DataSet(
+    "MNIST",
+    {"images": Format("MNIST images"), "labels": Format("MNIST labels", (Field("digit", 0, len(DIGIT_NAMES) - 1),))},
+    paired=(("images", "labels"),),
+)
 
 
 def read_idx(path: Path) -> Tensor:
@@ -101,15 +119,13 @@ def read_mnist(raw: Path, part: str) -> tuple[Tensor, Tensor]:
     size = IMAGE_SETS["mnist"].size
     if images.shape[1:] != (size, size):
         raise DataError(f"{paths[0]} holds images of {tuple(images.shape[1:])} pixels; MNIST's are {size} x {size}")
-    if labels.ndim != 1 or len(labels) != len(images):
-        raise DataError(
-            f"{paths[1]} holds labels of shape {tuple(labels.shape)}, but {paths[0].name} holds {len(images)} images"
-        )
-    if labels.max() >= len(DIGIT_NAMES):
-        index = int((labels >= len(DIGIT_NAMES)).nonzero()[0])
-        raise DataError(
-            f"{paths[1]}: label {int(labels[index])} of image {index} is out of range: expected a digit 0-9"
-        )
+    if labels.ndim != 1:
+        raise DataError(f"{paths[1]} holds labels of shape {tuple(labels.shape)}: expected one label per image")
+    rows = {
+        "images": Rows(paths[0], count=len(images)),
+        "labels": MNIST.files["labels"].array(paths[1], labels[:, None]),
+    }
+    MNIST.check(rows)
     return images[:, None], labels.long()
 
 
