@@ -4,10 +4,10 @@ A bad config key, a size that does not fit the data, a missing or corrupt file, 
 diverged: the user needs one or two lines that say what is wrong, where (the config key or
 the file) and what to do, not a traceback. Such errors are :class:`FrameworkError`, or a
 ``ValueError``/``TypeError``/``KeyError``/``FileNotFoundError`` raised by a check in the
-framework's or a domain's own code, Lightning's ``MisconfigurationException``, or a
-``PermissionError`` or full-disk error naming its file. :func:`explain` turns them into those
-lines; anything else is unexpected and keeps its traceback, and so does every error when
-``FRAMEWORK_TRACEBACK=1`` (or ``--traceback``).
+framework's or a domain's own code, Lightning's ``MisconfigurationException``, a
+``PermissionError`` or a name too long naming its file, or a full disk (:data:`DISK_FULL`).
+:func:`explain` turns them into those lines; anything else is unexpected and keeps its
+traceback, and so does every error when ``FRAMEWORK_TRACEBACK=1`` (or ``--traceback``).
 """
 
 from __future__ import annotations
@@ -28,16 +28,23 @@ T = TypeVar("T")
 TRACEBACK_ENV = "FRAMEWORK_TRACEBACK"
 #: Code whose checks raise on purpose: an error raised here is a message for the user.
 OWN_CODE = tuple(str(Path(__file__).resolve().parents[1] / folder) for folder in ("framework", "domains"))
+#: Operating-system errors that say a disk is full (or a quota or file-size limit reached), by what
+#: the command line says: never the program's fault, so a message even where no file is named.
+DISK_FULL = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "the file is larger than the file system or a limit allows",
+}
 #: Operating-system errors that are about the user's files, not about the program.
 FILE_ERRNOS = {
     errno.EACCES,
     errno.EPERM,
-    errno.ENOSPC,
     errno.EROFS,
-    errno.EDQUOT,
     errno.ENOENT,
     errno.EISDIR,
     errno.ENOTDIR,
+    errno.ENAMETOOLONG,
+    *DISK_FULL,
 }
 
 
@@ -69,7 +76,7 @@ def _raised_in_own_code(error: BaseException) -> bool:
 def _is_message(error: BaseException) -> bool:
     if isinstance(error, (FrameworkError, MisconfigurationException)):  # ours, and Lightning's own config checks
         return True
-    if isinstance(error, OSError) and error.errno in FILE_ERRNOS and error.filename:
+    if isinstance(error, OSError) and (error.errno in DISK_FULL or (error.errno in FILE_ERRNOS and error.filename)):
         return True
     return isinstance(error, (ValueError, TypeError, KeyError, FileNotFoundError)) and _raised_in_own_code(error)
 
@@ -103,13 +110,12 @@ def explained(argv: list[str], action: Callable[[], T], cleanup: Callable[[], No
 
 def explain(error: BaseException) -> str:
     """The one or two lines the command line prints for an expected error."""
-    if isinstance(error, OSError) and error.filename and not isinstance(error, FrameworkError):
-        what = {
-            errno.ENOSPC: "no space left on the device",
-            errno.EDQUOT: "disk quota exceeded",
-            errno.EROFS: "the file system is read-only",
-        }.get(error.errno, error.strerror)
-        return f"error: {what}: {error.filename}"
+    if isinstance(error, OSError) and not isinstance(error, FrameworkError):
+        what = {**DISK_FULL, errno.EROFS: "the file system is read-only"}.get(error.errno, error.strerror)
+        if error.filename:
+            return f"error: {what}: {error.filename}"
+        if error.errno in DISK_FULL:
+            return f"error: {what} (while writing a file the system does not name)"
     message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
     return f"error: {message}\n(set {TRACEBACK_ENV}=1 or add --traceback to see where it was raised)"
 

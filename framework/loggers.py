@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, get_args
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -24,6 +24,9 @@ from .values import PositiveInt
 
 REACH_TIMEOUT = 3.0  # seconds the W&B server gets to accept a connection before a run goes offline
 INIT_TIMEOUT = 15.0  # seconds wandb.init may take online (wandb's default is 90); WANDB_INIT_TIMEOUT overrides
+#: The status Lightning's SLURM auto-requeue (SIGUSR1) finalizes the loggers with while the run goes on: the job
+#: requeued, SLURM stops it next (SIGTERM, which ends the W&B run); the requeue failed, it trains on, in the same run.
+REQUEUE_STATUS = "finished"
 
 
 def wandb_credentials_available() -> bool:
@@ -77,6 +80,33 @@ def _offline_reason() -> Optional[str]:
     return f"W&B server {url} unreachable ({reason})" if reason else None
 
 
+def wandb_modes() -> tuple[str, ...]:
+    """The values W&B takes for ``WANDB_MODE``, as the installed wandb declares them."""
+    from wandb.sdk.wandb_settings import Settings
+
+    return get_args(Settings.model_fields["mode"].annotation)
+
+
+def wandb_mode() -> Optional[str]:
+    """``WANDB_MODE`` as the user set it (None when unset): an empty or unknown value is one line
+    naming the variable and W&B's modes (:func:`wandb_modes`), instead of wandb's validation error
+    once the run is built."""
+    mode = os.environ.get("WANDB_MODE")
+    if mode is not None and mode not in (modes := wandb_modes()):
+        raise ConfigError(
+            f"WANDB_MODE={mode!r} is not a W&B mode: set it to one of {', '.join(modes)}, or unset it "
+            "(runs are then logged online when they can be, else offline)"
+        )
+    return mode
+
+
+def check_wandb_mode(logger_config: Any) -> None:
+    """:func:`wandb_mode`'s check, before anything is built, when the configured loggers include W&B's."""
+    specs = logger_config if isinstance(logger_config, list) else [logger_config]
+    if any(str(getattr(spec, "class_path", "")).endswith(".WandbLogger") for spec in specs):
+        wandb_mode()
+
+
 def _say_offline(reason: str, save_dir: Optional[str]) -> None:
     folder = f"{save_dir or '.'}/wandb"
     rank_zero_info(
@@ -96,11 +126,13 @@ class WandbLogger(_WandbLogger):
       ``REACH_TIMEOUT`` seconds, or when ``wandb.init`` fails online, the run is written offline
       into ``<run>/wandb`` and this is said once, with the reason;
       ``wandb sync <run>/wandb/offline-run-*`` uploads it later. A ``WANDB_MODE`` set by the
-      user (``offline``, ``disabled``, ``online``) is honoured as it is.
+      user (``offline``, ``disabled``, ``online`` ...) is honoured as it is; an empty or unknown
+      one is refused in one line (:func:`wandb_mode`).
     * ``wandb.init`` gives up online after ``INIT_TIMEOUT`` seconds, not wandb's 90, unless
       ``WANDB_INIT_TIMEOUT`` or ``settings`` says otherwise.
     * Under DDP only rank 0 creates a run (Lightning's rank-zero experiment).
-    * The run is closed at the end of each trainer stage, so its files are complete.
+    * The run is closed at the end of each trainer stage, so its files are complete; not on SLURM's
+      requeue signal, which a training that goes on follows (a requeue that failed).
     * ``run_of``: a ``validate``, ``test``, ``predict`` or ``evaluate`` of a fit's checkpoint
       continues the fit's run (its id and name, resumed; ``job_type`` says which it was), so that
       the test metrics and the evaluation table land beside the training curves (the CLI sets it;
@@ -122,7 +154,7 @@ class WandbLogger(_WandbLogger):
         # A config spells out every wandb.init argument, unset ones as None, which would override
         # Lightning's own choices (resume="allow") and ours (settings): only the ones given count.
         kwargs = {key: value for key, value in kwargs.items() if value is not None}
-        mode = os.environ.get("WANDB_MODE")  # the user's explicit choice wins
+        mode = wandb_mode()  # the user's explicit choice wins
         if mode == "online" and offline is None and (reason := _offline_reason()):  # asked for, and impossible
             raise ConfigError(
                 f"WANDB_MODE=online, but {reason}: unset WANDB_MODE to log offline (the run is kept "
@@ -188,7 +220,7 @@ class WandbLogger(_WandbLogger):
 
     def finalize(self, status: str) -> None:
         super().finalize(status)
-        if self._experiment is not None and self.finish_with_stage:
+        if self._experiment is not None and self.finish_with_stage and status != REQUEUE_STATUS:
             self._experiment.finish()
             self._experiment = None
 

@@ -132,3 +132,23 @@ def test_a_read_only_run_folder_on_resume_is_one_line(capsys):
         )
     finally:
         run.chmod(0o755)
+
+
+NAME_MAX = os.pathconf("/", "PC_NAME_MAX")
+PATH_MAX = os.pathconf("/", "PC_PATH_MAX")
+
+
+@pytest.mark.parametrize(
+    "flag, value, limit",
+    [
+        ("--experiment", "x" * (NAME_MAX + 1), "NAME_MAX"),
+        ("--experiment", "ablations/" + "é" * (NAME_MAX // 2 + 1), "NAME_MAX"),  # bytes count, not characters
+        ("--experiment", "/".join(["x" * 200] * (PATH_MAX // 200)), "PATH_MAX"),
+        ("--run_dir", "{tmp}/" + "y" * (NAME_MAX + 1), "NAME_MAX"),
+        ("--run_dir", "{tmp}/" + "/".join(["y" * 200] * (PATH_MAX // 200)), "PATH_MAX"),
+    ],
+)
+def test_a_folder_name_too_long_for_the_file_system_is_one_line_naming_the_option(capsys, tmp_path, flag, value, limit):
+    said = message(capsys, ["fit", *DEMO, f"{flag}={value.format(tmp=tmp_path)}"])
+    assert said.startswith(f"error: {flag}: ") and f"({limit})" in said, said
+    assert not list(tmp_path.iterdir()) and not any(Path(os.environ["FRAMEWORK_RUNS_DIR"]).iterdir())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import json
 import logging
+import os
 import socket
 import threading
 import time
@@ -17,7 +18,7 @@ from google.protobuf.message import DecodeError
 from PIL import Image
 
 from framework.__main__ import main
-from framework.loggers import WandbLogger, unreachable
+from framework.loggers import WandbLogger, unreachable, wandb_mode, wandb_modes
 from tests.wandb_records import config, history, metric_summaries, records, run_of, summary
 
 SMALL = [
@@ -222,3 +223,27 @@ def test_wandb_mode_online_without_a_reachable_server_is_one_line_within_seconds
     assert stop.value.code == 1 and time.monotonic() - start < 20
     error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
     assert error == [error[0]] and error[0].startswith("error: WANDB_MODE=online, but W&B server http://127.0.0.1:")
+
+
+@pytest.mark.parametrize("mode", ["", "bogus", "Offline"])
+def test_an_empty_or_unknown_wandb_mode_is_one_line_naming_it_before_anything_is_built(monkeypatch, capsys, mode):
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)
+    monkeypatch.setenv("WANDB_MODE", mode)
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", *SMALL])
+    assert stop.value.code == 1
+    error = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert error == [
+        f"error: WANDB_MODE={mode!r} is not a W&B mode: set it to one of {', '.join(wandb_modes())}, or unset it "
+        "(runs are then logged online when they can be, else offline)"
+    ]
+    assert not any(Path(os.environ["FRAMEWORK_RUNS_DIR"]).iterdir()), "a run folder was made"
+
+
+def test_every_mode_wandb_declares_is_taken(monkeypatch):
+    assert {"online", "offline", "disabled", "dryrun"} <= set(wandb_modes())
+    for mode in wandb_modes():
+        monkeypatch.setenv("WANDB_MODE", mode)
+        assert wandb_mode() == mode
+    monkeypatch.delenv("WANDB_MODE")
+    assert wandb_mode() is None

@@ -4,13 +4,14 @@ on one batch of the config's data (:mod:`framework.attention.backend_parity`), p
     python -m framework parity --config domains/demo/demo.yaml
     python -m framework parity --config domains/vision/ccnet.yaml --backends='[eager, triton, compiled]' --device cuda
 
-It builds the model (untrained, or from ``--ckpt_path``'s weights), the task and the data, no
-trainer, no run folder and no logger.
+It builds the model (untrained, or from ``--ckpt_path``: the checkpoint's model and task, read as
+``test`` reads them, with its weights), the task and the data, no trainer, no run folder and no logger.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any, Literal, Optional
 
 import torch
@@ -18,7 +19,9 @@ from lightning.pytorch.cli import LightningArgumentParser
 from torch import nn
 
 from ..attention.backends import Backend
-from ..errors import ConfigError
+from ..checkpoint import config_from_checkpoint, read_checkpoint
+from ..errors import CheckpointError, ConfigError
+from ..task_module import weights_misfit
 from ..tasks import Task
 from ..values import PositiveInt
 from .fit import FrameworkCLI, check_machine, instantiate_data, resolve_run_values, run_command
@@ -57,8 +60,13 @@ class ParityCLI(FrameworkCLI):
             "--ckpt_path",
             type=Optional[str],
             default=None,
-            help="Weights of a fit to load into the model (default: the untrained model).",
+            help="A checkpoint of a fit: its model, task and weights (default: the untrained model of the config).",
         )
+
+    def _parse_ckpt_path(self) -> None:
+        """The model and task configs come from the checkpoint, as for ``test`` (see FrameworkCLI)."""
+        if ckpt_path := self.config.get("ckpt_path"):
+            self.config = config_from_checkpoint(self.parser, self.config, Path(ckpt_path), self.argv, "parity")
 
     def before_instantiate_classes(self) -> None:
         check_machine(self.config)
@@ -75,10 +83,13 @@ class ParityCLI(FrameworkCLI):
         )
         self.network, self.task = built.model, built.task
         if config.ckpt_path:
-            state = torch.load(config.ckpt_path, map_location="cpu", weights_only=True)["state_dict"]
-            self.network.load_state_dict(
-                {k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")}
-            )
+            state = read_checkpoint(Path(config.ckpt_path), "--ckpt_path")["state_dict"]
+            weights = {k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")}
+            if problem := weights_misfit(self.network.state_dict(), weights):
+                raise CheckpointError(
+                    f"--ckpt_path {config.ckpt_path} does not fit the model its config builds: {problem}"
+                )
+            self.network.load_state_dict(weights)
 
 
 def report(cli: ParityCLI) -> list:

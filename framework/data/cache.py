@@ -4,7 +4,8 @@ A loader that derives files from a data set (PyG's ``processed/`` folder, extrac
 keeps them in ``cache_dir(<name>) / <content_key(source files)>``: a changed source file gives a
 new entry instead of silently reusing the stale one, and the same bytes in two folders share one
 entry. :func:`load_or_rebuild` turns a cache file cut short (a crash or a full disk while it was
-written) into one warning naming it and a rebuild, instead of an error on every later run.
+written) into one warning naming it and a rebuild, instead of an error on every later run, and
+an entry whose making failed (a full disk) is removed, never left half made.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar, Union
+
+from ..errors import DISK_FULL
 
 T = TypeVar("T")
 
@@ -44,10 +47,10 @@ def load_or_rebuild(folder: Path, load: Callable[[], T]) -> T:
 
     When the folder was already there and reading it fails as a damaged file does, one warning
     names the file, the folder is deleted and ``load()`` runs again to remake it. Errors while
-    making a fresh folder are raised as they are.
+    making a fresh folder are raised as they are, after the folder is removed (:func:`_made`).
     """
     if not (folder.is_dir() and any(folder.iterdir())):
-        return load()
+        return _made(folder, load)
     try:
         return load()
     except UNREADABLE as error:
@@ -57,7 +60,20 @@ def load_or_rebuild(folder: Path, load: Callable[[], T]) -> T:
             stacklevel=2,
         )
         shutil.rmtree(folder)
+        return _made(folder, load)
+
+
+def _made(folder: Path, load: Callable[[], T]) -> T:
+    """``load()`` making the entry ``folder``. When it fails, nothing of the entry is left, so a
+    full disk or a kill half way leaves no partial file; a full disk that names no file (a library's
+    buffered write) is said naming the entry."""
+    try:
         return load()
+    except BaseException as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(error, OSError) and error.errno in DISK_FULL and not error.filename:
+            raise OSError(error.errno, error.strerror, str(folder)) from error
+        raise
 
 
 def _damaged(folder: Path) -> Path:

@@ -1,8 +1,9 @@
 """Run folders: one folder per run, owned by it (:mod:`.folders`), and what is written there
-outside the loggers: ``summary.json`` and the other JSON files, atomically (:mod:`.files`), and
+outside the loggers: ``summary.json`` and the other JSON files, atomically (:mod:`.files`, whose
+:func:`atomic_file` the checkpoints are written through too), and
 the files of ``predict`` (:mod:`.prediction_files`)."""
 
-from .files import SUMMARY_FILE, SUMMARY_FORMAT, read_summary, write_json_atomically
+from .files import PARTIAL_SUFFIX, SUMMARY_FILE, SUMMARY_FORMAT, atomic_file, read_summary, write_json_atomically
 from .folders import (
     CONFIG_PRESETS,
     RUN_DIR_ENV,
@@ -26,12 +27,14 @@ from .prediction_files import PredictionSink
 
 __all__ = [
     "CONFIG_PRESETS",
+    "PARTIAL_SUFFIX",
     "RUNS_ROOT_ENV",
     "RUN_DIR_ENV",
     "RUN_FILES",
     "SUMMARY_FILE",
     "SUMMARY_FORMAT",
     "PredictionSink",
+    "atomic_file",
     "check_experiment",
     "created",
     "discard_unused",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import ConfigError
+from .files import PARTIAL_SUFFIX
 
 #: The folder of the presets (configs/<group>/x.yaml): a preset never names an experiment.
 CONFIG_PRESETS = "configs"
@@ -65,7 +66,7 @@ def lock(folder: Path) -> None:
             "another folder with --run_dir"
         ) from None
     _locks[folder] = descriptor
-    for partial in (folder / "checkpoints").glob(".*.partial"):  # what a writer killed mid-write left
+    for partial in (folder / "checkpoints").glob(f".*{PARTIAL_SUFFIX}"):  # what a writer killed mid-write left
         partial.unlink(missing_ok=True)
 
 
@@ -196,6 +197,47 @@ def check_experiment(name: str) -> str:
     return name
 
 
+#: Room a run folder's path leaves for the longest path a run writes inside it (W&B's media files,
+#: ``wandb/offline-run-<time>-<id>/files/media/images/<block>_<step>_<hash>.png``), in bytes.
+ROOM_INSIDE = 256
+#: The name of a run folder that :func:`new_run_dir` makes: ``<date>_<time>_<subcommand>[-<n>]``.
+STAMPED = len("2000-01-01_00-00-00_validate-99")
+
+
+def check_length(path: Path, source: str, inside: int = ROOM_INSIDE) -> None:
+    """A run folder's ``path`` within the file system's limits: each name at most ``NAME_MAX``
+    bytes, the whole absolute path at most ``PATH_MAX`` with ``inside`` bytes left for what is
+    written in it; one line naming ``source`` (the option that chose the name) and the limit
+    otherwise, before any folder is made (the system would say "File name too long" later, at
+    some file)."""
+    full = Path(os.path.abspath(path))
+    existing = next(folder for folder in (full, *full.parents) if os.path.exists(folder))  # never raises
+    name_max, path_max = (
+        _limit(existing, name, default) for name, default in (("PC_NAME_MAX", 255), ("PC_PATH_MAX", 4096))
+    )
+    for part in full.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise ConfigError(
+                f"{source}: the folder name {part[:40]!r}... is {len(os.fsencode(part))} bytes long, over the "
+                f"file system's limit of {name_max} bytes a name (NAME_MAX): choose a shorter one"
+            )
+    if (length := len(os.fsencode(str(full)))) + inside > path_max:
+        raise ConfigError(
+            f"{source}: the run folder {str(full)[:60]}... is a path of {length} bytes, over the file system's "
+            f"limit of {path_max} bytes (PATH_MAX) less {inside} for the files a run writes in it: choose a "
+            "shorter one"
+        )
+
+
+def _limit(folder: Path, name: str, default: int) -> int:
+    """The file system's ``pathconf`` limit ``name`` at ``folder``, or ``default`` where it states none."""
+    try:
+        limit = os.pathconf(folder, name)
+    except (OSError, ValueError):
+        return default
+    return limit if limit > 0 else default
+
+
 def _experiment_name(config_paths: Optional[list]) -> str:
     """The first config file that is not a preset (configs/<group>/x.yaml) names the experiment:
     ``<domain>/<config>`` for a domain's config (``domains/vision/ccnet.yaml``: ``vision/ccnet``),
@@ -224,11 +266,19 @@ def place_run(config: Any, stage: str) -> None:
     """Give a run its folder (``runs/<experiment>/<time>_<stage>`` unless ``run_dir`` is set, the
     experiment named after the first config file): the trainer's root, the checkpoints' folder and
     every logger's ``save_dir`` that the config leaves unset; a validate, test, predict or evaluate
-    of a fit's checkpoint continues the fit's W&B run."""
-    experiment = config.experiment = (
-        check_experiment(config.experiment) if config.experiment else _experiment_name(config.get("config"))
-    )
+    of a fit's checkpoint continues the fit's W&B run. First, before any folder is made, what would
+    fail later: a W&B logger's ``WANDB_MODE``, a folder name too long for the file system."""
+    from ..loggers import check_wandb_mode, continue_fit_run
+
+    check_wandb_mode(config.trainer.logger)
+    given = config.experiment
+    experiment = config.experiment = check_experiment(given) if given else _experiment_name(config.get("config"))
     named = config.run_dir
+    if named:
+        check_length(Path(named), "--run_dir")
+    else:
+        source = "--experiment" if given else f"the experiment {experiment!r} (named after the config; --experiment)"
+        check_length(runs_root() / experiment, source, STAMPED + 1 + ROOM_INSIDE)
     run_dir = resolve_run_dir(stage, experiment, named, config.get("ckpt_path"))
     if stage == "fit" and not named and not config.get("ckpt_path") and launcher_job():
         config.ckpt_path = requeued_checkpoint(run_dir)
@@ -238,6 +288,4 @@ def place_run(config: Any, stage: str) -> None:
         config.checkpoint.dirpath = str(run_dir / "checkpoints")
     _fill_logger_save_dir(config.trainer.logger, run_dir)
     if stage != "fit" and (fit_run := run_dir_of_checkpoint(config.get("ckpt_path"))) is not None:
-        from ..loggers import continue_fit_run  # a test of a fit's checkpoint logs into the fit's W&B run
-
-        continue_fit_run(config.trainer.logger, fit_run, stage)
+        continue_fit_run(config.trainer.logger, fit_run, stage)  # a test of a fit's checkpoint logs into its W&B run
