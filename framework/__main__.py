@@ -1,13 +1,18 @@
 """``python -m framework``: the one way in. It names every command and hands the rest of the
 command line to the module of ``framework.commands`` that runs it, importing that module only
-then (``--help`` imports neither Lightning nor W&B). Nothing in the framework imports this
-module; it imports them."""
+then (``--help`` imports neither Lightning nor W&B). Every command, its imports included, runs under
+the one contract for SIGTERM and SIGINT (:mod:`framework.signals`). Nothing in the framework
+imports this module; it imports them."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from importlib import import_module
 from typing import Any, Optional
+
+from . import signals
 
 PROG = "python -m framework"
 
@@ -48,8 +53,8 @@ def usage() -> str:
 
 
 def main(args: Optional[list[str]] = None) -> Any:
-    """Run the command that ``args`` (default: the command line) starts with; what it returns
-    (the fitted CLI for ``fit`` ..., tests use it)."""
+    """Run the command that ``args`` (default: the command line) starts with, under the signal
+    contract; what it returns (the fitted CLI for ``fit`` ..., tests use it)."""
     argv = sys.argv[1:] if args is None else [str(arg) for arg in args]
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
@@ -60,9 +65,19 @@ def main(args: Optional[list[str]] = None) -> Any:
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         print(f"error: unknown command {command!r}{hint}\n({PROG} --help lists the commands)", file=sys.stderr)
         raise SystemExit(2)
-    module = import_module(COMMANDS[command][0])
-    return module.main(argv if command in LIGHTNING else argv[1:])
+    return signals.run(lambda: import_module(COMMANDS[command][0]).main(argv if command in LIGHTNING else argv[1:]))
+
+
+def console() -> None:
+    """The ``attention-framework`` (and ``afw``) console script: :func:`main` on the command line,
+    its exit status the command's (a console script exits with what its function returns). A
+    reader that closes the output early (``| head``) ends it quietly."""
+    try:
+        main()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more reaches the closed pipe
+        raise SystemExit(128 + signal.SIGPIPE) from None
 
 
 if __name__ == "__main__":
-    main()
+    console()

@@ -373,15 +373,15 @@ def test_on_a_terminal_the_status_is_redrawn_in_place_below_the_lines():
 def test_a_cell_that_cannot_run_says_why_while_the_status_shows_the_grid(capsys, monkeypatch):
     monkeypatch.delenv("FRAMEWORK_TRACEBACK")  # the runs print their one-line error, as for a user
     with pytest.raises(SystemExit) as stop:
-        compare("--grid", "data.batch_size=[0,32]", "--name", "demo_bad", "--status_every", "0.5")
+        compare("--grid", "data.max_pairs=[40,8]", "--name", "demo_bad", "--status_every", "0.5")
     assert stop.value.code == 1
     out, err = capsys.readouterr()
-    assert "running: 0 seed 0 epoch 1/2" in out and "running: 32 seed 0" in out and "ETA" in out
-    assert "[1/2] 0 seed 0: FAILED: fit: " in out and "[2/2] 32 seed 0: fit+test in" in out
-    reason = err.split("batch_size=0/seed0: ", 1)[1].splitlines()[0]
-    assert "data.batch_size must be at least 1, got 0" in reason and "fit.log" in reason
+    assert "running: 40 seed 0 epoch 1/2" in out and "running: 8 seed 0" in out and "ETA" in out
+    assert "[1/2] 40 seed 0: FAILED: fit: " in out and "[2/2] 8 seed 0: fit+test in" in out
+    reason = err.split("max_pairs=40/seed0: ", 1)[1].splitlines()[0]
+    assert "data: need 1 <= min_pairs <= max_pairs <= num_keys" in reason and "fit.log" in reason
     assert "failed for a reason a rerun does not change" in err and "run the same command again to resume" not in err
-    assert "| 32 | 1 |" in out  # the table of what finished
+    assert "| 8 | 1 |" in out  # the table of what finished
 
 
 @pytest.mark.slow

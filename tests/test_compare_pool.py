@@ -71,7 +71,7 @@ def test_a_crashing_or_killed_run_fails_alone_and_a_warm_worker_carries_nothing_
         restarted = pool.workers[0].process.pid
     good, bad, raises, killed, after, warm = results
     assert good.ok and after.ok and warm.ok and good.did == "fit+test"
-    assert bad.error == "fit: data.batch_size must be at least 1, got 0" and not bad.retry
+    assert bad.error == "fit: data.batch_size: expected an int >= 1, got '0'" and not bad.retry
     assert bad.log == str(tmp_path / "bad" / "seed0" / "fit.log")
     assert raises.error == "fit: RuntimeError: a bug in the run's own code" and not raises.retry
     assert killed.error == "fit stopped by SIGKILL" and killed.retry and killed.did == "fit"

@@ -9,6 +9,7 @@ from .prediction_writer import PredictionWriter
 from .progress_bar import ProgressBar
 from .resume import ResumePoints
 from .run_summary import RunSummary
+from .stop import StopAtBatchEnd
 
 __all__ = [
     "AttentionCollapse",
@@ -20,4 +21,5 @@ __all__ = [
     "ResumePoints",
     "RunCheckpoint",
     "RunSummary",
+    "StopAtBatchEnd",
 ]

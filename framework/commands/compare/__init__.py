@@ -25,15 +25,26 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
+from ... import signals
 from ...errors import explained
+
+#: How a stopped comparison or search is resumed (the last line of a stop, :mod:`framework.signals`).
+RESUME = {
+    "grid": "run the same command again to resume: finished runs are not run again, stopped fits resume "
+    "from their last.ckpt",
+    "search": "run the same command again to resume: its study (study.db) is kept, finished trials are not "
+    "run again, stopped fits resume from their last.ckpt",
+}
 
 
 def main(argv: Optional[list[str]] = None):
-    """``python -m framework compare ...``; an error the framework explains is one line, status 1."""
+    """``python -m framework compare ...``; an error the framework explains is one line, status 1;
+    SIGTERM and SIGINT stop it as :mod:`framework.signals` says."""
     from .command import main as run
 
     argv = sys.argv[2:] if argv is None else [str(a) for a in argv]
-    return explained(argv, lambda: run(argv))
+    said = RESUME["search" if any(arg.split("=", 1)[0] == "--search" for arg in argv) else "grid"]
+    return signals.run(lambda: explained(argv, lambda: run(argv)), lambda: said)
 
 
 __all__ = ["main"]

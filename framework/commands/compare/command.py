@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import NoReturn, Optional
 
+from ... import signals
 from ...errors import ConfigError
 from ...values import NonNegativeFloat, PositiveInt, Seed, argument
 from . import executors, plots, results, sweep
@@ -15,7 +16,7 @@ from .comparison import Spec, check_resumable, comparison_folder, config_hash, d
 from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
 from .grid_status import GridProgress
 from .resolve import has_key, resolve, resolve_cells, wandb_project
-from .runner import RunPlan, RunResult, fit_arguments, state
+from .runner import RunPlan, RunResult, explain_failures, fit_arguments, state
 
 USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
                                 [--cells 'NAME: FLAGS' ...] [--seeds N] [--jobs N] [--name NAME] [--baseline CELL]
@@ -42,9 +43,9 @@ Each cell x seed is `python -m framework fit ... --seed_everything=S --run_dir=r
 then `test` of its best checkpoint, both in a warm worker process (one per --jobs slot); finished runs are not run
 again. Results: results.md, results.csv, runs.csv, metric.png and curves.png in runs/compare/<name>/ (under
 $FRAMEWORK_RUNS_DIR when set); a search adds study.db (Optuna, resumable) and best.yaml (fit --config best.yaml).
-While it runs, a status line shows the runs done, the running ones with their epoch, and an ETA. Ctrl-C stops
-the grid (the running fits save a resumable last.ckpt), prints the table of the finished runs and exits 130;
-the same command resumes it."""
+While it runs, a status line shows the runs done, the running ones with their epoch, and an ETA. Ctrl-C or
+SIGTERM stops the grid (the running fits save a resumable last.ckpt), prints the table of the finished runs and
+exits 130 or 143; the same command resumes it."""
 RESERVED = ("--run_dir", "--seed_everything", "--ckpt_path", "--print_config", "--experiment")
 
 
@@ -395,7 +396,8 @@ def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
 
 
 def run(spec: Spec, options: argparse.Namespace, todo: list[RunPlan]) -> list[RunResult]:
-    """Run ``todo`` with a live status; Ctrl-C prints the table of the finished runs and exits 130."""
+    """Run ``todo`` with a live status; stopped (Ctrl-C, SIGTERM), it prints the table of the finished
+    runs and ends as :mod:`framework.signals` says."""
     start = time.perf_counter()
     try:
         with GridProgress(len(todo), spec.max_epochs, options.status_every) as progress:
@@ -412,39 +414,10 @@ def run(spec: Spec, options: argparse.Namespace, todo: list[RunPlan]) -> list[Ru
             flush=True,
         )
         report(spec, options)
-        print(
-            "The table counts the finished runs. To go on, run the same command again: finished runs are not run "
-            "again, and stopped fits resume from their last.ckpt.",
-            file=sys.stderr,
-            flush=True,
-        )
-        raise SystemExit(130) from None
+        raise signals.Stopped() from None
     failed = [r for r in outcome if not r.ok]
     print(
         f"{len(outcome) - len(failed)} run(s) done, {len(failed)} failed, in {time.perf_counter() - start:.0f} s",
         flush=True,
     )
     return outcome
-
-
-def explain_failures(outcome: list[RunResult], missing: list[str]) -> None:
-    """The error lines of the runs that did not finish: each failed run's reason (from its log),
-    and "run the same command again" only for those a rerun can fix (stopped or killed)."""
-    failed = {r.key: r for r in outcome if not r.ok}
-    fixed = [key for key in missing if key in failed and not failed[key].retry]
-    lines = [f"error: {len(missing)} run(s) did not finish:"]
-    for key in missing[:10]:
-        result = failed.get(key)
-        where = f" (log: {result.log})" if result and result.log else ""
-        lines.append(f"  {key}: {result.error if result else 'not run'}{where}")
-    if len(missing) > 10:
-        lines.append(f"  ... and {len(missing) - 10} more")
-    retried = len(missing) - len(fixed)
-    if retried:
-        lines.append(f"{retried} of them were stopped, killed or not run: run the same command again to resume them.")
-    if fixed:
-        lines.append(
-            f"{len(fixed)} failed for a reason a rerun does not change: fix the config (or the code), then run "
-            "the same command again."
-        )
-    print("\n".join(lines), file=sys.stderr, flush=True)

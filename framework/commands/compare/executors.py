@@ -12,11 +12,11 @@
   that is preempted or runs out of time (submitit's signal, SIGUSR2) stops its run as SIGTERM
   does (a fit writes ``last.ckpt``) and is requeued; the requeued job resumes the run.
 
-Both tell a watcher (:class:`~.progress.GridProgress`) when a run starts and ends. Ctrl-C
-stops the grid: no run starts any more, the running ones are stopped (local workers get
-SIGTERM and a fit writes a resumable ``last.ckpt``; submitit jobs are cancelled), and
-:class:`GridStopped` carries the results of the runs that ended. A second Ctrl-C kills the
-local workers without waiting for their checkpoints.
+Both tell a watcher (:class:`~.progress.GridProgress`) when a run starts and ends. Ctrl-C or
+SIGTERM (:mod:`framework.signals`) stops the grid: no run starts any more, the running ones are
+stopped (local workers get SIGTERM and a fit writes a resumable ``last.ckpt``; submitit jobs are
+cancelled), and :class:`GridStopped` carries the results of the runs that ended. A second signal
+kills the local workers without waiting for their checkpoints.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import yaml
 from submitit.core.job_environment import JobEnvironment
 from submitit.helpers import Checkpointable
 
+from ... import signals
 from ...errors import ConfigError
 from .pool import Pool
 from .runner import RunPlan, RunResult, execute
@@ -50,7 +51,7 @@ class Watcher(Protocol):
 
 
 class GridStopped(Exception):
-    """Ctrl-C stopped the grid; ``results`` are those of the runs that ended (done, failed or stopped)."""
+    """A signal stopped the grid; ``results`` are those of the runs that ended (done, failed or stopped)."""
 
     def __init__(self, results: list[RunResult]) -> None:
         super().__init__(f"stopped after {len(results)} run(s)")
@@ -126,20 +127,20 @@ def run_local(plans: list[RunPlan], jobs: Optional[int], watcher: Watcher) -> li
 
         try:
             collect()
-        except KeyboardInterrupt:
+        except signals.Stopped:
             for future in futures:
                 future.cancel()
             running = pool.stop()
             print(
                 f"\nstopping the comparison: {running} running run(s) got SIGTERM and save a resumable "
-                "last.ckpt (Ctrl-C again: kill them now)",
+                "last.ckpt (a second Ctrl-C or SIGTERM kills them now)",
                 file=sys.stderr,
                 flush=True,
             )
             while pending:
                 try:
                     collect()
-                except KeyboardInterrupt:
+                except signals.Stopped:
                     pool.kill()
             raise GridStopped(results) from None
     return results
@@ -223,7 +224,7 @@ def run_submitit(
             result = _result(plan, job, folder)
             watcher.finished(plan, result)
             results.append(result)
-    except KeyboardInterrupt:
+    except signals.Stopped:
         _cancel(submitted)
         raise GridStopped(results) from None
     return results
@@ -266,7 +267,7 @@ def _rolling(executor, plans: list[RunPlan], jobs: int, folder: Path, watcher: W
                 result = _result(plan, job, folder)
                 watcher.finished(plan, result)
                 results.append(result)
-    except KeyboardInterrupt:
+    except signals.Stopped:
         _cancel([job for _, job in active])
         raise GridStopped(results) from None
     return results

@@ -8,9 +8,9 @@ CPU's threads) that imports the libraries once and takes runs one after another.
 Crash isolation as with a process per run: a run that fails is its worker's answer, and the
 worker goes on; a worker that dies during a run (a segfault, kill -9, the OOM killer) fails
 that run alone, with the reason read from the stage's log and the signal that ended it, and
-the slot starts a new worker for its next run. :meth:`Pool.stop` (Ctrl-C on ``compare``) lets
-no run start any more and sends the running workers SIGTERM (a fit writes a resumable
-``last.ckpt``); :meth:`Pool.kill` ends them at once.
+the slot starts a new worker for its next run. :meth:`Pool.stop` (``compare`` stopped by Ctrl-C
+or SIGTERM, or the pool left on an error) lets no run start any more and sends the running
+workers SIGTERM (a fit writes a resumable ``last.ckpt``); :meth:`Pool.kill` ends them at once.
 
 A worker is a :class:`~framework.warm_process.WarmProcess` in a process group of its own (Ctrl-C
 at the terminal reaches the pool, which stops the runs itself): a run goes to it as one frame of
@@ -156,7 +156,9 @@ class Pool:
     def __enter__(self) -> Pool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is not None:  # left on an error or a stop (Ctrl-C, SIGTERM): the running runs stop, not run on
+            self.stop()
         self.close()
 
 

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import yaml
 
+from ... import signals
 from ...errors import ConfigError
 from .grid import CELLS_KEY, CONFIG_KEY, Cell
 
@@ -31,6 +32,8 @@ def resolve(args: list[str], filled: bool = False) -> tuple[Optional[str], str]:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             main(["fit", *args, "--print_config"], cli=AsWritten)
+    except signals.Stopped:  # the comparison was stopped (Ctrl-C, SIGTERM), not this cell refused
+        raise
     except SystemExit as stop:
         code = stop.code
     finally:

@@ -131,6 +131,29 @@ def failure(stage: str, code: int, output: str) -> tuple[str, bool]:
     return f"{stage} exit status {code}: {lines[-1][-300:] if lines else 'no output'}", False
 
 
+def explain_failures(outcome: list[RunResult], missing: list[str]) -> None:
+    """The error lines of the runs that did not finish: each failed run's reason (from its log),
+    and "run the same command again" only for those a rerun can fix (stopped or killed)."""
+    failed = {r.key: r for r in outcome if not r.ok}
+    fixed = [key for key in missing if key in failed and not failed[key].retry]
+    lines = [f"error: {len(missing)} run(s) did not finish:"]
+    for key in missing[:10]:
+        result = failed.get(key)
+        where = f" (log: {result.log})" if result and result.log else ""
+        lines.append(f"  {key}: {result.error if result else 'not run'}{where}")
+    if len(missing) > 10:
+        lines.append(f"  ... and {len(missing) - 10} more")
+    retried = len(missing) - len(fixed)
+    if retried:
+        lines.append(f"{retried} of them were stopped, killed or not run: run the same command again to resume them.")
+    if fixed:
+        lines.append(
+            f"{len(fixed)} failed for a reason a rerun does not change: fix the config (or the code), then run "
+            "the same command again."
+        )
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
 # -- one stage, in this process --------------------------------------------------------------
 
 

@@ -16,7 +16,10 @@ the default, or ``hyperband``; ``none``).
 
 The study lives in ``<comparison>/study.db`` (SQLite): the same command resumes a search that
 was stopped or killed (its unfinished trials run again, their fits resuming from
-``last.ckpt``) and goes on to ``--trials`` trials in all; a larger ``--trials`` extends it.
+``last.ckpt``) and goes on to ``--trials`` trials in all; a larger ``--trials`` extends it. A
+trial whose run was stopped or killed from outside (its worker killed, say) stays unfinished, as
+a grid's run does: the search goes on with the others, then names it and exits with status 1, and
+the same command runs it again.
 The finished trials are tabulated as a grid's cells are (``results.md`` ...; the best trial is
 the baseline of the paired tests), and the best trial's config is written as
 ``<comparison>/best.yaml``, which ``python -m framework fit --config best.yaml`` takes.
@@ -38,6 +41,7 @@ from typing import Any, Optional
 
 import yaml
 
+from ... import signals
 from ...errors import ConfigError
 from ...runs import read_summary
 from . import executors, results
@@ -47,7 +51,7 @@ from .grid_status import GridProgress
 from .pool import Pool
 from .pruning import make_pruner
 from .resolve import has_key, resolve, wandb_project
-from .runner import RunPlan, RunResult, fit_arguments
+from .runner import RunPlan, RunResult, explain_failures, fit_arguments
 
 STUDY_FILE = "study.db"
 BEST_FILE = "best.yaml"
@@ -223,17 +227,17 @@ def search(options: argparse.Namespace, run_args: list[str]) -> results.Summary:
     )
     trials = Trials(spec, options, spaces, study, epochs if isinstance(epochs, int) and epochs > 0 else None)
     try:
-        trials.run()
+        ended = trials.run()
     except executors.GridStopped:
         if study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
             report(spec, options, study, spaces)
-        print(
-            "The search is stopped. To go on, run the same command again: its study (study.db) is kept, finished "
-            "trials are not run again, and stopped fits resume from their last.ckpt.",
-            file=sys.stderr,
-            flush=True,
-        )
-        raise SystemExit(130) from None
+        raise signals.Stopped() from None
+    again = [result.key for result in ended if not result.ok and result.retry]
+    if again:  # as a grid's killed runs: the table of what finished, then the trials the same command retries
+        if study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
+            report(spec, options, study, spaces)
+        explain_failures(ended, again)
+        raise SystemExit(1)
     return report(spec, options, study, spaces)
 
 
@@ -250,6 +254,7 @@ class Trials:
         self.unfinished = [(t.number, t._trial_id, t.params) for t in study.get_trials(states=(TrialState.RUNNING,))]
         self.finished = len([t for t in study.trials if t.state.is_finished()])
         self.active = 0
+        self.retried = 0  # trials left unfinished for the next invocation (a run stopped or killed from outside)
         self.results: list[RunResult] = []
 
     def next(self) -> Optional[tuple[int, int, dict]]:
@@ -259,14 +264,14 @@ class Trials:
             if self.unfinished:  # a stopped or killed search's trials first: their runs resume
                 self.active += 1
                 return self.unfinished.pop(0)
-            if self.finished + self.active >= self.options.trials:
+            if self.finished + self.active + self.retried >= self.options.trials:
                 return None
             self.active += 1
             trial = self.study.ask({key: space.distribution for key, space in self.spaces.items()})
             return trial.number, trial._trial_id, trial.params
 
     def run(self) -> list[RunResult]:
-        left = max(0, self.options.trials - self.finished) + len(self.unfinished)
+        left = max(0, self.options.trials - self.finished, len(self.unfinished))  # the unfinished count among them
         if not left:  # all its trials finished: the tables alone
             return self.results
         slots, threads = executors.local_slots(self.options.jobs)
@@ -281,7 +286,7 @@ class Trials:
             try:
                 for future in concurrent.futures.as_completed(futures):
                     future.result()
-            except KeyboardInterrupt:
+            except signals.Stopped:
                 self.stopping.set()
                 running = pool.stop()
                 print(
@@ -302,8 +307,9 @@ class Trials:
                     self.active -= 1
 
     def trial(self, pool: Pool, progress: GridProgress, number: int, trial_id: int, params: dict) -> None:
-        """Run one trial's seeds and tell the study its value, that it was pruned, or that it failed
-        (a trial stopped by Ctrl-C stays unfinished: the next invocation runs it again)."""
+        """Run one trial's seeds and tell the study its value, that it was pruned, or that it failed.
+        A trial whose run was stopped or killed from outside (Ctrl-C, SIGTERM, its worker killed) stays
+        unfinished, as a grid's run does: the next invocation of the same command runs it again."""
         from optuna.trial import Trial, TrialState
 
         cell, spec = trial_cell(number, params), self.spec
@@ -333,7 +339,8 @@ class Trials:
             progress.finished(plan, result)
             with self.lock:
                 self.results.append(result)
-                if result.stopped:
+                if result.stopped or result.retry:  # left unfinished: the same command runs it again
+                    self.retried += 1
                     return
                 if result.pruned:
                     self.study.tell(number, state=TrialState.PRUNED)
