@@ -86,7 +86,9 @@ def tiny(config: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("config", CONFIGS)
-def test_the_config_parses_and_composes_with_the_presets(config, capsys):
+def test_the_config_parses_and_composes_with_the_presets(config, shared_data, capsys):
+    if folder := real_data_folder(config):  # --print_config builds the data module, which reads its folder
+        shared_data(folder)
     composed = resolved(config, capsys, *PARSED_ONLY)  # each preset's keys checked against the config's classes
     assert composed["model"]["class_path"] and composed["task"]["class_path"] and composed["data"]["class_path"]
     trainer = composed["trainer"]  # the presets composed in order, the last one's strategy winning

@@ -80,7 +80,10 @@ def test_shared_real_data_is_found(shared_data):
 
 def test_classification_task_names_its_metrics_and_checks_the_class_count():
     task = Classification(num_classes=3)
-    assert sorted(task.metrics().keys()) == ["acc", "f1"] and (task.monitor, task.mode) == ("val/acc", "max")
+    assert sorted(task.metrics().keys()) == ["acc", "f1"] and (task.monitor, task.direction(task.monitor)) == (
+        "val/acc",
+        "max",
+    )
     logits, target = torch.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 3.0]]), torch.tensor([0, 2])
     torch.testing.assert_close(task.losses(logits, target)[0], F.cross_entropy(logits, target))
     with pytest.raises(ValueError, match="gives 4 logits per example but task.num_classes=3"):

@@ -26,6 +26,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
         "foundations, which import nothing of the framework",
         (
             "framework.errors",
+            "framework.signals",
             "framework.quiet",
             "framework.values",
             "framework.warm_process",

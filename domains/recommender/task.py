@@ -375,7 +375,7 @@ class TrainingLoss:
         (M,); negatives avoid the items of the position's ``rows`` (B, L)."""
         if self.loss == "softmax":
             scores = without_padding(model(history, where=where))
-            return Step(F.cross_entropy(scores, target), scores, target)
+            return Step(objectives.full_softmax(scores, target), scores, target)
         owner = where.nonzero(as_tuple=True)[0]
         negatives, hit = objectives.sample_training_negatives(rows, owner, self.negatives, _number_of_items(model))
         scores = model(history, torch.cat([target.unsqueeze(1), negatives], 1), where=where)

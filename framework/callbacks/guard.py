@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional
 
 import lightning.pytorch as pl
@@ -13,8 +14,9 @@ from ..errors import NonFiniteError
 from ..loggers import logs_at
 
 ADVICE = (
-    "lower the learning rate (--optimizer.lr), clip gradients (--trainer.gradient_clip_val) or look for NaN "
-    "in the data; the checkpoints on disk hold the last finite weights"
+    "start a new run with a lower learning rate (--optimizer.lr) or clipped gradients (--trainer.gradient_clip_val), "
+    "from the last finite weights if you like (--weights_from {last}; its run cannot be resumed with other "
+    "values), or look for NaN in the data"
 )
 
 
@@ -82,7 +84,8 @@ class NonFiniteGuard(Callback):
         culprit = "the loss" if what == 0 else f"the gradient of {_first_non_finite(pl_module) or 'a parameter'}"
         raise NonFiniteError(
             f"training stopped: {culprit} is not finite at step {step} (epoch {trainer.current_epoch}, batch "
-            f"{batch}), learning rate {self._lr:g}. To fix: {ADVICE}"
+            f"{batch}), learning rate {self._lr:g}. To fix: "
+            + ADVICE.format(last=Path(trainer.default_root_dir) / "checkpoints" / "last.ckpt")
         )
 
 

@@ -53,8 +53,8 @@ class ResumePoints(Callback):
     the middle of a long one would lose that epoch. This callback also writes it every
     ``every_n_steps`` training steps and every ``every_n_minutes`` minutes of training (on by
     default: only epochs longer than that get extra checkpoints), and when the run is stopped
-    from outside during training (SIGTERM, as SLURM and Kubernetes send, or Ctrl-C), so that the
-    stopped run resumes where it stopped.
+    from outside during training (SIGTERM, as SLURM and Kubernetes send, or Ctrl-C: at the end of the
+    step it is in), so that the stopped run resumes where it stopped.
 
     Every checkpoint holds the global random states, restored where the uninterrupted run would
     draw next (at the next epoch's start after an epoch-end checkpoint, at the next batch after
@@ -141,10 +141,13 @@ class ResumePoints(Callback):
             self._save_last(trainer)
 
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
-        """Stopped from outside while training (not inside a validation, which the last checkpoint
-        before it replays): write the step just finished, so that nothing trained is lost."""
-        stopped = isinstance(exception, (SIGTERMException, KeyboardInterrupt))
-        if stopped and trainer.state.fn == TrainerFn.FITTING and trainer.state.stage == RunningStage.TRAINING:
+        """Stopped from outside at the end of a training step (Lightning's stop, which the command line's
+        SIGTERM and SIGINT come to: :mod:`framework.signals`), not inside a validation, which the last
+        checkpoint before it replays: write the step just finished, so that nothing trained is lost. A
+        stop in the middle of a step (a KeyboardInterrupt, a second signal) writes nothing: the step's
+        weights may be half updated."""
+        at_step_end = isinstance(exception, SIGTERMException)
+        if at_step_end and trainer.state.fn == TrainerFn.FITTING and trainer.state.stage == RunningStage.TRAINING:
             self._save_last(trainer)
 
     def _save_last(self, trainer: pl.Trainer) -> None:

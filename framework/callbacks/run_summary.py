@@ -30,7 +30,8 @@ alone)::
              "best_checkpoint": ".../best.ckpt", "last_checkpoint": ".../last.ckpt",
              "provenance": {"config_hash": ..., "data": ..., "versions": ..., "code": ...,   # see
                             "device": ..., "blocks": ...},                             # framework.provenance
-             "directions": {"val/acc": "max", "val/loss": "min", ...}},   # of every metric the task logs
+             "directions": {"val/acc": "max", "val/loss": "min", ...},   # of every metric the task logs
+             "changes": [{"step": 120, "key": "trainer.max_epochs", "from": 3, "to": 5}]},  # a resume's
      "test": {"status": "finished", "ckpt_path": ".../best.ckpt",
               "metrics": {"test/acc": ..., ...}, "wall_seconds": ..., "peak_memory_mb": ...,
               "memory_kind": ...}}
@@ -55,7 +56,7 @@ import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
 
-from .. import provenance
+from .. import provenance, signals
 from ..runs import SUMMARY_FILE, SUMMARY_FORMAT, read_summary, write_json_atomically
 
 
@@ -85,6 +86,10 @@ class RunSummary(Callback):
         self.provenance: dict[str, Any] = {}
         #: whether higher ("max") or lower ("min") is better, of each metric the task logs
         self.directions: dict[str, str] = {}
+        #: the config's changes a resumed fit took (the CLI sets them: key, recorded, given), recorded
+        #: with the step they took effect at when training starts
+        self.pending_changes: list = []
+        self.changes: list[dict[str, Any]] = []
         self.history: list[dict[str, float]] = []
         self.epochs: list[int] = []  # training epoch of each validation in ``history``
         self.train_history: list[dict[str, float]] = []
@@ -108,6 +113,7 @@ class RunSummary(Callback):
             "train_history": self.train_history,
             "train_seconds": self.train_seconds,
             "val_seconds": self.val_seconds,
+            "changes": self.changes,
         }
         if self._epoch_start is not None:
             state["partial_epoch"] = [self._epoch, time.perf_counter() - self._epoch_start - self._val_in_epoch]
@@ -119,6 +125,7 @@ class RunSummary(Callback):
         self.train_history = list(state_dict.get("train_history", []))
         self.train_seconds = list(state_dict.get("train_seconds", []))
         self.val_seconds = list(state_dict.get("val_seconds", []))
+        self.changes = list(state_dict.get("changes", []))
         partial = state_dict.get("partial_epoch")
         self._carried = (int(partial[0]), float(partial[1])) if partial else None
 
@@ -132,6 +139,14 @@ class RunSummary(Callback):
                 for name, direction in self.directions.items():
                     if name.startswith("val/"):
                         run.define_metric(name, summary=direction)
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """A resumed fit's config changes, at the step it resumes at (its checkpoint restored)."""
+        self.changes += [
+            {"step": trainer.global_step, "key": key, "from": recorded, "to": given}
+            for key, recorded, given in self.pending_changes
+        ]
+        self.pending_changes = []
 
     def on_test_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._started = time.perf_counter()
@@ -209,10 +224,7 @@ class RunSummary(Callback):
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
         stage = {"fit": "fit", "test": "test", "validate": "validate"}.get(str(getattr(trainer.state.fn, "value", "")))
         if stage:
-            from lightning.pytorch.utilities.exceptions import SIGTERMException
-
-            killed = isinstance(exception, (KeyboardInterrupt, SIGTERMException))  # stopped from outside: resumable
-            status = "interrupted" if killed else "failed"
+            status = "interrupted" if signals.from_outside(exception) else "failed"  # stopped from outside: resumable
             said = f"{type(exception).__name__}: {exception}" if str(exception) else type(exception).__name__
             self._write(trainer, pl_module, stage, status, error=said[:500])
 
@@ -279,6 +291,7 @@ class RunSummary(Callback):
                     "seconds_per_epoch": statistics.median(self.train_seconds) if self.train_seconds else None,
                     "best_checkpoint": getattr(checkpoint, "best_model_path", None) or None,
                     "last_checkpoint": getattr(checkpoint, "last_model_path", None) or None,
+                    "changes": self.changes,
                 }
             )
         elif stage == "test":

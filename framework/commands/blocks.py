@@ -2,8 +2,9 @@
 
 The README's catalogue section is this module's :func:`markdown`; a test keeps the two
 equal, and ``python tools/sync_readme.py`` rewrites the section after a registry change.
-``python -m framework blocks [KIND] [PATTERN] [--markdown]`` prints it, narrowed to one kind
-and/or to names matching a glob pattern (:func:`main`), its columns wrapped to the terminal's width.
+``python -m framework blocks [KIND] [PATTERN] [--markdown] [--wide]`` prints it, narrowed to one
+kind and/or to names matching a glob pattern (:func:`main`), its columns wrapped to the terminal's
+width (100 columns when piped; ``--wide``: one line per block).
 A block's aliases (timm's names) follow its name, and a pattern matches them too.
 """
 
@@ -83,6 +84,8 @@ def text(kind: Optional[str] = None, pattern: Optional[str] = None, width: Optio
     return "\n".join(lines)
 
 
+#: The width of the table where the output is no terminal and ``COLUMNS`` is unset (a pipe, a log).
+PIPED_WIDTH = 100
 #: The narrowest a wrapped column gets; the name column never wraps.
 MIN_COLUMN = 10
 
@@ -143,13 +146,18 @@ def main(args: Sequence[str]) -> None:
     parser.add_argument("kind", nargs="?", help=f"one of: {', '.join(KINDS)} ('feature-map' too)")
     parser.add_argument("pattern", nargs="?", help="a glob over block names, e.g. 'multi*' (quote it)")
     parser.add_argument("--markdown", action="store_true", help="markdown tables, as in the README")
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help=f"one line per block, however long (default when piped: {PIPED_WIDTH} columns)",
+    )
     options = parser.parse_args(args)
     kind, pattern = _kind_and_pattern(parser, options.kind, options.pattern)
     if not rows(kind, pattern):
         what = f"{kind.replace('_', ' ')} block" if kind else "block"
         print(f"no {what} matches {pattern!r}; `{parser.prog}{' ' + kind if kind else ''}` lists them")
     else:
-        width = shutil.get_terminal_size((0, 0)).columns or None  # a pipe, no COLUMNS: one line per block
+        width = None if options.wide else shutil.get_terminal_size((PIPED_WIDTH, 0)).columns
         print(markdown(kind, pattern) if options.markdown else text(kind, pattern, width))
 
 

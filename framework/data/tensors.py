@@ -31,7 +31,8 @@ def collate(items: Any) -> Any:
 class TensorExamples(Dataset):
     """Examples whose fields are tensors indexed by example along their first axis.
 
-    A subclass stores each field as an attribute and names them in ``fields``; example i is
+    Made from named tensors (``TensorExamples(tokens=..., target=...)``), or by a subclass that
+    stores each field as an attribute and names them in ``fields``; example i is
     ``{name: field[i]}``, and a batch of examples is gathered by one ``index_select`` per
     field. :meth:`to` moves every field (the data module does it when training on a GPU
     without loader workers).
@@ -40,6 +41,17 @@ class TensorExamples(Dataset):
     """
 
     fields: tuple[str, ...] = ()
+
+    def __init__(self, **fields: Tensor) -> None:
+        """``TensorExamples(features=..., target=...)``: the named tensors are the fields (a subclass
+        may set its fields as attributes itself and name them in ``fields``)."""
+        lengths = {name: len(value) for name, value in fields.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"TensorExamples: every field needs one entry per example, got lengths {lengths}")
+        for name, value in fields.items():
+            setattr(self, name, value)
+        if fields:
+            self.fields = tuple(fields)
 
     def __len__(self) -> int:
         return len(getattr(self, self.fields[0]))

@@ -23,7 +23,6 @@ import inspect
 import json
 import os
 import re
-import signal
 import sys
 import warnings
 from collections.abc import Callable
@@ -42,7 +41,7 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 
-from ... import provenance, quiet, runs
+from ... import provenance, quiet, runs, signals
 from ...callbacks import (
     AttentionCollapse,
     AttentionMaps,
@@ -53,6 +52,7 @@ from ...callbacks import (
     ResumePoints,
     RunCheckpoint,
     RunSummary,
+    StopAtBatchEnd,
 )
 from ...checkpoint import AtomicCheckpointIO, config_from_checkpoint
 from ...data.limits import check_limits
@@ -66,6 +66,7 @@ from ...values import Seed
 from . import config_sections
 from .config_files import check_config_files
 from .config_values import TRAINER, annotation, check_machine, declared_domain, expected, has_domain, violations
+from .resume import check_resume, load_weights, recorded_config
 
 PROG = "python -m framework"
 T = TypeVar("T")
@@ -153,7 +154,7 @@ class FrameworkCLI(LightningCLI):
             super().__init__(
                 save_config_callback=SaveConfig,
                 save_config_kwargs={"overwrite": True},  # run folders are unique; a resumed run rewrites its own
-                trainer_defaults={"callbacks": [RunSummary(), NonFiniteGuard(), PredictionWriter()]},
+                trainer_defaults={"callbacks": [RunSummary(), NonFiniteGuard(), PredictionWriter(), StopAtBatchEnd()]},
                 parser_kwargs={"description": self.description, "prog": self.prog},
                 seed_everything_default=0,
                 parser_class=Parser,
@@ -262,6 +263,13 @@ class FrameworkCLI(LightningCLI):
             default="matrices",
             help="What the optimizer's weight_decay applies to: matrices (weight matrices and "
             "kernels; not biases, norm layers or embeddings) or all parameters.",
+        )
+        parser.add_argument(
+            "--weights_from",
+            type=Optional[str],
+            default=None,
+            help="fit only: a checkpoint whose model weights start a new run (its own optimizer, epochs and "
+            "folder); --ckpt_path resumes the checkpoint's own run instead",
         )
         parser.add_argument(
             "--untrained",
@@ -381,7 +389,18 @@ class FrameworkCLI(LightningCLI):
         built.data = data
         task, self.datamodule = built.task, built.data
         self.model = TaskModule(built.model, task, compile=config.compile, weight_decay_on=config.weight_decay_on)
-        self.model.remember_config(model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile)
+        run_text = self._run_config(config)
+        run_config = yaml.safe_load(run_text)
+        self.model.remember_config(
+            model=_as_dict(config.model), task=_as_dict(config.task), compile=config.compile, run=run_config
+        )
+        if config.get("weights_from"):
+            if self.subcommand != "fit" or config.get("ckpt_path"):
+                raise ConfigError(
+                    "--weights_from starts a new fit from a checkpoint's weights: give it to fit alone, "
+                    "without --ckpt_path (which resumes the checkpoint's own run)"
+                )
+            load_weights(built.model, config.weights_from)
         self.model.data_config = _as_dict(config.data) if config.get("data") else None
         built.checkpoint = RunCheckpoint(**config.checkpoint.as_dict())  # monitor and mode resolved from the task
         with warnings.catch_warnings(), offered_in_groups(self.model, config.weight_decay_on, config.get("optimizer")):
@@ -395,18 +414,21 @@ class FrameworkCLI(LightningCLI):
             self.trainer.strategy.root_device,
             training=self.subcommand == "fit",
         )
-        self._record_config_hash(config)
-
-    def _record_config_hash(self, config: Namespace) -> None:
-        """The run summary's ``provenance.config_hash``: the resolved config without what names this
-        very run (its folders, the checkpoint it starts from), so equal configs hash equal."""
         summary = next((callback for callback in self.trainer.callbacks if isinstance(callback, RunSummary)), None)
-        if summary is None or not self.subcommand:
-            return
+        if summary is not None and self.subcommand:
+            summary.config_hash = provenance.config_hash(run_text)
+        if summary is not None and self.subcommand == "fit" and config.get("ckpt_path"):
+            recorded = recorded_config(config.ckpt_path)  # None: a checkpoint of an older version
+            summary.pending_changes = check_resume(recorded, run_config, config.ckpt_path) if recorded else []
+
+    def _run_config(self, config: Namespace) -> str:
+        """The resolved config without what names this very run (its folders, the checkpoint it
+        starts from), as YAML: what a checkpoint records, what equal runs hash equal by, what a
+        resumed fit is compared with."""
         plain = _without_run_folders(config)
         plain.ckpt_path = None
-        subparser = self.parser._subcommands_action._name_parser_map[self.subcommand]
-        summary.config_hash = provenance.config_hash(subparser.dump(plain, skip_none=False))
+        parser = self.parser._subcommands_action._name_parser_map[self.subcommand] if self.subcommand else self.parser
+        return parser.dump(plain, skip_none=False)
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
         """Lightning's trainer with atomic checkpoints and a progress bar that never syncs the device."""
@@ -511,33 +533,37 @@ def _as_dict(value: Namespace) -> dict:
     return json.loads(json.dumps(value.as_dict() if isinstance(value, Namespace) else dict(value), default=str))
 
 
-def run_command(argv: list[str], build: Callable[[], T]) -> T:
+def run_command(argv: list[str], build: Callable[[], T], resume: Optional[Callable[[], Optional[str]]] = None) -> T:
     """Run a command built on this CLI (``build()``, which parses ``argv``): its ``--config`` files
     checked first (file, line, column). An error the framework explains (a config value, a size, a
     file, a diverged run; see :mod:`framework.errors`) prints as one or two lines and exits with
     status 1, and a run folder this process made and never used is removed; other errors keep
     their traceback, and so does every error with ``--traceback`` or ``FRAMEWORK_TRACEBACK=1``.
-    The run folder's lock is released at the end."""
+    SIGTERM and SIGINT stop it as :mod:`framework.signals` says (``resume()``: how to resume the
+    command, where it can be). The run folder's lock is released at the end."""
 
     def run() -> T:
         check_config_files(argv)
-        return build()
+        try:
+            return build()
+        except SIGTERMException:  # Lightning's stop at a batch's end, a SystemExit of status 0: the contract's
+            raise signals.Stopped() from None
 
     try:
-        return explained(argv, run, cleanup=runs.discard_unused)
+        return signals.run(lambda: explained(argv, run, cleanup=runs.discard_unused), resume)
     finally:
         runs.release()
 
 
+def resume_fit() -> Optional[str]:
+    """How to resume the fit of this process's run folder: from its ``last.ckpt``, if it has one."""
+    run = Path(os.environ.get(runs.RUN_DIR_ENV, "runs"))
+    last = run / "checkpoints" / "last.ckpt"
+    return f"resume it with `fit --config {run / 'config.yaml'} --ckpt_path {last}`" if last.is_file() else None
+
+
 def main(argv: list[str], cli: type[FrameworkCLI] = FrameworkCLI) -> FrameworkCLI:
     """``python -m framework fit|validate|test|predict <argv>`` (``argv`` starts with the subcommand),
-    through :func:`run_command`; a run stopped by SIGTERM exits with status 143, saying how to resume it."""
+    through :func:`run_command`; a fit stopped by a signal says how to resume it."""
     argv = [str(arg) for arg in argv]
-    try:
-        return run_command(argv, lambda: cli(args=argv))
-    except SIGTERMException:  # Lightning ends a run stopped by SIGTERM with SystemExit(None): status 0
-        run = Path(os.environ.get(runs.RUN_DIR_ENV, "runs"))
-        last = run / "checkpoints" / "last.ckpt"
-        resume = f"; resume it with `fit --config {run / 'config.yaml'} --ckpt_path {last}`" if last.is_file() else ""
-        print(f"stopped by SIGTERM{resume}", file=sys.stderr, flush=True)
-        raise SystemExit(128 + signal.SIGTERM) from None
+    return run_command(argv, lambda: cli(args=argv), resume_fit if argv[:1] == ["fit"] else None)

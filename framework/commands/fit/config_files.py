@@ -4,6 +4,7 @@ config files it names (``data: datasets/scenes.yaml``); an error names the file 
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,15 +29,39 @@ class UniqueKeys(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+#: The packages whose config files ship with the framework: an installed copy finds
+#: ``--config configs/trainer/gpu.yaml`` or ``domains/vision/ccnet.yaml`` from any folder.
+SHIPPED = ("configs", "domains")
+
+
+def located(value: str) -> Path:
+    """The config file ``value`` names: the path itself where it exists, else a shipped config of
+    that relative path (``configs/...``, ``domains/...``) in the installed packages."""
+    path = Path(value)
+    if path.is_file() or path.is_absolute() or len(path.parts) < 2 or path.parts[0] not in SHIPPED:
+        return path
+    spec = importlib.util.find_spec(path.parts[0])
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (found := Path(folder).joinpath(*path.parts[1:])).is_file():
+            return found
+    return path
+
+
 def check_config_files(argv: list[str]) -> None:
-    """Every ``--config`` file exists and is a YAML mapping; an error names the file, line and column."""
+    """Every ``--config`` file exists and is a YAML mapping; an error names the file, line and column.
+    A shipped config named by its relative path is found in the installed packages (:func:`located`):
+    ``argv`` is changed in place to name it."""
     for i, arg in enumerate(argv):
-        name, _, value = arg.partition("=")
-        if name not in ("--config", "-c"):
+        name, joined, value = arg.partition("=")
+        if name not in ("--config", "-c") or (not joined and i + 1 >= len(argv)):
             continue
-        path = Path(value or (argv[i + 1] if i + 1 < len(argv) else ""))
+        path = located(value if joined else argv[i + 1])
         if not path.is_file():
             raise ConfigError(f"--config {path}: no such file")
+        if joined:
+            argv[i] = f"{name}={path}"
+        else:
+            argv[i + 1] = str(path)
         check_config_file(path)
 
 

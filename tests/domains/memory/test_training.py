@@ -69,7 +69,12 @@ LINEAR_START = "--trainer.callbacks+=domains.memory.LinearStart"
         ("memn2n", ["--data.tasks=[3]"], "data.tasks: "),
         ("memn2n", ["--data.memory_size=0"], "data.memory_size: expected an int >= 1, got '0'"),
         ("memn2n", ["--task.attention_supervision=-0.1"], "task.attention_supervision: expected a number >= 0"),
-        ("memn2n_babi", ["--data.tasks=21"], "data.tasks: expected an int in [1, 20] (a bAbI task), got '21'"),
+        (
+            "memn2n_babi",
+            ["--data.tasks=21"],
+            "data.tasks: expected an int in [1, 20] (a bAbI task) or a list, each an int in [1, 20] (a bAbI task), "
+            "got '21'",
+        ),
         ("memn2n_babi", ["--data.val_fraction=1.5"], "data.val_fraction: expected a number in (0, 1), got '1.5'"),
         ("memn2n_babi", ["--data.similar_lengths=-1"], "data.similar_lengths: expected an int >= 0, got '-1'"),
         ("memn2n", [LINEAR_START, "--trainer.callbacks.patience=-1"], "trainer.callbacks.patience: expected an int"),

@@ -58,7 +58,7 @@ def test_sampled_protocol_ranks_target_among_negatives_and_labels_its_metrics():
     scores, column = task.rank(Fixed(), query(target=2, seen=[1, 2], negatives=[5, 1, 3]))
     assert scores.tolist() == [[2.0, 5.0, 1.0]] and column.tolist() == [0]
     assert sorted(task.metrics()) == ["hr@10_sampled2", "mrr_sampled2", "ndcg@10_sampled2"]
-    assert (task.monitor, task.mode) == ("val/ndcg@10_sampled2", "max")
+    assert (task.monitor, task.direction(task.monitor)) == ("val/ndcg@10_sampled2", "max")
     with pytest.raises(ValueError, match="task.num_negatives=5 but the data gives 3 negatives per user"):
         NextItemRanking(protocol="sampled", num_negatives=5).rank(Fixed(), query(2, [1, 2], [5, 1, 3]))
 
