@@ -20,7 +20,7 @@ from .runner import RunPlan, RunResult, explain_failures, fit_arguments, state
 
 USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
                                 [--cells 'NAME: FLAGS' ...] [--seeds N] [--jobs N] [--name NAME] [--baseline CELL]
-                                [--status_every S] [any fit flag ...]
+                                [--threads N] [--status_every S] [any fit flag ...]
        python -m framework compare --config CONFIG --search KEY=SPACE [--search ...] [--trials N] [--pruner P] ...
        python -m framework compare <the comparison's arguments> --verify CELL [--seed S] [--tolerance T]"""
 EXAMPLE = """examples:
@@ -134,8 +134,13 @@ def parser() -> argparse.ArgumentParser:
         "--jobs",
         type=argument(PositiveInt),
         default=None,
-        help="runs at once: default the number of free GPUs, or 1 on a CPU machine (each run gets "
-        "cores // jobs threads)",
+        help="runs at once: default the number of free GPUs, or 1 on a CPU machine",
+    )
+    p.add_argument(
+        "--threads",
+        type=argument(PositiveInt),
+        default=None,
+        help="torch threads of each run (default: OMP_NUM_THREADS where exported, else cores // jobs)",
     )
     p.add_argument(
         "--executor",
@@ -402,9 +407,11 @@ def run(spec: Spec, options: argparse.Namespace, todo: list[RunPlan]) -> list[Ru
     try:
         with GridProgress(len(todo), spec.max_epochs, options.status_every) as progress:
             if options.executor == "submitit":
-                outcome = executors.run_submitit(todo, spec.folder, options.jobs, options.submitit, progress)
+                outcome = executors.run_submitit(
+                    todo, spec.folder, options.jobs, options.submitit, progress, options.threads
+                )
             else:
-                outcome = executors.run_local(todo, options.jobs, progress)
+                outcome = executors.run_local(todo, options.jobs, progress, options.threads)
     except executors.GridStopped as stop:
         ended = stop.results
         print(

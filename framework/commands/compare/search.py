@@ -274,7 +274,7 @@ class Trials:
         left = max(0, self.options.trials - self.finished, len(self.unfinished))  # the unfinished count among them
         if not left:  # all its trials finished: the tables alone
             return self.results
-        slots, threads = executors.local_slots(self.options.jobs)
+        slots, threads = executors.local_slots(self.options.jobs, self.options.threads)
         slots = slots[: max(1, min(len(slots), left))]
         max_epochs = {f"trial{n}": self.epochs for n in range(len(self.study.trials) + left)}
         with (
