@@ -54,7 +54,7 @@ def test_listed_cells_run_with_their_flags_and_a_recorded_run_verifies_exactly(c
     runs = folder("cells") / "runs"
     small = yaml.safe_load((runs / "small" / "seed0" / "config.yaml").read_text())["model"]["init_args"]
     assert (small["attention"], small["dim"]) == ("none", 16)
-    with pytest.raises(ConfigError, match="was made with --cells"):  # other cells: another comparison
+    with pytest.raises(ConfigError, match="--cells mhsa: .* has a cell mhsa with the flags"):  # its flags changed
         compare(
             "--cells",
             "mhsa: --model.attention=local",

@@ -12,7 +12,7 @@ from ... import signals
 from ...errors import ConfigError
 from ...values import NonNegativeFloat, PositiveInt, Seed, argument
 from . import executors, plots, results, sweep
-from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name
+from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name, extend
 from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
 from .grid_status import GridProgress
 from .resolve import has_key, resolve, resolve_cells, wandb_project
@@ -254,6 +254,7 @@ def build_spec(options: argparse.Namespace, run_args: list[str]) -> Spec:
         test_args=list(options.test_override),
         test_ckpt=options.test_ckpt,
     )
+    spec.added = extend(spec)  # the cells it has, and new --grid values or --cells entries after them
     spec.baseline = spec.cell(options.baseline) if options.baseline else (spec.cells[0] if spec.cells else None)
     return spec
 
@@ -379,9 +380,15 @@ def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
     if not options.report:
         spec.save()
         todo = [p for p in all_plans if state(Path(p.run_dir)) != "done"]
+        added = (
+            f" ({len(spec.added)} new: {', '.join(c.label for c in spec.added)})"
+            if spec.added and len(spec.added) < len(spec.cells)
+            else ""
+        )
         print(
-            f"Comparison {spec.name}: {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s) = {len(all_plans)} runs, "
-            f"{len(all_plans) - len(todo)} finished already; running {len(todo)} ({options.executor}) in {spec.folder}",
+            f"Comparison {spec.name}: {len(spec.cells)} cell(s){added} x {len(spec.seeds)} seed(s) = {len(all_plans)} "
+            f"runs, {len(all_plans) - len(todo)} finished already; running {len(todo)} ({options.executor}) in "
+            f"{spec.folder}",
             flush=True,
         )
         outcome = run(spec, options, todo) if todo else []
