@@ -4,8 +4,12 @@ comparison, an ETA that follows early stopping, a search that says what it does,
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import yaml
+
+from framework.__main__ import main
 from framework.commands.compare import executors
 from framework.commands.compare.comparison import Spec, check_resumable, extend, load
 from framework.commands.compare.grid import parse_cells, parse_grid
@@ -85,3 +89,55 @@ def test_rerunning_with_an_extra_grid_value_runs_only_the_new_cell_and_tables_al
     added = folder("grow") / "runs" / "attention=local" / "seed0"
     assert read_summary(added)["fit"]["provenance"]["numerics"]["threads"] == 1  # the exported OMP_NUM_THREADS
     assert set(summary.records) == {"attention=none", "attention=local"} and not summary.missing
+
+
+def _printed(capsys, *flags: str) -> dict:
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", "domains/demo/demo.yaml", *flags, "--print_config"])
+    return yaml.safe_load(capsys.readouterr().out)
+
+
+def test_one_early_stopping_argument_is_a_flag_whose_mode_follows_the_metric_direction_table(capsys, monkeypatch):
+    assert _printed(capsys)["early_stopping"]["patience"] is None  # off by default
+    stopping = _printed(capsys, "--early_stopping.patience=5")["early_stopping"]
+    assert (stopping["monitor"], stopping["mode"], stopping["patience"]) == ("val/acc", "max", 5)  # the checkpoint's
+    loss = _printed(capsys, "--early_stopping.patience=5", "--early_stopping.monitor=val/loss")["early_stopping"]
+    assert loss["mode"] == "min"
+    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)
+    for flags, said in (
+        (
+            ["--early_stopping.patience=5", "--early_stopping.mode=min"],
+            "early_stopping.mode=min, but val/acc is better",
+        ),
+        (
+            ["--early_stopping.patience=5", "--early_stopping.monitor=val/nothing"],
+            "early_stopping.monitor=val/nothing:",
+        ),
+        (["--early_stopping.patience=-1"], "early_stopping.patience"),
+        (["--early_stopping.min_delta=-0.1"], "early_stopping.min_delta"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            main(["fit", "--config", "domains/demo/demo.yaml", *flags, "--print_config"])
+        assert stop.value.code in (1, 2) and said in capsys.readouterr().err
+
+
+def test_the_graph_configs_declare_their_early_stopping_as_the_section():
+    for name in ("gat_cora", "gatv2_cora", "gcn_cora", "han_movielens"):
+        config = yaml.safe_load(Path(f"domains/graph/{name}.yaml").read_text())
+        assert config["early_stopping"] == {"monitor": "val/loss", "patience": 100}
+        assert "callbacks" not in config["trainer"]  # --early_stopping.patience=N changes it alone
+
+
+@pytest.mark.slow
+def test_early_stopping_flags_reach_every_run_of_a_comparison():
+    compare(
+        "--grid",
+        "model.attention=[none]",
+        "--trainer.max_epochs=4",
+        "--early_stopping.patience=0",
+        "--early_stopping.stopping_threshold=0",  # val/acc >= 0 at the first validation: stop there
+        "--name",
+        "stops",
+    )
+    fit = read_summary(folder("stops") / "runs" / "attention=none" / "seed0")["fit"]
+    assert fit["status"] == "finished" and fit["epochs"] == 1
