@@ -141,3 +141,47 @@ def test_early_stopping_flags_reach_every_run_of_a_comparison():
     )
     fit = read_summary(folder("stops") / "runs" / "attention=none" / "seed0")["fit"]
     assert fit["status"] == "finished" and fit["epochs"] == 1
+
+
+def test_the_eta_follows_early_stopping_not_the_epoch_ceiling(tmp_path, monkeypatch):
+    from framework.commands.compare import grid_status
+    from framework.commands.compare.runner import RunPlan, RunResult
+    from framework.runs import write_json_atomically
+
+    plans = [
+        RunPlan(cell=f"c{i}", label=f"c{i}", seed=0, run_dir=str(tmp_path / f"c{i}"), fit_args=[], test_args=[])
+        for i in range(3)
+    ]
+    stopping = grid_status.Stopping.of({"early_stopping": {"monitor": "val/loss", "patience": 10}})
+    assert stopping == grid_status.Stopping(10, "val/loss")
+    callback = {"class_path": "lightning.pytorch.callbacks.EarlyStopping", "init_args": {"monitor": "val/loss"}}
+    assert grid_status.Stopping.of({"trainer": {"callbacks": [callback]}}) == grid_status.Stopping(3, "val/loss")
+    assert grid_status.Stopping.of({"early_stopping": {"patience": None}}) is None
+
+    def fit(plan, losses, status="running", epochs=None):
+        history = [{"epoch": e, "val/loss": loss} for e, loss in enumerate(losses)]
+        summary = {"status": status, "history": history, "monitor": "val/acc", "directions": {"val/loss": "min"}}
+        write_json_atomically(Path(plan.run_dir) / "summary.json", {"fit": {**summary, "epochs": epochs}})
+
+    clock = [0.0]
+    monkeypatch.setattr(grid_status.time, "monotonic", lambda: clock[0])
+    cells = [plan.cell for plan in plans]
+    status = grid_status.GridProgress(3, dict.fromkeys(cells, 1000), 0, dict.fromkeys(cells, stopping))
+    without = grid_status.GridProgress(3, dict.fromkeys(cells, 1000), 0)
+    for progress in (status, without):
+        progress.started(plans[0])
+    clock[0] = 30.0
+    fit(plans[0], [1.0, 0.8, 0.7])  # 3 epochs in 30 s, the last one the best: it stops at 13 epochs at the earliest
+    running = list(status.running.values())
+    epochs = {plans[0].key: 3}
+    assert status.expected_epochs(plans[0], 3) == 13
+    assert status.eta(30.0, running, epochs) == pytest.approx(10 * 10 + 2 * 130)  # not 997 + 2 x 1000 epochs
+    assert without.eta(30.0, running, epochs) == pytest.approx(9970 + 2 * 10000)
+    fit(plans[0], [1.0, 0.8, 0.7] + [0.9] * 17, status="finished", epochs=20)
+    status.finished(plans[0], RunResult(plans[0].key, True, "fit+test", seconds=200.0))
+    status.started(plans[1])
+    clock[0] = 50.0
+    fit(plans[1], [1.0, 0.5])  # the finished fit trained 20 epochs: so is this one expected to
+    assert status.expected_epochs(plans[1], 2) == 20
+    fit(plans[1], [1.0 - 0.01 * e for e in range(22)])  # still improving after 22 epochs: 10 more at the least
+    assert status.expected_epochs(plans[1], 22) == 22 + 10

@@ -14,7 +14,7 @@ from ...values import NonNegativeFloat, PositiveInt, Seed, argument
 from . import executors, plots, results, sweep
 from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name, extend
 from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
-from .grid_status import GridProgress
+from .grid_status import GridProgress, Stopping
 from .resolve import has_key, resolve, resolve_cells, wandb_project
 from .runner import RunPlan, RunResult, explain_failures, fit_arguments, state
 
@@ -276,14 +276,16 @@ def check_cells(spec: Spec) -> None:
         raise
     spec.resolved = {name: config_hash(text) for name, text in resolved.items()}
     spec.wandb_project = wandb_project(next(iter(resolved.values())))
-    spec.max_epochs = {name: max_epochs(text) for name, text in resolved.items()}
-
-
-def max_epochs(resolved_yaml: str) -> Optional[int]:
-    """The resolved config's ``trainer.max_epochs``; None when unset or unbounded (-1)."""
     import yaml
 
-    value = ((yaml.safe_load(resolved_yaml) or {}).get("trainer") or {}).get("max_epochs")
+    configs = {name: yaml.safe_load(text) or {} for name, text in resolved.items()}
+    spec.max_epochs = {name: max_epochs(config) for name, config in configs.items()}
+    spec.stopping = {name: Stopping.of(config) for name, config in configs.items()}
+
+
+def max_epochs(config: dict) -> Optional[int]:
+    """A resolved config's ``trainer.max_epochs``; None when unset or unbounded (-1)."""
+    value = (config.get("trainer") or {}).get("max_epochs")
     return value if isinstance(value, int) and value > 0 else None
 
 
@@ -412,7 +414,7 @@ def run(spec: Spec, options: argparse.Namespace, todo: list[RunPlan]) -> list[Ru
     runs and ends as :mod:`framework.signals` says."""
     start = time.perf_counter()
     try:
-        with GridProgress(len(todo), spec.max_epochs, options.status_every) as progress:
+        with GridProgress(len(todo), spec.max_epochs, options.status_every, spec.stopping) as progress:
             if options.executor == "submitit":
                 outcome = executors.run_submitit(
                     todo, spec.folder, options.jobs, options.submitit, progress, options.threads

@@ -42,6 +42,7 @@ class Spec:
     cells: list[Cell] = field(default_factory=list)
     baseline: Optional[Cell] = None  # the cell of the significance test (not part of the spec)
     max_epochs: dict[str, Optional[int]] = field(default_factory=dict)  # by cell, for the progress (not part of it)
+    stopping: dict[str, Any] = field(default_factory=dict)  # by cell, its early stopping (.grid_status.Stopping)
     search: dict[str, str] = field(default_factory=dict)  # --search: key -> its space; the cells are its trials
     added: list[Cell] = field(default_factory=list)  # cells new to a comparison that had others (not part of it)
 

@@ -47,7 +47,7 @@ from ...runs import read_summary
 from . import executors, results
 from .comparison import Spec, check_resumable, comparison_folder, default_name
 from .grid import KEY_PATTERN, Cell, value_text
-from .grid_status import GridProgress
+from .grid_status import GridProgress, Stopping
 from .pool import Pool
 from .pruning import make_pruner
 from .resolve import has_key, resolve, wandb_project
@@ -226,6 +226,7 @@ def search(options: argparse.Namespace, run_args: list[str]) -> results.Summary:
         flush=True,
     )
     trials = Trials(spec, options, spaces, study, epochs if isinstance(epochs, int) and epochs > 0 else None)
+    trials.stopping = Stopping.of(config)
     try:
         ended = trials.run()
     except executors.GridStopped:
@@ -256,6 +257,7 @@ class Trials:
         self.active = 0
         self.retried = 0  # trials left unfinished for the next invocation (a run stopped or killed from outside)
         self.results: list[RunResult] = []
+        self.stopping: Optional[Stopping] = None  # the config's early stopping, for the ETA
 
     def next(self) -> Optional[tuple[int, int, dict]]:
         with self.lock:
@@ -276,9 +278,10 @@ class Trials:
             return self.results
         slots, threads = executors.local_slots(self.options.jobs, self.options.threads)
         slots = slots[: max(1, min(len(slots), left))]
-        max_epochs = {f"trial{n}": self.epochs for n in range(len(self.study.trials) + left)}
+        names = [f"trial{n}" for n in range(len(self.study.trials) + left)]
+        max_epochs, stopping = {name: self.epochs for name in names}, {name: self.stopping for name in names}
         with (
-            GridProgress(left * len(self.spec.seeds), max_epochs, self.options.status_every) as progress,
+            GridProgress(left * len(self.spec.seeds), max_epochs, self.options.status_every, stopping) as progress,
             Pool(slots, threads) as pool,
             concurrent.futures.ThreadPoolExecutor(len(slots)) as loops,
         ):
