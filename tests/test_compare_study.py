@@ -4,6 +4,7 @@ comparison, an ETA that follows early stopping, a search that says what it does,
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,49 @@ def test_the_eta_follows_early_stopping_not_the_epoch_ceiling(tmp_path, monkeypa
     assert status.expected_epochs(plans[1], 2) == 20
     fit(plans[1], [1.0 - 0.01 * e for e in range(22)])  # still improving after 22 epochs: 10 more at the least
     assert status.expected_epochs(plans[1], 22) == 22 + 10
+
+
+def test_the_search_says_which_trials_are_random_draws_and_its_pruner_has_a_declared_warm_up():
+    from framework.commands.compare import search
+    from framework.commands.compare.pruning import PrunerSettings
+
+    assert search.sampling(8, 10).startswith("all 8 trial(s) are random draws: TPE proposes once 10 have finished")
+    assert search.sampling(20, 10) == "the first 10 trial(s) are random draws (--startup_trials), then TPE proposes"
+    median = PrunerSettings.of("median", None, None, 40)
+    assert (median.warmup, median.startup) == (10, 5)  # a quarter of max_epochs; Optuna's 5 startup trials
+    pruner = median.build()
+    assert (pruner._n_warmup_steps, pruner._n_startup_trials) == (10, 5)
+    assert PrunerSettings.of("median", 2, 3, None).build()._n_warmup_steps == 2
+    assert PrunerSettings.of("median", None, None, None).warmup == 1
+    assert PrunerSettings.of("hyperband", 3, None, 20).build()._min_resource == 3
+    assert PrunerSettings(**asdict(median)) == median  # what a worker's fit rebuilds it from
+    with pytest.raises(ConfigError, match="--pruner_startup_trials: the hyperband pruner has no startup trials"):
+        PrunerSettings.of("hyperband", None, 4, 20)
+    with pytest.raises(ConfigError, match="--pruner none has none"):
+        PrunerSettings.of("none", 2, None, 20)
+    with pytest.raises(ConfigError, match="--pruner_warmup sets a --search's pruner"):
+        compare("--grid", "model.attention=[none]", "--pruner_warmup", "2")
+
+
+def test_a_pruned_run_is_said_to_be_pruned_not_failed(tmp_path):
+    from framework.commands.compare import grid_status
+    from framework.commands.compare.runner import RunPlan, RunResult
+
+    plan = RunPlan(cell="trial1", label="trial 1 [TPE]", seed=0, run_dir=str(tmp_path), fit_args=[], test_args=[])
+    pruned = RunResult(plan.key, False, "fit", 12.0, "pruned: Trial was pruned at epoch 3.", pruned=True)
+    assert grid_status.run_line(plan, pruned, 2, 4) == (
+        "[2/4] trial 1 [TPE] seed 0: pruned after 12 s (Trial was pruned at epoch 3)"
+    )
+    status = grid_status.GridProgress(4, every=0)
+    status.finished(plan, pruned)
+    assert status.describe().startswith("1/4 runs done (1 pruned)")
+
+
+def test_best_yaml_keeps_the_configs_epoch_budget_not_the_searchs_cut_one():
+    from framework.commands.compare import search
+
+    args = ["--config", "domains/demo/demo.yaml", "--trainer.max_epochs=2", "--trainer.max_steps", "50"]
+    assert search.budget_flags(args) == [2, 3, 4]
+    budget = search.configured_budget(args)
+    assert budget["max_epochs"] == 8 and budget["max_steps"] == -1  # demo.yaml's, Lightning's default
+    assert search.configured_budget(["--config", "domains/demo/demo.yaml"]) == {}

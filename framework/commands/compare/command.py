@@ -10,7 +10,7 @@ from typing import NoReturn, Optional
 
 from ... import signals
 from ...errors import ConfigError
-from ...values import NonNegativeFloat, PositiveInt, Seed, argument
+from ...values import NonNegativeFloat, NonNegativeInt, PositiveInt, Seed, argument
 from . import executors, plots, results, sweep
 from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name, extend
 from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
@@ -105,6 +105,26 @@ def parser() -> argparse.ArgumentParser:
         choices=["median", "hyperband", "none"],
         default="median",
         help="--search: stop trials whose validation metric falls behind (Optuna's pruners; default median)",
+    )
+    p.add_argument(
+        "--startup_trials",
+        type=argument(NonNegativeInt),
+        default=10,
+        help="--search: trials TPE draws at random before it proposes (its n_startup_trials; default 10)",
+    )
+    p.add_argument(
+        "--pruner_warmup",
+        type=argument(NonNegativeInt),
+        default=None,
+        metavar="EPOCHS",
+        help="--search: a trial's first EPOCHS epochs are never pruned (default max_epochs // 4, at least 1)",
+    )
+    p.add_argument(
+        "--pruner_startup_trials",
+        type=argument(NonNegativeInt),
+        default=None,
+        metavar="N",
+        help="--search, --pruner median: no trial is pruned before N trials finished (default 5)",
     )
     p.add_argument(
         "--verify",
@@ -219,6 +239,16 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         )
         if given
     ]
+    search_only = [
+        flag
+        for flag, given in (
+            ("--pruner_warmup", options.pruner_warmup is not None),
+            ("--pruner_startup_trials", options.pruner_startup_trials is not None),
+        )
+        if given
+    ]
+    if search_only and not options.search:
+        raise ConfigError(f"{search_only[0]} sets a --search's pruner; a grid prunes nothing")
     if options.search and grid_only:
         raise ConfigError(
             f"{grid_only[0]} takes a --grid or --cells comparison, not a --search (its trials run on "

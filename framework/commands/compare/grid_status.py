@@ -102,7 +102,8 @@ class GridProgress:
             self.running.pop(plan.key, None)
             if not result.stopped:  # a stopped run is not done: the next invocation resumes it
                 self.done += 1
-                self.failed += not result.ok
+                self.failed += not result.ok and not result.pruned  # a pruned trial is an outcome
+                self.pruned += result.pruned
             if result.ok and result.did.startswith("fit"):
                 self.fits.append(result.seconds)
             if result.ok and result.did != "nothing":
@@ -129,10 +130,11 @@ class GridProgress:
         now = time.monotonic()
         with self._lock:
             running = list(self.running.values())
-            done, failed = self.done, self.failed
+            done, failed, pruned = self.done, self.failed, self.pruned
         epochs = {plan.key: _epochs(plan) for plan, *_ in running}
         names = [f"{plan.label} seed {plan.seed} {self._stage(plan, epochs[plan.key])}" for plan, *_ in running[:NAMED]]
-        parts = [f"{done}/{self.total} runs done" + (f" ({failed} failed)" if failed else "")]
+        ended = ", ".join(f"{n} {what}" for n, what in ((failed, "failed"), (pruned, "pruned")) if n)
+        parts = [f"{done}/{self.total} runs done" + (f" ({ended})" if ended else "")]
         if running:
             parts.append(
                 "running: " + ", ".join(names) + (f" +{len(running) - NAMED} more" if len(running) > NAMED else "")
@@ -198,8 +200,12 @@ def _epochs(plan: RunPlan) -> Optional[int]:
 
 
 def run_line(plan: RunPlan, result: RunResult, done: int, total: int) -> str:
-    """``[3/8] mhsa seed 1: fit+test in 41 s, test/acc 0.9120``, or why it failed."""
+    """``[3/8] mhsa seed 1: fit+test in 41 s, test/acc 0.9120``, that a search's pruner stopped it
+    (``pruned: ...``), or why it failed."""
     head = f"[{done}/{total}] {plan.label} seed {plan.seed}"
+    if result.pruned:  # the pruner's word: "Trial was pruned at epoch 3."
+        said = result.error.removeprefix("pruned:").strip().rstrip(".")
+        return f"{head}: pruned after {result.seconds:.0f} s" + (f" ({said})" if said else "")
     if not result.ok:
         return f"{head}: FAILED: {result.error}" + (f"; log: {result.log}" if result.log else "")
     test = read_summary(Path(plan.run_dir) / TEST_FOLDER).get("test", {}).get("metrics", {})
