@@ -110,6 +110,7 @@ def parser() -> argparse.ArgumentParser:
         "--startup_trials",
         type=argument(NonNegativeInt),
         default=10,
+        metavar="N",
         help="--search: trials TPE draws at random before it proposes (its n_startup_trials; default 10)",
     )
     p.add_argument(
@@ -160,6 +161,7 @@ def parser() -> argparse.ArgumentParser:
         "--threads",
         type=argument(PositiveInt),
         default=None,
+        metavar="N",
         help="torch threads of each run (default: OMP_NUM_THREADS where exported, else cores // jobs)",
     )
     p.add_argument(
