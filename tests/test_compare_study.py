@@ -206,8 +206,9 @@ def test_the_search_says_which_trials_are_random_draws_and_its_pruner_has_a_decl
         PrunerSettings.of("hyperband", None, 4, 20)
     with pytest.raises(ConfigError, match="--pruner none has none"):
         PrunerSettings.of("none", 2, None, 20)
-    with pytest.raises(ConfigError, match="--pruner_warmup sets a --search's pruner"):
-        compare("--grid", "model.attention=[none]", "--pruner_warmup", "2")
+    for flag in ("--pruner_warmup", "--startup_trials"):
+        with pytest.raises(ConfigError, match=f"{flag} sets how a --search draws or prunes its trials"):
+            compare("--grid", "model.attention=[none]", flag, "2")
 
 
 def test_a_pruned_run_is_said_to_be_pruned_not_failed(tmp_path):

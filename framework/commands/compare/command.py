@@ -109,7 +109,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--startup_trials",
         type=argument(NonNegativeInt),
-        default=10,
+        default=None,
         metavar="N",
         help="--search: trials TPE draws at random before it proposes (its n_startup_trials; default 10)",
     )
@@ -244,13 +244,14 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     search_only = [
         flag
         for flag, given in (
+            ("--startup_trials", options.startup_trials is not None),
             ("--pruner_warmup", options.pruner_warmup is not None),
             ("--pruner_startup_trials", options.pruner_startup_trials is not None),
         )
         if given
     ]
     if search_only and not options.search:
-        raise ConfigError(f"{search_only[0]} sets a --search's pruner; a grid prunes nothing")
+        raise ConfigError(f"{search_only[0]} sets how a --search draws or prunes its trials; a grid has none")
     if options.search and grid_only:
         raise ConfigError(
             f"{grid_only[0]} takes a --grid or --cells comparison, not a --search (its trials run on "

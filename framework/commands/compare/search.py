@@ -61,6 +61,8 @@ from .runner import RunPlan, RunResult, explain_failures, fit_arguments
 STUDY_FILE = "study.db"
 BEST_FILE = "best.yaml"
 RANGE = re.compile(r"^(uniform|loguniform|int|logint)\((.*)\)$")
+#: Trials TPE draws at random before it proposes, unless --startup_trials says (Optuna's default).
+STARTUP_TRIALS = 10
 #: The trainer's keys of a run's budget: set on the search's command line, best.yaml keeps the config's own.
 BUDGET = ("max_epochs", "min_epochs", "max_steps", "min_steps", "max_time")
 
@@ -230,19 +232,18 @@ def search(options: argparse.Namespace, run_args: list[str]) -> results.Summary:
     epochs = (config.get("trainer") or {}).get("max_epochs")
     epochs = epochs if isinstance(epochs, int) and epochs > 0 else None
     pruner = PrunerSettings.of(options.pruner, options.pruner_warmup, options.pruner_startup_trials, epochs)
-    study = open_study(
-        spec, "maximize" if spec.mode == "max" else "minimize", pruner, options.first_seed, options.startup_trials
-    )
+    startup = STARTUP_TRIALS if options.startup_trials is None else options.startup_trials
+    study = open_study(spec, "maximize" if spec.mode == "max" else "minimize", pruner, options.first_seed, startup)
     done = len([t for t in study.trials if t.state.is_finished()])
     print(
         f"Search {spec.name}: {len(spaces)} key(s), {options.trials} trial(s) x {len(seeds)} seed(s), "
-        f"{done} finished already; {sampling(options.trials, options.startup_trials)}; {pruner.said()} on "
+        f"{done} finished already; {sampling(options.trials, startup)}; {pruner.said()} on "
         f"{spec.monitor} ({spec.mode}); in {spec.folder}",
         flush=True,
     )
     trials = Trials(spec, options, spaces, study, epochs)
     trials.pruner = pruner
-    trials.early_stopping = Stopping.of(config)
+    trials.early_stopping, trials.startup = Stopping.of(config), startup
     try:
         ended = trials.run()
     except executors.GridStopped:
@@ -287,6 +288,7 @@ class Trials:
         self.results: list[RunResult] = []
         self.early_stopping: Optional[Stopping] = None  # the config's early stopping, for the ETA
         self.pruner: Optional[PrunerSettings] = None
+        self.startup = STARTUP_TRIALS  # trials TPE draws at random
         self.drawn: dict[int, str] = {}  # trial number: "random draw" or "TPE", as the sampler drew it
 
     def next(self) -> Optional[tuple[int, int, dict]]:
@@ -303,7 +305,7 @@ class Trials:
             self.active += 1
             told = len(self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
             trial = self.study.ask({key: space.distribution for key, space in self.spaces.items()})
-            self.drawn[trial.number] = "random draw" if told < self.options.startup_trials else "TPE"
+            self.drawn[trial.number] = "random draw" if told < self.startup else "TPE"
             return trial.number, trial._trial_id, trial.params
 
     def run(self) -> list[RunResult]:
