@@ -86,6 +86,7 @@ def test_rerunning_with_an_extra_grid_value_runs_only_the_new_cell_and_tables_al
     summary = compare("--grid", "model.attention=[none,local]", "--trainer.max_epochs=1", "--name", "grow")
     out = capsys.readouterr().out
     assert "2 cell(s) (1 new: local) x 1 seed(s) = 2 runs, 1 finished already; running 1" in out
+    assert "1 warm worker(s), 1 torch thread(s) a run" in out
     assert (run / "summary.json").stat().st_mtime_ns == stamp  # the finished cell was not run again
     added = folder("grow") / "runs" / "attention=local" / "seed0"
     assert read_summary(added)["fit"]["provenance"]["numerics"]["threads"] == 1  # the exported OMP_NUM_THREADS

@@ -140,8 +140,12 @@ def run_local(
     """Run the plans on ``jobs`` warm local workers (``threads`` each, see :func:`local_slots`);
     results in the order the runs end."""
     slots, threads = local_slots(jobs, threads)
+    slots = slots[: max(1, len(plans))]
+    gpus = ",".join(sorted({slot for slot in slots if slot is not None}))
+    where = f" on GPU {gpus}" if gpus else ""
+    print(f"{len(slots)} warm worker(s){where}, {threads} torch thread(s) a run (--threads sets it)", flush=True)
     results: list[RunResult] = []
-    with Pool(slots[: max(1, len(plans))], threads) as pool:
+    with Pool(slots, threads) as pool:
         futures = {pool.submit(plan, watcher.started): plan for plan in plans}
         pending = set(futures)
 
