@@ -8,7 +8,18 @@ the code and libraries, the device and the attention blocks the model used.
      "versions": {"python": "3.11.7", "torch": "2.11.0+cu130", "cuda": "13.0", "lightning": "2.6.6", ...},
      "code": {"commit": "4fee354...", "clean": false},
      "device": "cpu (x86_64, 2 threads)" or "NVIDIA H200",
+     "numerics": {"threads": 2, "cpu_capability": "AVX2", "precision": "32-true",
+                  "float32_matmul_precision": "highest", "cudnn_benchmark": false, ...},
      "blocks": {"encoder.layers.0.attention": {"class": "...MultiHeadSelfAttention", "backend": "sdpa"}}}
+
+Within one version of the code and the libraries, a seed reproduces a run run for run: what
+else decides its numbers is recorded with it, so that where a rerun's numbers differ the record
+says which part changed (``compare --verify`` sets the parts side by side): the config (its
+hash), the data, the seed, the code and the library versions, the device, and ``numerics``
+(:func:`numerics`), the settings of this process that change floating-point results without
+changing the config: torch's threads (a sum split over more threads adds in another order), the
+CPU's vector instructions torch dispatches to, the trainer's precision, TF32 and matmul
+precision, cuDNN's autotuning and determinism, and cuBLAS's workspace.
 
 The data's ``content_key`` hashes the files a reader names in its ``sources`` (the same key the
 caches use, :func:`framework.data.content_key`); generated data has none: its class, arguments
@@ -18,6 +29,7 @@ and the seed say what it was.
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
@@ -75,6 +87,22 @@ def code_state(root: Path = ROOT) -> dict[str, Any]:
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no") if commit else None
     return {"commit": commit, "clean": None if status is None else status == ""}
+
+
+def numerics(precision: Optional[str] = None) -> dict[str, Any]:
+    """This process's settings that change a run's numbers but not its config (see the module's
+    docstring); ``precision``: the trainer's (``32-true``, ``bf16-mixed`` ...)."""
+    return {
+        "threads": torch.get_num_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "precision": precision,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cuda_matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "cublas_workspace": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    }
 
 
 def device_name(module: nn.Module) -> str:

@@ -190,9 +190,10 @@ def test_a_comparison_runs_writes_the_tables_and_resumes(capsys):
     compare(*GRID, "--seeds", "2", "--name", "demo2x2")  # everything finished: nothing runs
     assert "4 finished already; running 0" in capsys.readouterr().out
 
-    # Another grid in the same folder is refused, naming the difference.
-    with pytest.raises(ConfigError, match=r"--grid model.attention=\[mhsa,none\], here \[mhsa,local\]"):
-        compare("--grid", "model.attention=[mhsa,local]", "--name", "demo2x2")
+    # Another grid in the same folder is refused, naming the difference (new values of its keys join it:
+    # tests/test_compare_study.py).
+    with pytest.raises(ConfigError, match=r"was made with no --grid model.dim; here it is \[16\]"):
+        compare("--grid", "model.attention=[mhsa,local]", "--grid", "model.dim=[16]", "--name", "demo2x2")
     with pytest.raises(ConfigError, match="run arguments"):
         compare(*GRID, "--trainer.max_epochs=3", "--name", "demo2x2")
 

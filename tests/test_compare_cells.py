@@ -54,7 +54,7 @@ def test_listed_cells_run_with_their_flags_and_a_recorded_run_verifies_exactly(c
     runs = folder("cells") / "runs"
     small = yaml.safe_load((runs / "small" / "seed0" / "config.yaml").read_text())["model"]["init_args"]
     assert (small["attention"], small["dim"]) == ("none", 16)
-    with pytest.raises(ConfigError, match="was made with --cells"):  # other cells: another comparison
+    with pytest.raises(ConfigError, match="--cells mhsa: .* has a cell mhsa with the flags"):  # its flags changed
         compare(
             "--cells",
             "mhsa: --model.attention=local",
@@ -81,8 +81,8 @@ def test_listed_cells_run_with_their_flags_and_a_recorded_run_verifies_exactly(c
         is None
     )
     said = capsys.readouterr().out
-    assert "MATCH (deterministic on the same device: the test metrics must be equal)" in said
-    assert "config_hash: same" in said and "versions: same" in said
+    assert "MATCH (deterministic on the same device and numerics: the test metrics must be equal)" in said
+    assert "config_hash: same" in said and "versions: same" in said and "numerics: same" in said
     assert not (folder("cells") / "verify").exists()  # a matching rerun is not kept
     with pytest.raises(ConfigError, match="--verify nothing: no such cell; the cells are mhsa, small"):
         compare(
@@ -106,3 +106,38 @@ def test_the_verdict_is_exact_for_deterministic_runs_on_one_device_else_within_t
     assert (
         verify.recorded_threads(fit["provenance"]) == 1 and verify.recorded_threads({"device": "NVIDIA H100"}) is None
     )
+
+
+def test_the_verify_report_names_the_part_of_the_provenance_that_differs():
+    numerics = {"threads": 1, "cpu_capability": "AVX2", "precision": "32-true"}
+    record = {"deterministic": True, "device": "cpu", "seed": 0, "numerics": numerics, "versions": {"torch": "2.1"}}
+    fit = {"monitor": "val/acc", "provenance": record}
+    test = {"metrics": {"test/acc": 0.5}}
+    more_threads = {**fit, "provenance": {**record, "numerics": {**numerics, "threads": 2}}}
+    found = verify.compare(fit, test, more_threads, {"metrics": {"test/acc": 0.51}}, None, 1e-3)
+    said = verify.report(found)
+    assert not found["exact"] and not found["match"] and found["differing"] == ["numerics"]
+    assert "numerics: DIFFERENT (threads 1 -> 2)" in said and "what differs: numerics" in said
+    assert verify.recorded_threads(more_threads["provenance"]) == 2
+    newer = {**fit, "provenance": {**record, "versions": {"torch": "2.2"}}}
+    found = verify.compare(fit, test, newer, {"metrics": {"test/acc": 0.51}}, None, 1e-3)
+    assert found["exact"] and found["differing"] == ["versions"]
+    assert "versions: DIFFERENT (torch '2.1' -> '2.2')" in verify.report(found)
+    same = verify.compare(fit, test, fit, {"metrics": {"test/acc": 0.51}}, None, 1e-3)
+    assert "what differs: nothing recorded" in verify.report(same)
+
+
+def test_the_provenance_record_carries_the_numerics_that_decide_a_runs_numbers():
+    import torch
+
+    from framework import provenance
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        record = provenance.numerics("32-true")
+    finally:
+        torch.set_num_threads(threads)
+    assert record["threads"] == 1 and record["precision"] == "32-true"
+    assert record["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert {"float32_matmul_precision", "cuda_matmul_tf32", "cudnn_benchmark", "cublas_workspace"} <= set(record)

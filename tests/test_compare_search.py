@@ -113,6 +113,8 @@ def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_b
         )
     assert summary.baseline.name == f"trial{study.best_trial.number}"
     out = capsys.readouterr().out
+    assert "all 3 trial(s) are random draws: TPE proposes once 10 have finished" in out
+    assert "[random draw] seed 0: fit+test" in out  # trial 2's line; trial 1 resumed (drawn before)
     assert f"best: trial {study.best_trial.number}" in out and (folder("search") / "results.md").is_file()
 
     best = folder("search") / search.BEST_FILE
@@ -121,4 +123,7 @@ def test_a_search_killed_in_its_second_trial_resumes_from_its_study_and_writes_b
     config = yaml.safe_load(text)
     assert config["optimizer"]["init_args"]["lr"] == study.best_trial.params["optimizer.init_args.lr"]
     assert config["model"]["init_args"]["attention"] == study.best_trial.params["model.attention"]
-    assert config["run_dir"] is None and config["trainer"]["max_epochs"] == 1
+    assert config["run_dir"] is None and config["trainer"]["max_epochs"] == 8  # demo.yaml's, not the search's 1
+    assert "# The search trained with trainer.max_epochs=1; this file has the config's trainer.max_epochs=8" in (
+        best.read_text()
+    )

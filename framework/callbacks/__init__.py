@@ -4,6 +4,7 @@ from .attention_maps import AttentionMaps
 from .attention_stats import AttentionStatistics
 from .checkpoints import RunCheckpoint
 from .collapse import AttentionCollapse
+from .early_stopping import RunEarlyStopping
 from .guard import NonFiniteGuard
 from .prediction_writer import PredictionWriter
 from .progress_bar import ProgressBar
@@ -20,6 +21,7 @@ __all__ = [
     "ProgressBar",
     "ResumePoints",
     "RunCheckpoint",
+    "RunEarlyStopping",
     "RunSummary",
     "StopAtBatchEnd",
 ]

@@ -29,7 +29,7 @@ alone)::
              "memory_kind": "cpu_max_rss",    # or "cuda_max_allocated"
              "best_checkpoint": ".../best.ckpt", "last_checkpoint": ".../last.ckpt",
              "provenance": {"config_hash": ..., "data": ..., "versions": ..., "code": ...,   # see
-                            "device": ..., "blocks": ...},                             # framework.provenance
+                            "device": ..., "numerics": ..., "blocks": ...},            # framework.provenance
              "directions": {"val/acc": "max", "val/loss": "min", ...},   # of every metric the task logs
              "changes": [{"step": 120, "key": "trainer.max_epochs", "from": 3, "to": 5}]},  # a resume's
      "test": {"status": "finished", "ckpt_path": ".../best.ckpt",
@@ -166,6 +166,7 @@ class RunSummary(Callback):
             "versions": provenance.versions(),
             "code": provenance.code_state(),
             "device": provenance.device_name(model),
+            "numerics": provenance.numerics(str(trainer.precision)),
             "blocks": provenance.blocks_record(model),
         }
 

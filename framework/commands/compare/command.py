@@ -10,17 +10,17 @@ from typing import NoReturn, Optional
 
 from ... import signals
 from ...errors import ConfigError
-from ...values import NonNegativeFloat, PositiveInt, Seed, argument
+from ...values import NonNegativeFloat, NonNegativeInt, PositiveInt, Seed, argument
 from . import executors, plots, results, sweep
-from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name
+from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name, extend
 from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
-from .grid_status import GridProgress
+from .grid_status import GridProgress, Stopping
 from .resolve import has_key, resolve, resolve_cells, wandb_project
 from .runner import RunPlan, RunResult, explain_failures, fit_arguments, state
 
 USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
                                 [--cells 'NAME: FLAGS' ...] [--seeds N] [--jobs N] [--name NAME] [--baseline CELL]
-                                [--status_every S] [any fit flag ...]
+                                [--threads N] [--status_every S] [any fit flag ...]
        python -m framework compare --config CONFIG --search KEY=SPACE [--search ...] [--trials N] [--pruner P] ...
        python -m framework compare <the comparison's arguments> --verify CELL [--seed S] [--tolerance T]"""
 EXAMPLE = """examples:
@@ -107,6 +107,27 @@ def parser() -> argparse.ArgumentParser:
         help="--search: stop trials whose validation metric falls behind (Optuna's pruners; default median)",
     )
     p.add_argument(
+        "--startup_trials",
+        type=argument(NonNegativeInt),
+        default=None,
+        metavar="N",
+        help="--search: trials TPE draws at random before it proposes (its n_startup_trials; default 10)",
+    )
+    p.add_argument(
+        "--pruner_warmup",
+        type=argument(NonNegativeInt),
+        default=None,
+        metavar="EPOCHS",
+        help="--search: a trial's first EPOCHS epochs are never pruned (default max_epochs // 4, at least 1)",
+    )
+    p.add_argument(
+        "--pruner_startup_trials",
+        type=argument(NonNegativeInt),
+        default=None,
+        metavar="N",
+        help="--search, --pruner median: no trial is pruned before N trials finished (default 5)",
+    )
+    p.add_argument(
         "--verify",
         default=None,
         metavar="CELL",
@@ -134,8 +155,14 @@ def parser() -> argparse.ArgumentParser:
         "--jobs",
         type=argument(PositiveInt),
         default=None,
-        help="runs at once: default the number of free GPUs, or 1 on a CPU machine (each run gets "
-        "cores // jobs threads)",
+        help="runs at once: default the number of free GPUs, or 1 on a CPU machine",
+    )
+    p.add_argument(
+        "--threads",
+        type=argument(PositiveInt),
+        default=None,
+        metavar="N",
+        help="torch threads of each run (default: OMP_NUM_THREADS where exported, else cores // jobs)",
     )
     p.add_argument(
         "--executor",
@@ -214,6 +241,17 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         )
         if given
     ]
+    search_only = [
+        flag
+        for flag, given in (
+            ("--startup_trials", options.startup_trials is not None),
+            ("--pruner_warmup", options.pruner_warmup is not None),
+            ("--pruner_startup_trials", options.pruner_startup_trials is not None),
+        )
+        if given
+    ]
+    if search_only and not options.search:
+        raise ConfigError(f"{search_only[0]} sets how a --search draws or prunes its trials; a grid has none")
     if options.search and grid_only:
         raise ConfigError(
             f"{grid_only[0]} takes a --grid or --cells comparison, not a --search (its trials run on "
@@ -249,6 +287,7 @@ def build_spec(options: argparse.Namespace, run_args: list[str]) -> Spec:
         test_args=list(options.test_override),
         test_ckpt=options.test_ckpt,
     )
+    spec.added = extend(spec)  # the cells it has, and new --grid values or --cells entries after them
     spec.baseline = spec.cell(options.baseline) if options.baseline else (spec.cells[0] if spec.cells else None)
     return spec
 
@@ -270,14 +309,16 @@ def check_cells(spec: Spec) -> None:
         raise
     spec.resolved = {name: config_hash(text) for name, text in resolved.items()}
     spec.wandb_project = wandb_project(next(iter(resolved.values())))
-    spec.max_epochs = {name: max_epochs(text) for name, text in resolved.items()}
-
-
-def max_epochs(resolved_yaml: str) -> Optional[int]:
-    """The resolved config's ``trainer.max_epochs``; None when unset or unbounded (-1)."""
     import yaml
 
-    value = ((yaml.safe_load(resolved_yaml) or {}).get("trainer") or {}).get("max_epochs")
+    configs = {name: yaml.safe_load(text) or {} for name, text in resolved.items()}
+    spec.max_epochs = {name: max_epochs(config) for name, config in configs.items()}
+    spec.stopping = {name: Stopping.of(config) for name, config in configs.items()}
+
+
+def max_epochs(config: dict) -> Optional[int]:
+    """A resolved config's ``trainer.max_epochs``; None when unset or unbounded (-1)."""
+    value = (config.get("trainer") or {}).get("max_epochs")
     return value if isinstance(value, int) and value > 0 else None
 
 
@@ -374,9 +415,15 @@ def main(argv: Optional[list[str]] = None) -> Optional[results.Summary]:
     if not options.report:
         spec.save()
         todo = [p for p in all_plans if state(Path(p.run_dir)) != "done"]
+        added = (
+            f" ({len(spec.added)} new: {', '.join(c.label for c in spec.added)})"
+            if spec.added and len(spec.added) < len(spec.cells)
+            else ""
+        )
         print(
-            f"Comparison {spec.name}: {len(spec.cells)} cell(s) x {len(spec.seeds)} seed(s) = {len(all_plans)} runs, "
-            f"{len(all_plans) - len(todo)} finished already; running {len(todo)} ({options.executor}) in {spec.folder}",
+            f"Comparison {spec.name}: {len(spec.cells)} cell(s){added} x {len(spec.seeds)} seed(s) = {len(all_plans)} "
+            f"runs, {len(all_plans) - len(todo)} finished already; running {len(todo)} ({options.executor}) in "
+            f"{spec.folder}",
             flush=True,
         )
         outcome = run(spec, options, todo) if todo else []
@@ -400,11 +447,13 @@ def run(spec: Spec, options: argparse.Namespace, todo: list[RunPlan]) -> list[Ru
     runs and ends as :mod:`framework.signals` says."""
     start = time.perf_counter()
     try:
-        with GridProgress(len(todo), spec.max_epochs, options.status_every) as progress:
+        with GridProgress(len(todo), spec.max_epochs, options.status_every, spec.stopping) as progress:
             if options.executor == "submitit":
-                outcome = executors.run_submitit(todo, spec.folder, options.jobs, options.submitit, progress)
+                outcome = executors.run_submitit(
+                    todo, spec.folder, options.jobs, options.submitit, progress, options.threads
+                )
             else:
-                outcome = executors.run_local(todo, options.jobs, progress)
+                outcome = executors.run_local(todo, options.jobs, progress, options.threads)
     except executors.GridStopped as stop:
         ended = stop.results
         print(

@@ -3,7 +3,10 @@
 ``runs/compare/<name>/spec.json`` records the run arguments, the grid, the test arguments
 and each cell's resolved config (its hash). A second invocation with the same spec resumes
 the comparison; one with another spec is refused, naming the difference. Seeds are not part
-of the spec: adding seeds to a finished comparison runs only the new ones.
+of the spec: adding seeds to a finished comparison runs only the new ones. Nor is the list of
+cells closed: a ``--grid`` value or a ``--cells`` entry the comparison does not have yet joins it
+(:func:`extend`), so that the same command with one more value runs only the new cells and tables
+all of them; a cell whose flags changed under a name the comparison has is refused, naming it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ class Spec:
     cells: list[Cell] = field(default_factory=list)
     baseline: Optional[Cell] = None  # the cell of the significance test (not part of the spec)
     max_epochs: dict[str, Optional[int]] = field(default_factory=dict)  # by cell, for the progress (not part of it)
+    stopping: dict[str, Any] = field(default_factory=dict)  # by cell, its early stopping (.grid_status.Stopping)
     search: dict[str, str] = field(default_factory=dict)  # --search: key -> its space; the cells are its trials
+    added: list[Cell] = field(default_factory=list)  # cells new to a comparison that had others (not part of it)
 
     def __post_init__(self) -> None:
         if not self.cells:
@@ -117,6 +122,43 @@ def config_hash(resolved_yaml: str) -> str:
     return hashlib.sha256(resolved_yaml.encode()).hexdigest()[:16]
 
 
+def extend(spec: Spec) -> list[Cell]:
+    """The cells of the comparison in ``spec.folder`` joined by those of ``spec``: every grid
+    value and listed cell it had, then the new ones, in the order given (the spec's axes and cells
+    become that union). The cells that are new; none where the folder holds no comparison with
+    the same grid keys (:func:`check_resumable` names that difference). A listed cell whose flags
+    differ from those recorded under its name is a ConfigError naming it."""
+    saved = load(spec.folder)
+    old = [
+        Axis(g["key"], tuple(g["values"]), tuple(tuple(f) for f in g.get("flags") or ())) for g in saved.get("grid", [])
+    ]
+    if not saved or spec.search or saved.get("search") or [axis.key for axis in old] != spec.keys:
+        return []
+    had = {cell.name for cell in cells(old)}
+    spec.axes = [_joined(before, given, spec.folder) for before, given in zip(old, spec.axes)]
+    spec.cells = cells(spec.axes)
+    return [cell for cell in spec.cells if cell.name not in had]
+
+
+def _joined(before: Axis, given: Axis, folder: Path) -> Axis:
+    """One axis of a comparison (``before``) with the values of ``given`` it lacks appended."""
+    values, flags = list(before.values), list(before.flags)
+    known = [value_text(v) for v in values]
+    for index, value in enumerate(given.values):
+        text = value_text(value)
+        if text not in known:
+            values.append(value)
+            known.append(text)
+            flags += [given.flags[index]] if given.key == CELLS_KEY else []
+        elif given.key == CELLS_KEY and list(given.flags[index]) != list(flags[known.index(text)]):
+            raise ConfigError(
+                f"--cells {text}: {folder} has a cell {text} with the flags {' '.join(flags[known.index(text)])!r}, "
+                f"here {' '.join(given.flags[index])!r}; a cell's flags cannot change under its name: give the "
+                "new flags a new name (or choose another --name)"
+            )
+    return Axis(given.key, tuple(values), tuple(flags))
+
+
 def check_resumable(spec: Spec) -> None:
     """Refuse to continue a comparison folder made with another spec, naming the difference."""
     saved = load(spec.folder)
@@ -143,18 +185,19 @@ def check_resumable(spec: Spec) -> None:
         )
     old = {g["key"]: g["values"] for g in saved.get("grid", [])}
     new = {g["key"]: g["values"] for g in here["grid"]}
-    for key in sorted(set(old) | set(new)):
+    for key in sorted(set(old) ^ set(new)):  # another key names every cell otherwise
         if key not in new:
             raise ConfigError(f"{where} --grid {key}={_list(old[key])}, which is not given here{hint}")
-        if key not in old:
-            raise ConfigError(f"{where} no --grid {key}; here it is {_list(new[key])}{hint}")
-        if [value_text(v) for v in old[key]] != [value_text(v) for v in new[key]]:
+        raise ConfigError(f"{where} no --grid {key}; here it is {_list(new[key])}{hint}")
+    for key in old:
+        if [value_text(v) for v in old[key]] != [value_text(v) for v in new[key][: len(old[key])]]:
             flag = "--cells" if key == CELLS_KEY else f"--grid {key}="
             raise ConfigError(f"{where} {flag}{_list(old[key])}, here {_list(new[key])}{hint}")
     listed = [
-        ({g["key"]: g.get("flags") for g in grid}).get(CELLS_KEY) for grid in (saved.get("grid", []), here["grid"])
+        ({g["key"]: g.get("flags") for g in grid}).get(CELLS_KEY) or []
+        for grid in (saved.get("grid", []), here["grid"])
     ]
-    if listed[0] != listed[1]:
+    if listed[0] != listed[1][: len(listed[0])]:
         changed = [name for name, a, b in zip(new.get(CELLS_KEY, []), *listed) if a != b]
         raise ConfigError(f"{where} other flags for the cell(s) {', '.join(changed)} of --cells{hint}")
     if list(old) != list(new):
@@ -167,7 +210,8 @@ def check_resumable(spec: Spec) -> None:
         before = saved.get("resolved_configs", {}).get(cell)
         if before and before != digest:
             raise ConfigError(
-                f"{where} another resolved config for the cell {cell} (a config file it reads has changed since){hint}"
+                f"{where} another resolved config for the cell {cell} (a config file it reads has changed since); "
+                f"a cell's config cannot change under its name{hint}"
             )
 
 

@@ -3,7 +3,8 @@
 * ``local`` (the default): ``--jobs`` warm workers on this machine (:class:`~.pool.Pool`), each
   taking runs one after another. On a machine with GPUs a slot is a GPU (``CUDA_VISIBLE_DEVICES``
   set per worker; ``--jobs`` defaults to the number of free GPUs); on a CPU machine a slot is a
-  worker with ``cores // jobs`` threads (``OMP_NUM_THREADS``).
+  worker. Each run's torch threads (``OMP_NUM_THREADS`` in its worker) are ``--threads``, else the
+  ``OMP_NUM_THREADS`` the user exported, else ``cores // jobs`` (:func:`threads_per_run`).
 * ``submitit``: a job array through `submitit <https://github.com/facebookincubator/submitit>`_,
   one job per run (:class:`Job`): SLURM where ``sbatch`` exists, else submitit's local executor;
   ``--submitit KEY=VALUE`` flags go to ``AutoExecutor.update_parameters`` (``timeout_min=120``,
@@ -40,6 +41,7 @@ from submitit.helpers import Checkpointable
 
 from ... import signals
 from ...errors import ConfigError
+from ...values import PositiveInt
 from .pool import Pool
 from .runner import RunPlan, RunResult, execute
 
@@ -97,8 +99,31 @@ def free_gpus() -> list[str]:
     return gpus
 
 
-def local_slots(jobs: Optional[int]) -> tuple[list[Optional[str]], int]:
-    """The slots of the local executor (a GPU index each, or None on a CPU) and threads per run."""
+#: The environment variable whose value, where the user exported it, is every run's thread count.
+THREADS_ENV = "OMP_NUM_THREADS"
+
+
+def threads_per_run(jobs: int, given: Optional[int] = None) -> int:
+    """A run's torch threads when ``jobs`` run at once: ``given`` (``--threads``), else the
+    ``OMP_NUM_THREADS`` the user exported, else the cores shared out, ``cores // jobs``.
+
+    Under load more threads can be slower (two threads made a graph epoch 4.5x slower than one
+    on a busy 2-core machine): what the user chose is never overridden."""
+    if given:
+        return given
+    exported = os.environ.get(THREADS_ENV, "").strip()
+    if exported:
+        try:
+            return PositiveInt.check(exported)
+        except ValueError as err:
+            said = f"{THREADS_ENV}={exported!r}: {err} (or unset it; --threads N sets a run's threads)"
+            raise ConfigError(said) from None
+    return max(1, cpu_count() // max(1, jobs))
+
+
+def local_slots(jobs: Optional[int], threads: Optional[int] = None) -> tuple[list[Optional[str]], int]:
+    """The slots of the local executor (a GPU index each, or None on a CPU) and threads per run
+    (``threads``, the ``--threads`` flag, or as :func:`threads_per_run` says)."""
     gpus = free_gpus()
     if gpus:
         jobs = jobs or len(gpus)
@@ -106,14 +131,21 @@ def local_slots(jobs: Optional[int]) -> tuple[list[Optional[str]], int]:
     else:
         jobs = jobs or 1
         slots = [None] * jobs
-    return slots, max(1, cpu_count() // jobs)
+    return slots, threads_per_run(jobs, threads)
 
 
-def run_local(plans: list[RunPlan], jobs: Optional[int], watcher: Watcher) -> list[RunResult]:
-    """Run the plans on ``jobs`` warm local workers; results in the order the runs end."""
-    slots, threads = local_slots(jobs)
+def run_local(
+    plans: list[RunPlan], jobs: Optional[int], watcher: Watcher, threads: Optional[int] = None
+) -> list[RunResult]:
+    """Run the plans on ``jobs`` warm local workers (``threads`` each, see :func:`local_slots`);
+    results in the order the runs end."""
+    slots, threads = local_slots(jobs, threads)
+    slots = slots[: max(1, len(plans))]
+    gpus = ",".join(sorted({slot for slot in slots if slot is not None}))
+    where = f" on GPU {gpus}" if gpus else ""
+    print(f"{len(slots)} warm worker(s){where}, {threads} torch thread(s) a run (--threads sets it)", flush=True)
     results: list[RunResult] = []
-    with Pool(slots[: max(1, len(plans))], threads) as pool:
+    with Pool(slots, threads) as pool:
         futures = {pool.submit(plan, watcher.started): plan for plan in plans}
         pending = set(futures)
 
@@ -187,9 +219,15 @@ def submitit_parameters(flags: Iterable[str]) -> dict:
 
 
 def run_submitit(
-    plans: list[RunPlan], folder: Path, jobs: Optional[int], flags: list[str], watcher: Watcher
+    plans: list[RunPlan],
+    folder: Path,
+    jobs: Optional[int],
+    flags: list[str],
+    watcher: Watcher,
+    threads: Optional[int] = None,
 ) -> list[RunResult]:
-    """One job per run in a submitit job array (SLURM, or submitit's local executor)."""
+    """One job per run in a submitit job array (SLURM, or submitit's local executor); ``threads``
+    (``--threads``) a run, else as :func:`threads_per_run` says locally, else the job's cpus_per_task."""
     parameters = submitit_parameters(flags)
     cluster = parameters.pop("cluster", None)
     executor = submitit.AutoExecutor(folder=folder / "submitit" / "%j", cluster=cluster)
@@ -201,9 +239,9 @@ def run_submitit(
     if executor.cluster == "local":
         parameters.pop("slurm_array_parallelism", None)
         parameters = {k: v for k, v in parameters.items() if not k.startswith("slurm_")}
-        threads = max(1, cpu_count() // max(1, min(jobs or len(plans), len(plans))))
+        threads = threads_per_run(min(jobs or len(plans), len(plans)), threads)
     else:
-        threads = int(cpus) if cpus else None
+        threads = threads or (int(cpus) if cpus else None)
     try:
         executor.update_parameters(**parameters)
     except (TypeError, ValueError) as err:

@@ -12,7 +12,10 @@ the seeds of the best validation score of the task's checkpoint metric (``val/ac
 test set chooses nothing). The first seed's fit reports that metric after every validation to
 Optuna's pruner through Optuna's Lightning callback (``optuna_integration``'s
 ``PyTorchLightningPruningCallback``), which stops a trial that falls behind (``--pruner median``,
-the default, or ``hyperband``; ``none``).
+the default, or ``hyperband``; ``none``) once its warm-up is over (:mod:`.pruning`). A pruned
+trial is said to be pruned, never failed. TPE draws the first ``--startup_trials`` trials (10,
+Optuna's default) at random and proposes from the next one: the search says so when it starts,
+and each run's line says which its trial was.
 
 The study lives in ``<comparison>/study.db`` (SQLite): the same command resumes a search that
 was stopped or killed (its unfinished trials run again, their fits resuming from
@@ -22,7 +25,9 @@ a grid's run does: the search goes on with the others, then names it and exits w
 the same command runs it again.
 The finished trials are tabulated as a grid's cells are (``results.md`` ...; the best trial is
 the baseline of the paired tests), and the best trial's config is written as
-``<comparison>/best.yaml``, which ``python -m framework fit --config best.yaml`` takes.
+``<comparison>/best.yaml``, which ``python -m framework fit --config best.yaml`` takes. A
+search often trains with a cut budget (``--trainer.max_epochs=5`` on its command line): best.yaml
+keeps the config's own budget instead (:data:`BUDGET`), and its header says what the search ran.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import statistics
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -47,15 +52,19 @@ from ...runs import read_summary
 from . import executors, results
 from .comparison import Spec, check_resumable, comparison_folder, default_name
 from .grid import KEY_PATTERN, Cell, value_text
-from .grid_status import GridProgress
+from .grid_status import GridProgress, Stopping
 from .pool import Pool
-from .pruning import make_pruner
+from .pruning import PrunerSettings
 from .resolve import has_key, resolve, wandb_project
 from .runner import RunPlan, RunResult, explain_failures, fit_arguments
 
 STUDY_FILE = "study.db"
 BEST_FILE = "best.yaml"
 RANGE = re.compile(r"^(uniform|loguniform|int|logint)\((.*)\)$")
+#: Trials TPE draws at random before it proposes, unless --startup_trials says (Optuna's default).
+STARTUP_TRIALS = 10
+#: The trainer's keys of a run's budget: set on the search's command line, best.yaml keeps the config's own.
+BUDGET = ("max_epochs", "min_epochs", "max_steps", "min_steps", "max_time")
 
 
 @dataclass(frozen=True)
@@ -137,9 +146,10 @@ def storage_url(folder: Path) -> str:
     return f"sqlite:///{folder / STUDY_FILE}"
 
 
-def open_study(spec: Spec, direction: str, pruner: str, first_seed: int):
+def open_study(spec: Spec, direction: str, pruner: PrunerSettings, first_seed: int, startup: int):
     """The comparison's study (created, or loaded to resume), its TPE sampler seeded from the
-    first seed and the trials so far (a resumed search draws new values, not the first ones again)."""
+    first seed and the trials so far (a resumed search draws new values, not the first ones again),
+    drawing ``startup`` trials at random before TPE proposes."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # compare prints each trial's line itself
@@ -147,7 +157,7 @@ def open_study(spec: Spec, direction: str, pruner: str, first_seed: int):
         study_name=spec.name,
         storage=storage_url(spec.folder),
         direction=direction,
-        pruner=make_pruner(pruner),
+        pruner=pruner.build(),
         load_if_exists=True,
     )
     if study.direction.name.lower() != direction:
@@ -155,7 +165,9 @@ def open_study(spec: Spec, direction: str, pruner: str, first_seed: int):
             f"{spec.folder / STUDY_FILE} was made to {study.direction.name.lower()} its metric, the "
             f"task's checkpoint metric is to {direction}: choose another --name"
         )
-    study.sampler = optuna.samplers.TPESampler(seed=first_seed + len(study.trials), constant_liar=True)
+    study.sampler = optuna.samplers.TPESampler(
+        n_startup_trials=startup, seed=first_seed + len(study.trials), constant_liar=True
+    )
     return study
 
 
@@ -217,15 +229,21 @@ def search(options: argparse.Namespace, run_args: list[str]) -> results.Summary:
     spec.wandb_project = wandb_project(text)
     check_resumable(spec)
     spec.save()
-    study = open_study(spec, "maximize" if spec.mode == "max" else "minimize", options.pruner, options.first_seed)
     epochs = (config.get("trainer") or {}).get("max_epochs")
+    epochs = epochs if isinstance(epochs, int) and epochs > 0 else None
+    pruner = PrunerSettings.of(options.pruner, options.pruner_warmup, options.pruner_startup_trials, epochs)
+    startup = STARTUP_TRIALS if options.startup_trials is None else options.startup_trials
+    study = open_study(spec, "maximize" if spec.mode == "max" else "minimize", pruner, options.first_seed, startup)
     done = len([t for t in study.trials if t.state.is_finished()])
     print(
         f"Search {spec.name}: {len(spaces)} key(s), {options.trials} trial(s) x {len(seeds)} seed(s), "
-        f"{done} finished already; TPE, {options.pruner} pruning on {spec.monitor} ({spec.mode}); in {spec.folder}",
+        f"{done} finished already; {sampling(options.trials, startup)}; {pruner.said()} on "
+        f"{spec.monitor} ({spec.mode}); in {spec.folder}",
         flush=True,
     )
-    trials = Trials(spec, options, spaces, study, epochs if isinstance(epochs, int) and epochs > 0 else None)
+    trials = Trials(spec, options, spaces, study, epochs)
+    trials.pruner = pruner
+    trials.early_stopping, trials.startup = Stopping.of(config), startup
     try:
         ended = trials.run()
     except executors.GridStopped:
@@ -239,6 +257,18 @@ def search(options: argparse.Namespace, run_args: list[str]) -> results.Summary:
         explain_failures(ended, again)
         raise SystemExit(1)
     return report(spec, options, study, spaces)
+
+
+def sampling(trials: int, startup: int) -> str:
+    """How TPE draws ``trials`` trials when its first ``startup`` are random draws, in words."""
+    if startup >= trials:
+        return (
+            f"all {trials} trial(s) are random draws: TPE proposes once {startup} have finished "
+            "(--startup_trials sets that)"
+        )
+    if not startup:
+        return "TPE proposes every trial"
+    return f"the first {startup} trial(s) are random draws (--startup_trials), then TPE proposes"
 
 
 class Trials:
@@ -256,8 +286,14 @@ class Trials:
         self.active = 0
         self.retried = 0  # trials left unfinished for the next invocation (a run stopped or killed from outside)
         self.results: list[RunResult] = []
+        self.early_stopping: Optional[Stopping] = None  # the config's early stopping, for the ETA
+        self.pruner: Optional[PrunerSettings] = None
+        self.startup = STARTUP_TRIALS  # trials TPE draws at random
+        self.drawn: dict[int, str] = {}  # trial number: "random draw" or "TPE", as the sampler drew it
 
     def next(self) -> Optional[tuple[int, int, dict]]:
+        from optuna.trial import TrialState
+
         with self.lock:
             if self.stopping.is_set():
                 return None
@@ -267,18 +303,21 @@ class Trials:
             if self.finished + self.active + self.retried >= self.options.trials:
                 return None
             self.active += 1
+            told = len(self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
             trial = self.study.ask({key: space.distribution for key, space in self.spaces.items()})
+            self.drawn[trial.number] = "random draw" if told < self.startup else "TPE"
             return trial.number, trial._trial_id, trial.params
 
     def run(self) -> list[RunResult]:
         left = max(0, self.options.trials - self.finished, len(self.unfinished))  # the unfinished count among them
         if not left:  # all its trials finished: the tables alone
             return self.results
-        slots, threads = executors.local_slots(self.options.jobs)
+        slots, threads = executors.local_slots(self.options.jobs, self.options.threads)
         slots = slots[: max(1, min(len(slots), left))]
-        max_epochs = {f"trial{n}": self.epochs for n in range(len(self.study.trials) + left)}
+        names = [f"trial{n}" for n in range(len(self.study.trials) + left)]
+        max_epochs, stopping = {name: self.epochs for name in names}, {name: self.early_stopping for name in names}
         with (
-            GridProgress(left * len(self.spec.seeds), max_epochs, self.options.status_every) as progress,
+            GridProgress(left * len(self.spec.seeds), max_epochs, self.options.status_every, stopping) as progress,
             Pool(slots, threads) as pool,
             concurrent.futures.ThreadPoolExecutor(len(slots)) as loops,
         ):
@@ -316,9 +355,10 @@ class Trials:
         scores = []
         for index, seed in enumerate(spec.seeds):
             prune = index == 0 and self.options.pruner != "none"
+            drawn = self.drawn.get(number)
             plan = RunPlan(
                 cell=cell.name,
-                label=cell.label,
+                label=f"{cell.label} [{drawn}]" if drawn else cell.label,
                 seed=seed,
                 run_dir=str(spec.run_dir(cell, seed)),
                 fit_args=fit_arguments([], spec.run_args, cell.args),
@@ -330,7 +370,7 @@ class Trials:
                     "study": spec.name,
                     "trial": trial_id,
                     "monitor": spec.monitor,
-                    "pruner": self.options.pruner,
+                    "pruner": asdict(self.pruner or PrunerSettings.of(self.options.pruner, None, None, self.epochs)),
                 }
                 if prune
                 else None,
@@ -389,7 +429,7 @@ def report(spec: Spec, options: argparse.Namespace, study: Any, spaces: dict[str
         train_metric=options.train_metric,
     )
     results.write(summary, spec.folder)
-    best_path = write_best(spec, best)
+    best_path = write_best(spec, best, configured_budget(spec.run_args))
     print("\n" + results.markdown(summary), flush=True)
     for state in (TrialState.PRUNED, TrialState.FAIL):
         trials = study.get_trials(states=(state,))
@@ -408,19 +448,51 @@ def report(spec: Spec, options: argparse.Namespace, study: Any, spaces: dict[str
     return summary
 
 
-def write_best(spec: Spec, trial: Any) -> Path:
-    """The best trial's config (its first seed's run's config.yaml, progress bar as by default) as best.yaml."""
+def budget_flags(run_args: list[str]) -> list[int]:
+    """The positions in ``run_args`` of the flags that set a :data:`BUDGET` key (and of their values)."""
+    names = {f"--trainer.{key}" for key in BUDGET}
+    found: list[int] = []
+    for index, arg in enumerate(run_args):
+        if arg.split("=", 1)[0] in names:
+            found += [index] if "=" in arg else [index, index + 1]
+    return found
+
+
+def configured_budget(run_args: list[str]) -> dict[str, Any]:
+    """The :data:`BUDGET` values the search's config files give, where its command line cut them
+    (``--trainer.max_epochs=5``); empty where it cut none."""
+    cut = budget_flags(run_args)
+    if not cut:
+        return {}
+    text, message = resolve([arg for index, arg in enumerate(run_args) if index not in cut])
+    if text is None:
+        raise ConfigError(f"best.yaml: the config without the search's budget flags cannot be read: {message}")
+    trainer = (yaml.safe_load(text) or {}).get("trainer") or {}
+    return {key: trainer.get(key) for key in BUDGET}
+
+
+def write_best(spec: Spec, trial: Any, budget: dict[str, Any]) -> Path:
+    """The best trial's config (its first seed's run's config.yaml, progress bar as by default) as
+    best.yaml, with the config's own ``budget`` (:func:`configured_budget`) in place of the search's."""
     config = yaml.safe_load(
         (spec.run_dir(trial_cell(trial.number, trial.params), spec.seeds[0]) / "config.yaml").read_text()
     )
-    if not any("enable_progress_bar" in arg for arg in spec.run_args) and isinstance(config.get("trainer"), dict):
-        config["trainer"].pop("enable_progress_bar", None)  # compare turned it off in its runs
+    trainer = config.get("trainer") if isinstance(config.get("trainer"), dict) else {}
+    if not any("enable_progress_bar" in arg for arg in spec.run_args):
+        trainer.pop("enable_progress_bar", None)  # compare turned it off in its runs
+    searched = {key: trainer.get(key) for key in budget if trainer.get(key) != budget[key]}
+    trainer.update(budget)
     values = ", ".join(f"{k}={value_text(v)}" for k, v in trial.params.items())
     header = (
         f"# The best trial of the search {spec.name} ({time.strftime('%Y-%m-%d %H:%M')}): trial {trial.number}, "
         f"{values};\n# mean best {spec.monitor} over seed(s) {', '.join(map(str, spec.seeds))}: {trial.value:.6g}. "
         f"Train it: python -m framework fit --config <this file>\n"
     )
+    if searched:
+        header += (
+            f"# The search trained with {', '.join(f'trainer.{k}={v}' for k, v in searched.items())}; this file "
+            f"has the config's {', '.join(f'trainer.{k}={budget[k]}' for k in searched)}\n"
+        )
     path = spec.folder / BEST_FILE
     path.write_text(header + yaml.safe_dump(config, sort_keys=False))
     return path

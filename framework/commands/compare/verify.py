@@ -3,11 +3,13 @@
 The run of ``CELL`` and seed ``S`` is done again, as ``compare`` did it (a warm worker, the
 same flags and thread count), into ``<comparison>/verify/<cell>/seed<S>``, and its test
 metrics are set beside the recorded ones (``summary.json``), with what the two runs'
-provenance records say (:mod:`framework.provenance`): the resolved config's hash, the data's
-content key, the code's commit, the library versions and the device.
+provenance records say (:mod:`framework.provenance`), part by part (:data:`PARTS`): the resolved
+config's hash, the data's content key, the seed, the code's commit, the library versions, the
+device, the numerics (threads, CPU instructions, precision, TF32 ...) and the blocks' backends; a
+part that differs is named with the entries that changed, and a mismatch says which parts differ.
 
 The verdict: a run recorded as deterministic (``trainer.deterministic``) and rerun so on the
-same device must give exactly the same test metrics; otherwise each may differ by at most
+same device with the same numerics must give exactly the same test metrics; otherwise each may differ by at most
 ``--tolerance`` (default 1e-3), which the output states. The rerun's folder is removed when it
 matches and kept otherwise. A mismatch, or a rerun that fails, exits with status 1.
 """
@@ -23,14 +25,17 @@ from typing import Any, Optional
 from ...errors import ConfigError
 from ...runs import read_summary
 from .comparison import Spec
-from .executors import cpu_count, local_slots
+from .executors import local_slots
 from .pool import Pool
 from .results import primary_metric
 from .runner import TEST_FOLDER, RunPlan, fit_arguments, state
 
 
 def recorded_threads(provenance: dict) -> Optional[int]:
-    """The torch threads of a CPU run, from its provenance's device (``cpu (x86_64, 2 threads)``)."""
+    """The torch threads of a run, from its provenance's numerics, or (a record without them) its
+    CPU device (``cpu (x86_64, 2 threads)``)."""
+    if (provenance.get("numerics") or {}).get("threads"):
+        return int(provenance["numerics"]["threads"])
     found = re.search(r"(\d+) threads", str(provenance.get("device", "")))
     return int(found.group(1)) if found else None
 
@@ -49,8 +54,7 @@ def verify(spec: Spec, options: argparse.Namespace) -> dict[str, Any]:
     fit, test = read_summary(recorded)["fit"], read_summary(recorded / TEST_FOLDER)["test"]
     folder = spec.folder / "verify" / cell.name / f"seed{seed}"
     shutil.rmtree(folder, ignore_errors=True)
-    slots, threads = local_slots(1)
-    threads = recorded_threads(fit.get("provenance", {})) or threads or cpu_count()
+    slots, threads = local_slots(1, options.threads or recorded_threads(fit.get("provenance", {})))
     plan = RunPlan(
         cell=cell.name,
         label=cell.label,
@@ -89,21 +93,28 @@ def verify(spec: Spec, options: argparse.Namespace) -> dict[str, Any]:
     raise SystemExit(1)
 
 
+#: The parts of a provenance record that decide a run's numbers (:mod:`framework.provenance`), in the order shown.
+PARTS = ("config_hash", "data", "seed", "code", "versions", "device", "numerics", "blocks")
+
+
 def compare(
     fit: dict, test: dict, fit_again: dict, test_again: dict, metric: Optional[str], tolerance: float
 ) -> dict[str, Any]:
     """The recorded run (``fit``, ``test`` summaries) against its rerun: every test metric's
-    difference, whether they must be equal or within ``tolerance``, and the provenance compared."""
+    difference, whether they must be equal or within ``tolerance``, and each part of the two
+    provenance records (:data:`PARTS`) side by side, with the parts that differ."""
     before, after = fit.get("provenance", {}), fit_again.get("provenance", {})
-    exact = bool(before.get("deterministic") and after.get("deterministic")) and before.get("device") == after.get(
-        "device"
+    exact = (
+        bool(before.get("deterministic") and after.get("deterministic"))
+        and before.get("device") == after.get("device")
+        and before.get("numerics") == after.get("numerics")
     )
     metrics, again = test.get("metrics", {}), test_again.get("metrics", {})
     metric = metric or primary_metric(fit.get("monitor"), list(metrics))
     differences = {name: abs(again[name] - value) for name, value in metrics.items() if name in again}
     allowed = 0.0 if exact else tolerance
     match = set(metrics) == set(again) and all(d <= allowed for d in differences.values())
-    facts = {what: (before.get(what), after.get(what)) for what in ("config_hash", "device", "versions", "code")}
+    facts = {what: (before.get(what), after.get(what)) for what in PARTS}
     facts["data"] = ((before.get("data") or {}).get("content_key"), (after.get("data") or {}).get("content_key"))
     return {
         "match": match,
@@ -114,15 +125,18 @@ def compare(
         "rerun": again.get(metric),
         "differences": differences,
         "provenance": facts,
+        "differing": [what for what, (one, other) in facts.items() if one != other],
     }
 
 
 def report(found: dict[str, Any]) -> str:
-    """The verdict and its grounds, a few lines."""
+    """The verdict and its grounds, a few lines: a line per part of the provenance, the entries of
+    a part that differ named with both values."""
     rule = (
-        "deterministic on the same device: the test metrics must be equal"
+        "deterministic on the same device and numerics: the test metrics must be equal"
         if found["exact"]
-        else f"not recorded as deterministic on this device: each test metric within {found['tolerance']:g}"
+        else f"not recorded as deterministic with this device and numerics: each test metric within "
+        f"{found['tolerance']:g}"
     )
     largest = max(found["differences"].values(), default=0.0)
     lines = [
@@ -131,18 +145,24 @@ def report(found: dict[str, Any]) -> str:
         f"  all {len(found['differences'])} test metrics: largest difference {largest:.3g}",
     ]
     for what, (before, after) in found["provenance"].items():
-        if what == "versions":
-            before, after = before or {}, after or {}
+        if isinstance(before, dict) and isinstance(after, dict) and what != "code":
             changed = [
-                f"{k} {before.get(k)} -> {after.get(k)}"
+                f"{k} {before.get(k)!r} -> {after.get(k)!r}"
                 for k in sorted(set(before) | set(after))
                 if before.get(k) != after.get(k)
             ]
-            lines.append(f"  versions: DIFFERENT ({', '.join(changed)})" if changed else "  versions: same")
+            lines.append(f"  {what}: DIFFERENT ({', '.join(changed)})" if changed else f"  {what}: same")
             continue
         shown = [_shown(what, value) for value in (before, after)]
         lines.append(
             f"  {what}: same ({shown[0]})" if before == after else f"  {what}: DIFFERENT ({shown[0]} -> {shown[1]})"
+        )
+    if not found["match"]:
+        lines.append(
+            f"  what differs: {', '.join(found['differing'])}"
+            if found["differing"]
+            else "  what differs: nothing recorded (the same config, data, seed, code, versions, device and "
+            "numerics): a source of randomness the record does not capture"
         )
     return "\n".join(lines)
 

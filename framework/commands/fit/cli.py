@@ -51,6 +51,7 @@ from ...callbacks import (
     ProgressBar,
     ResumePoints,
     RunCheckpoint,
+    RunEarlyStopping,
     RunSummary,
     StopAtBatchEnd,
 )
@@ -252,6 +253,7 @@ class FrameworkCLI(LightningCLI):
                 "checkpoint.auto_insert_metric_name": False,
             }
         )
+        parser.add_lightning_class_args(RunEarlyStopping, "early_stopping")  # off until its patience is set
         parser.add_lightning_class_args(AttentionMaps, "attention_maps")
         parser.add_lightning_class_args(AttentionStatistics, "attention_stats")
         parser.add_lightning_class_args(AttentionCollapse, "attention_collapse")
@@ -403,6 +405,7 @@ class FrameworkCLI(LightningCLI):
             load_weights(built.model, config.weights_from)
         self.model.data_config = _as_dict(config.data) if config.get("data") else None
         built.checkpoint = RunCheckpoint(**config.checkpoint.as_dict())  # monitor and mode resolved from the task
+        built.early_stopping = RunEarlyStopping(**config.early_stopping.as_dict())  # so are early stopping's
         with warnings.catch_warnings(), offered_in_groups(self.model, config.weight_decay_on, config.get("optimizer")):
             warnings.filterwarnings("ignore", message=".*configure_optimizers` will be overridden")
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
@@ -460,15 +463,20 @@ def resolve_run_values(config: Namespace, data: Optional[LightningDataModule]) -
     if config.get("task") is None:
         return
     task = instantiate_task(config.task)
-    checkpoint = config.checkpoint
-    checkpoint.monitor = checkpoint.monitor or task.monitor
-    direction = task.direction(checkpoint.monitor)
-    if checkpoint.mode is not None and checkpoint.mode != direction:
-        raise ConfigError(
-            f"checkpoint.mode={checkpoint.mode}, but {checkpoint.monitor} is better when "
-            f"{'higher' if direction == 'max' else 'lower'}: unset checkpoint.mode (or set it to {direction})"
-        )
-    checkpoint.mode = direction
+    config.checkpoint.monitor = config.checkpoint.monitor or task.monitor
+    sections = ["checkpoint"]
+    if config.get("early_stopping") is not None and config.early_stopping.patience is not None:
+        config.early_stopping.monitor = config.early_stopping.monitor or config.checkpoint.monitor
+        sections.append("early_stopping")
+    for section in sections:
+        watcher = config[section]
+        direction = task.direction(watcher.monitor, key=f"{section}.monitor")
+        if watcher.mode is not None and watcher.mode != direction:
+            raise ConfigError(
+                f"{section}.mode={watcher.mode}, but {watcher.monitor} is better when "
+                f"{'higher' if direction == 'max' else 'lower'}: unset {section}.mode (or set it to {direction})"
+            )
+        watcher.mode = direction
 
 
 def instantiate_task(task_config: Any) -> Task:
@@ -482,7 +490,7 @@ def check_early_stopping(trainer: Trainer, task: Task) -> None:
     """Every early-stopping callback's ``mode`` agrees with its metric's direction (Lightning's
     default, ``min``, would stop a run whose accuracy rises); one line naming both otherwise."""
     for callback in trainer.callbacks:
-        if isinstance(callback, EarlyStopping):
+        if isinstance(callback, EarlyStopping) and getattr(callback, "enabled", True):
             direction = task.direction(callback.monitor, key="EarlyStopping monitor")
             if callback.mode != direction:
                 raise ConfigError(

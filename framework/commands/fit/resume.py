@@ -35,6 +35,7 @@ RESUMABLE: dict[str, str] = {
     "trainer.max_steps": "how long it trains",
     "trainer.min_steps": "how long it trains",
     "trainer.max_time": "how long it trains",
+    "early_stopping.*": "how long it trains",
     "trainer.devices": "where it runs",
     "trainer.num_nodes": "where it runs",
     "trainer.accelerator": "where it runs",
