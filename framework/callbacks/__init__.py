@@ -5,8 +5,9 @@ from .attention_stats import AttentionStatistics
 from .checkpoints import RunCheckpoint
 from .collapse import AttentionCollapse
 from .guard import NonFiniteGuard
+from .model_summary import ModelSummary
 from .prediction_writer import PredictionWriter
-from .progress_bar import ProgressBar
+from .progress_bar import PlainProgress, ProgressBar, progress_bar
 from .resume import ResumePoints
 from .run_summary import RunSummary
 from .stop import StopAtBatchEnd
@@ -15,11 +16,14 @@ __all__ = [
     "AttentionCollapse",
     "AttentionMaps",
     "AttentionStatistics",
+    "ModelSummary",
     "NonFiniteGuard",
+    "PlainProgress",
     "PredictionWriter",
     "ProgressBar",
     "ResumePoints",
     "RunCheckpoint",
     "RunSummary",
     "StopAtBatchEnd",
+    "progress_bar",
 ]

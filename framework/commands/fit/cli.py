@@ -34,6 +34,7 @@ import yaml
 from jsonargparse import Namespace
 from lightning.pytorch import LightningDataModule, Trainer
 from lightning.pytorch.callbacks import EarlyStopping
+from lightning.pytorch.callbacks import ModelSummary as ModelSummaryBase
 from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import WandbLogger
@@ -46,13 +47,14 @@ from ...callbacks import (
     AttentionCollapse,
     AttentionMaps,
     AttentionStatistics,
+    ModelSummary,
     NonFiniteGuard,
     PredictionWriter,
-    ProgressBar,
     ResumePoints,
     RunCheckpoint,
     RunSummary,
     StopAtBatchEnd,
+    progress_bar,
 )
 from ...checkpoint import AtomicCheckpointIO, config_from_checkpoint
 from ...data.limits import check_limits
@@ -63,7 +65,7 @@ from ...optim import DecayOn, offered_in_groups
 from ...task_module import CompileMode, TaskModule
 from ...tasks import Task
 from ...values import Seed
-from . import config_sections
+from . import config_sections, results_table
 from .config_files import check_config_files
 from .config_values import TRAINER, annotation, check_machine, declared_domain, expected, has_domain, violations
 from .resume import check_resume, load_weights, recorded_config
@@ -408,6 +410,7 @@ class FrameworkCLI(LightningCLI):
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
         self.trainer = self.instantiate_trainer()
         check_early_stopping(self.trainer, task)
+        results_table.install(self.trainer, task)
         use_backends(
             built.model,
             config.get("attention_backend"),
@@ -431,7 +434,9 @@ class FrameworkCLI(LightningCLI):
         return parser.dump(plain, skip_none=False)
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
-        """Lightning's trainer with atomic checkpoints and a progress bar that never syncs the device."""
+        """Lightning's trainer with atomic checkpoints, the progress display of the output (a bar that
+        never syncs the device on a terminal, plain lines elsewhere: a log file) and a model summary
+        without a FLOPs column of zeros."""
         trainer = self._get(self.config_init, "trainer")
         plugins = _as_list(trainer.get("plugins"))
         if not any(isinstance(p, CheckpointIO) for p in plugins):
@@ -440,7 +445,11 @@ class FrameworkCLI(LightningCLI):
         if trainer.get("enable_progress_bar") is not False and not any(
             isinstance(c, ProgressBarBase) for c in callbacks
         ):
-            kwargs["callbacks"] = [*callbacks, ProgressBar()]
+            kwargs["callbacks"] = callbacks = [*callbacks, progress_bar(sys.stdout)]
+        if trainer.get("enable_model_summary") is not False and not any(
+            isinstance(c, ModelSummaryBase) for c in callbacks
+        ):
+            kwargs["callbacks"] = [*callbacks, ModelSummary()]
         return super().instantiate_trainer(**kwargs)
 
 
