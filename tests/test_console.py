@@ -1,5 +1,5 @@
-"""What the commands print: the validate and test tables in the task's reading order, plain
-progress lines in a log, a model summary without a column of zeros."""
+"""What the commands print: every command's help in one shape, the validate and test tables in the
+task's reading order, plain progress lines in a log, a model summary without a column of zeros."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from torch import nn
 
 from domains.demo import SequenceClassification
 from domains.vision.task import Segmentation
-from framework.__main__ import main
+from framework.__main__ import COMMANDS, main
 from framework.callbacks import ModelSummary, PlainProgress, ProgressBar, progress_bar
 from framework.commands.fit.results_table import print_results
+from framework.commands.help import EXAMPLES, Layout, style
 from framework.tasks import Classification
 
 SMALL = [
@@ -31,6 +32,47 @@ SMALL = [
     "--data.test_size=32",
     "--data.batch_size=16",
 ]
+
+
+# --- help -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_commands_help_has_the_one_shape(command, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([command, "--help"])
+    assert stop.value.code == 0
+    text = capsys.readouterr().out
+    lines = text.rstrip("\n").splitlines()
+    usage = lines[0]
+    assert usage.startswith(f"usage: python -m framework {command}") and usage.endswith("[options]"), usage
+    assert lines[1] == "", "the usage is one line"
+    paragraph = lines[2 : lines.index("", 2)]
+    assert paragraph and not any(line.endswith(":") for line in paragraph), "a one-paragraph description"
+    headings = [line for line in lines[3 + len(paragraph) :] if re.match(r"^\S.*:$", line)]
+    assert headings[0] in ("options:", "positional arguments:"), "the option groups follow the description"
+    assert "options:" in headings and headings[-1] == EXAMPLES and headings.count(EXAMPLES) == 1
+    examples = lines[lines.index(EXAMPLES) + 1 :]
+    assert examples and examples[0].startswith(f"  python -m framework {command}"), "examples end the help"
+    for line in examples:
+        assert line.startswith((f"  python -m framework {command}", "  ...", "      ")), line
+
+
+def test_a_help_without_examples_or_with_a_formatter_of_another_shape_is_refused():
+    with pytest.raises(ValueError, match="needs an example"):
+        style("fit", "Train.", ())
+    with pytest.raises(TypeError, match="must mix in help.Layout"):
+        style("fit", "Train.", ("--config x.yaml",), formatter=__import__("argparse").HelpFormatter)
+    kwargs = style("blocks", "The\n  catalogue.", ("", "sequence \\\n--wide", "... --markdown"), arguments="[KIND]")
+    assert kwargs["usage"] == "python -m framework blocks [KIND] [options]"
+    assert kwargs["description"] == "The catalogue." and issubclass(kwargs["formatter_class"], Layout)
+    assert kwargs["epilog"].splitlines() == [
+        EXAMPLES,
+        "  python -m framework blocks",
+        "  python -m framework blocks sequence \\",
+        "      --wide",
+        "  ... --markdown",
+    ]
 
 
 # --- the reading order of validate and test ---------------------------------------------------

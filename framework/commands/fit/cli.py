@@ -31,7 +31,7 @@ from typing import Any, NoReturn, Optional, TypeVar, Union
 
 import torch
 import yaml
-from jsonargparse import Namespace
+from jsonargparse import DefaultHelpFormatter, Namespace
 from lightning.pytorch import LightningDataModule, Trainer
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.callbacks import ModelSummary as ModelSummaryBase
@@ -65,6 +65,7 @@ from ...optim import DecayOn, offered_in_groups
 from ...task_module import CompileMode, TaskModule
 from ...tasks import Task
 from ...values import Seed
+from ..help import Layout, style
 from . import config_sections, results_table
 from .config_files import check_config_files
 from .config_values import TRAINER, annotation, check_machine, declared_domain, expected, has_domain, violations
@@ -73,6 +74,49 @@ from .resume import check_resume, load_weights, recorded_config
 PROG = "python -m framework"
 T = TypeVar("T")
 DESCRIPTION = "Train, validate, test or predict with attention models (`python -m framework --help`: every command)."
+RUN = "runs/<experiment>/<run>"
+#: Each subcommand's help: what it does, and examples (see :func:`framework.commands.help.style`).
+HELP: dict[str, tuple[str, tuple[str, ...]]] = {
+    "fit": (
+        "Train a model. A config names the network (model: any nn.Module), the task (loss, metrics, "
+        "predictions) and the data; flags override any of its keys. The run gets its own folder, "
+        "runs/<experiment>/<time>_fit, with the resolved config, best.ckpt and last.ckpt, the loggers' "
+        "files and summary.json.",
+        (
+            "--config domains/demo/demo.yaml",
+            "--config domains/demo/demo.yaml --model.attention=none --trainer.max_epochs=3",
+            "--config domains/vision/ccnet.yaml --config configs/trainer/gpu.yaml --config configs/logger/csv.yaml",
+            f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/last.ckpt   # resume a run",
+        ),
+    ),
+    "validate": (
+        "Validate a checkpoint on the validation split and print its metrics: the task's first, its "
+        "losses next, the attention statistics last. The config and the model come from the "
+        "checkpoint; --task.* flags change the task.",
+        (f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/best.ckpt",),
+    ),
+    "test": (
+        "Test a checkpoint on the test split and print its metrics: the task's first, its losses "
+        "next, the attention statistics last. The config and the model come from the checkpoint; "
+        "--task.* flags change the task (--task.beam_size=5), --ablation tests it with its attention "
+        "replaced.",
+        (
+            f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/best.ckpt",
+            f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/best.ckpt --ablation uniform",
+        ),
+    ),
+    "predict": (
+        "Write a checkpoint's predictions on the predict split into its own run folder (one file per "
+        "run, in the task's format). The config and the model come from the checkpoint.",
+        (f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/best.ckpt",),
+    ),
+}
+
+
+class HelpFormatter(Layout, DefaultHelpFormatter):
+    """jsonargparse's help (each option's type and default) in the shape every command's help has."""
+
+
 #: ``ckpt_path`` values Lightning resolves itself (the checkpoint callback's files of this process).
 LIGHTNING_CKPT_ALIASES = ("best", "last", "hpc", "registry")
 
@@ -142,8 +186,11 @@ def trainer_help() -> dict[str, str]:
 class FrameworkCLI(LightningCLI):
     """LightningCLI with a ``model`` (nn.Module) and a ``task`` instead of a LightningModule."""
 
-    #: The program's name in usage lines and hints, and what it does.
-    prog, description = PROG, DESCRIPTION
+    #: A command of its own (``evaluate`` ...), what it does and examples of it, for its help; None:
+    #: LightningCLI's subcommands, whose help :data:`HELP` gives.
+    command: Optional[str] = None
+    description: str = DESCRIPTION
+    examples: tuple[str, ...] = ()
     #: ``--print_config`` fills in the sizes and the monitored metric (building data and task).
     fill_printed_config = True
 
@@ -157,12 +204,21 @@ class FrameworkCLI(LightningCLI):
                 save_config_callback=SaveConfig,
                 save_config_kwargs={"overwrite": True},  # run folders are unique; a resumed run rewrites its own
                 trainer_defaults={"callbacks": [RunSummary(), NonFiniteGuard(), PredictionWriter(), StopAtBatchEnd()]},
-                parser_kwargs={"description": self.description, "prog": self.prog},
+                parser_kwargs=self.help_kwargs(),
                 seed_everything_default=0,
                 parser_class=Parser,
                 args=args,
                 run=run,
             )
+
+    def help_kwargs(self) -> dict[str, Any]:
+        """The parsers' help in the shape of every command's (:mod:`framework.commands.help`): the
+        command's own parser, or the chosen subcommand's (the main parser's help is the dispatcher's)."""
+        if self.command is not None:
+            return style(self.command, self.description, self.examples, formatter=HelpFormatter)
+        main = {"prog": PROG, "description": self.description, "formatter_class": HelpFormatter}
+        chosen = self.argv[0] if self.argv else None
+        return {**main, chosen: style(chosen, *HELP[chosen], formatter=HelpFormatter)} if chosen in HELP else main
 
     def subcommands(self) -> dict[str, set[str]]:
         """LightningCLI's subcommands, cut to the one this command line runs: a parser is built
