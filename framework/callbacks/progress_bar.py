@@ -55,12 +55,12 @@ class ProgressBar(TQDMProgressBar):
 
 class PlainProgress(ProgressBarBase):
     """The progress of a run whose output is no terminal (a log file, a CI job), as plain lines:
-    one line per training epoch, with the step, the loss and the last validation's metrics in
-    the task's reading order (:meth:`~framework.tasks.Task.reading_order`, attention statistics
-    left out), and within a long epoch, validation, test or prediction a line every ``every``
-    seconds with the batch reached::
+    one line per training epoch, with the step, the epoch's mean training loss and the last
+    validation's metrics in the task's reading order (:meth:`~framework.tasks.Task.reading_order`,
+    attention statistics left out), and within a long epoch, validation, test or prediction a
+    line every ``every`` seconds with the batch reached (and the last logged training loss)::
 
-        epoch 3/8  batch 120/400  step 920  loss 0.6121  41 s
+        epoch 3/8  step 920  batch 120/400  loss 0.6121  41 s
         epoch 3/8  step 1200  loss 0.5314  val/acc 0.9512  val/f1 0.9497  val/loss 0.1733  52 s
         test  batch 30/100  55 s
 
@@ -72,7 +72,7 @@ class PlainProgress(ProgressBarBase):
     def __init__(self, every: NonNegativeFloat = 30.0) -> None:
         super().__init__()
         self.every = every
-        self._enabled, self._batches = True, 0
+        self._enabled = True
         self._ended: Optional[tuple[str, float]] = None  # the line of an epoch that ended, and when
         self._started = self._printed = time.monotonic()
 
@@ -127,11 +127,7 @@ class PlainProgress(ProgressBarBase):
     def on_predict_batch_end(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, idx: int = 0
     ) -> None:
-        self._batches = batch_idx + 1
-        self._every(f"predict  batch {self._batches}/{_count(trainer.num_predict_batches[idx])}")
-
-    def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._line(f"predict  {self._batches} batches")
+        self._every(f"predict  batch {batch_idx + 1}/{_count(trainer.num_predict_batches[idx])}")
 
     def _epoch(self, trainer: pl.Trainer) -> str:
         last = trainer.max_epochs if trainer.max_epochs is not None and trainer.max_epochs >= 0 else "?"
