@@ -18,6 +18,7 @@ from domains.demo import SequenceClassification
 from domains.vision.task import Segmentation
 from framework.__main__ import COMMANDS, main
 from framework.callbacks import ModelSummary, PlainProgress, ProgressBar, progress_bar
+from framework.commands.fit.help_groups import TITLES
 from framework.commands.fit.results_table import print_results
 from framework.commands.help import EXAMPLES, Layout, style
 from framework.tasks import Classification
@@ -52,6 +53,8 @@ def test_every_commands_help_has_the_one_shape(command, capsys):
     headings = [line for line in lines[3 + len(paragraph) :] if re.match(r"^\S.*:$", line)]
     assert headings[0] in ("options:", "positional arguments:"), "the option groups follow the description"
     assert "options:" in headings and headings[-1] == EXAMPLES and headings.count(EXAMPLES) == 1
+    titles = {"options", "positional arguments", *TITLES.values()}
+    assert {heading[:-1] for heading in headings[:-1]} <= titles, "every group has a declared title (help_groups)"
     examples = lines[lines.index(EXAMPLES) + 1 :]
     assert examples and examples[0].startswith(f"  python -m framework {command}"), "examples end the help"
     for line in examples:

@@ -66,7 +66,7 @@ from ...task_module import CompileMode, TaskModule
 from ...tasks import Task
 from ...values import Seed
 from ..help import Layout, style
-from . import config_sections, results_table
+from . import config_sections, help_groups, results_table
 from .config_files import check_config_files
 from .config_values import TRAINER, annotation, check_machine, declared_domain, expected, has_domain, violations
 from .resume import check_resume, load_weights, recorded_config
@@ -229,9 +229,11 @@ class FrameworkCLI(LightningCLI):
         return {chosen: every[chosen]} if chosen in every else every
 
     def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
-        """LightningCLI's, except that ``--print_config`` prints what a run would really use: the
-        sizes the data states filled in, the checkpoint's ``monitor`` and ``mode`` from the task
-        (building the data module and the task, not the model)."""
+        """LightningCLI's, except that the help's option groups have titles that say what each
+        section sets (:mod:`.help_groups`) and ``--print_config`` prints what a run would really
+        use: the sizes the data states filled in, the checkpoint's ``monitor`` and ``mode`` from
+        the task (building the data module and the task, not the model)."""
+        help_groups.retitle(parser)
         argv = [str(arg) for arg in args] if isinstance(args, list) else None
         printing = [arg for arg in argv or [] if arg.split("=", 1)[0] == "--print_config"]
         if not printing or not self.fill_printed_config:
