@@ -3,6 +3,8 @@ framework causes or knows to be harmless, so that what a user must act on, and t
 are not buried.
 
 * Lightning's tip to install ``litlogger`` (every run);
+* Lightning's note that the trainer has a model summary already (the CLI gives every run its
+  own, :class:`~framework.callbacks.ModelSummary`);
 * a deprecation inside Lightning's ``_pytree`` helper that torch 2.11 warns about (every run);
 * ``ModelCheckpoint``'s "dirpath has changed" when a test, predict or evaluate reads a fit's
   checkpoint from its own folder (nothing of the fit's checkpoint bookkeeping is needed there);
@@ -19,7 +21,7 @@ import warnings
 
 #: Log lines dropped, by logger and a piece of their text.
 DROPPED_LINES = {
-    "lightning.pytorch.utilities.rank_zero": ("litlogger",),
+    "lightning.pytorch.utilities.rank_zero": ("litlogger", "Skipping setting a default `ModelSummary` callback"),
     "lightning.pytorch.trainer.connectors.logger_connector.logger_connector": ("litlogger",),
     "torch.utils.cpp_extension": ("No CUDA runtime is found",),
 }

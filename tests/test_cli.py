@@ -214,12 +214,6 @@ def test_an_unknown_command_is_one_line_with_the_close_name(capsys):
     assert capsys.readouterr().err.splitlines()[0] == "error: unknown command 'fitt'; did you mean fit?"
 
 
-def test_subcommand_help_names_the_program(capsys):
-    with pytest.raises(SystemExit):
-        main(["fit", "--help"])
-    assert capsys.readouterr().out.startswith("usage: python -m framework [options] fit")
-
-
 NOISE = (
     "litlogger",
     "anonymous setting",

@@ -53,8 +53,8 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("training: the one LightningModule and its callbacks", ("framework.task_module", "framework.callbacks")),
     ("domains: data, models and tasks", ("domains",)),
     (
-        "the training command, which the other commands build on",
-        ("framework.commands.fit", "framework.commands.status_line"),
+        "the training command, which the other commands build on, and what all commands share",
+        ("framework.commands.fit", "framework.commands.status_line", "framework.commands.help"),
     ),
     ("the other commands", ("framework.commands",)),
     ("the dispatcher and the package's door", ("framework.__main__", "framework")),

@@ -18,6 +18,8 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.demos.boring_classes import BoringModel
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+from lightning.pytorch.loops.evaluation_loop import _EvaluationLoop
+from lightning.pytorch.utilities.model_summary import model_summary
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
@@ -42,6 +44,25 @@ PRIVATE_METHODS = [
         "framework/commands/fit/cli.py",
     ),
     (LightningCLI, "_get", ["self", "config", "key", "default"], "framework/commands/fit/cli.py"),
+    (
+        _EvaluationLoop,
+        "_print_results",
+        ["results", "stage"],
+        "framework/commands/fit/results_table.py (install replaces it on the validate and test loops)",
+    ),
+    (
+        model_summary,
+        "_format_summary_table",
+        [
+            "total_parameters",
+            "trainable_parameters",
+            "model_size",
+            "total_training_modes",
+            "total_flops",
+            "cols",
+        ],
+        "framework/callbacks/model_summary.py",
+    ),
 ]
 
 

@@ -6,8 +6,9 @@ from .checkpoints import RunCheckpoint
 from .collapse import AttentionCollapse
 from .early_stopping import RunEarlyStopping
 from .guard import NonFiniteGuard
+from .model_summary import ModelSummary
 from .prediction_writer import PredictionWriter
-from .progress_bar import ProgressBar
+from .progress_bar import PlainProgress, ProgressBar, progress_bar
 from .resume import ResumePoints
 from .run_summary import RunSummary
 from .stop import StopAtBatchEnd
@@ -16,7 +17,9 @@ __all__ = [
     "AttentionCollapse",
     "AttentionMaps",
     "AttentionStatistics",
+    "ModelSummary",
     "NonFiniteGuard",
+    "PlainProgress",
     "PredictionWriter",
     "ProgressBar",
     "ResumePoints",
@@ -24,4 +27,5 @@ __all__ = [
     "RunEarlyStopping",
     "RunSummary",
     "StopAtBatchEnd",
+    "progress_bar",
 ]

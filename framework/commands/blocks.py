@@ -20,6 +20,7 @@ from typing import Optional
 from ..attention import KINDS, available, info
 from ..attention.cross import DISTRIBUTIONS, SCORES
 from ..attention.registry import aliases
+from .help import style
 
 WILDCARDS = set("*?[")
 
@@ -118,6 +119,10 @@ def _wrap(cell: str, width: int) -> list[str]:
     return [line.replace("/ ", "/") for line in textwrap.wrap(cell.replace("/", "/ "), width)]
 
 
+#: Examples in the command's help.
+EXAMPLES = ("", "sequence", "'*co_attention'", "feature_map --markdown", "--wide | less -S")
+
+
 def markdown(kind: Optional[str] = None, pattern: Optional[str] = None) -> str:
     """Markdown tables: blocks, then (for the whole catalogue) score functions and distribution functions."""
     lines = ["| name | kind | taxonomy category | defined in | paper |", "|---|---|---|---|---|"]
@@ -140,8 +145,14 @@ def main(args: Sequence[str]) -> None:
     a block's name). An unknown kind is one line listing the kinds, and exit status 2.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m framework blocks",
-        description="The attention catalogue, narrowed to one kind and/or a name pattern.",
+        **style(
+            "blocks",
+            "The attention catalogue: every block with its kind, taxonomy category, the file that defines "
+            "it and its paper, narrowed to one kind and/or a name pattern; the whole catalogue adds the "
+            "score and distribution functions of the general model.",
+            EXAMPLES,
+            arguments="[KIND] [PATTERN]",
+        )
     )
     parser.add_argument("kind", nargs="?", help=f"one of: {', '.join(KINDS)} ('feature-map' too)")
     parser.add_argument("pattern", nargs="?", help="a glob over block names, e.g. 'multi*' (quote it)")

@@ -60,10 +60,15 @@ AttributionSteps = declare("AttributionSteps", int, "an int >= 2", low=2)
 class EvaluateCLI(FrameworkCLI):
     """The CLI's parser and set-up without a subcommand, plus the evaluation's options."""
 
-    prog = "python -m framework evaluate"
+    command = "evaluate"
     description = (
         "Evaluate a checkpoint's attention on the test split: ablation, faithfulness, gold attention, "
         "rollout, maps and their statistics (one table, evaluation.csv, W&B)."
+    )
+    examples = (
+        "--config runs/<experiment>/<run>/config.yaml --ckpt_path runs/<experiment>/<run>/checkpoints/best.ckpt",
+        "--config runs/<experiment>/<run>/config.yaml --ckpt_path runs/<experiment>/<run>/checkpoints/best.ckpt"
+        " \\\n--tests='[ablation, intrinsic]' --ablation_modes='[uniform]'",
     )
 
     def __init__(self, args: list[str]) -> None:

@@ -30,7 +30,12 @@ from .fit import FrameworkCLI, check_machine, instantiate_data, resolve_run_valu
 class ParityCLI(FrameworkCLI):
     """The CLI's parser, building the model, task and data only, plus the report's options."""
 
-    prog = "python -m framework parity"
+    command = "parity"
+    examples = (
+        "--config domains/demo/demo.yaml",
+        "--config domains/vision/ccnet.yaml --backends='[eager, triton, compiled]' --device cuda",
+        "--config runs/<experiment>/<run>/config.yaml --ckpt_path runs/<experiment>/<run>/checkpoints/best.ckpt",
+    )
     description = (
         "Each attention block's paths (eager, sdpa, flex, triton, compiled ...) on one batch: max |d output| "
         "and |d gradient| against eager in float64 on the CPU, time, TFLOP/s and peak memory."

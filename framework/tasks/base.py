@@ -7,7 +7,7 @@ the model's keyword arguments (``{"tokens": ..., "mask": ..., "target": ...}``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Optional
 
 from torch import Tensor, nn
@@ -110,9 +110,7 @@ class Task(EvaluationHooks, nn.Module):
         Raises:
             TypeError: a metric of the task that declares no ``higher_is_better``.
         """
-        logged: dict[str, Direction] = {}
-        for cls in reversed(type(self).__mro__):
-            logged.update(vars(cls).get("logged", {}))
+        logged = self.logged_scalars()
         found: dict[str, Direction] = {}
         for stage, collections in (
             ("train", (self.training_metrics(),)),
@@ -130,6 +128,32 @@ class Task(EvaluationHooks, nn.Module):
                         )
                     found[f"{stage}/{name}"] = "max" if better else "min"
         return found
+
+    @classmethod
+    def logged_scalars(cls) -> dict[str, Direction]:
+        """The :attr:`logged` tables of the task's classes, merged (a subclass's entries win)."""
+        logged: dict[str, Direction] = {}
+        for klass in reversed(cls.__mro__):
+            logged.update(vars(klass).get("logged", {}))
+        return logged
+
+    def reading_order(self, names: Iterable[str]) -> list[str]:
+        """Logged names (``val/acc``, ``attention/block0/entropy`` ...) in the order a reader looks
+        for them, as the validate and test tables and the plain progress lines show them: the
+        task's metrics first, in the order it declares them, then its losses (:attr:`logged`),
+        then anything else by name, and the attention statistics (``attention/...``) last."""
+        table = self.directions()
+        position = {name: index for index, name in enumerate(table)}
+        losses = set(self.logged_scalars())
+
+        def rank(name: str) -> tuple[int, int, str]:
+            if name.startswith("attention/"):
+                return 3, 0, name
+            if name not in position:
+                return 2, 0, name
+            return (1 if name.split("/", 1)[-1] in losses else 0), position[name], name
+
+        return sorted(names, key=rank)
 
     def direction(self, metric: str, key: str = "checkpoint.monitor") -> Direction:
         """:meth:`directions`' entry of ``metric``; a :class:`ConfigError` naming ``key`` and the

@@ -11,6 +11,7 @@ from typing import NoReturn, Optional
 from ... import signals
 from ...errors import ConfigError
 from ...values import NonNegativeFloat, NonNegativeInt, PositiveInt, Seed, argument
+from ..help import style
 from . import executors, plots, results, sweep
 from .comparison import Spec, check_resumable, comparison_folder, config_hash, default_name, extend
 from .grid import CELLS_KEY, CONFIG_KEY, parse_cells, parse_grid, split_config_flags
@@ -18,27 +19,28 @@ from .grid_status import GridProgress, Stopping
 from .resolve import has_key, resolve, resolve_cells, wandb_project
 from .runner import RunPlan, RunResult, explain_failures, fit_arguments, state
 
-USAGE = """python -m framework compare --config CONFIG [--config PRESET ...] --grid KEY=[V1,V2,...] [--grid ...]
-                                [--cells 'NAME: FLAGS' ...] [--seeds N] [--jobs N] [--name NAME] [--baseline CELL]
-                                [--threads N] [--status_every S] [any fit flag ...]
-       python -m framework compare --config CONFIG --search KEY=SPACE [--search ...] [--trials N] [--pruner P] ...
-       python -m framework compare <the comparison's arguments> --verify CELL [--seed S] [--tolerance T]"""
-EXAMPLE = """examples:
-  python -m framework compare --config domains/vision/ccnet.yaml \\
-      --grid model.attention=[criss_cross,danet,non_local,none] --seeds 5
-  python -m framework compare --config domains/demo/demo.yaml --grid model.attention=[mhsa,local,none] \\
-      --grid optimizer.init_args.lr=[0.003,0.001] --seeds 3 --jobs 2 --baseline none --trainer.max_epochs=4
-  python -m framework compare --grid config=[domains/graph/gat_cora.yaml,domains/graph/gcn_cora.yaml] --seeds 10 \\
-      --config configs/logger/csv.yaml
-  python -m framework compare --cells 'mhsa: --config domains/demo/demo.yaml' \\
-      'baseline: --config domains/demo/demo.yaml --model.attention=none --model.dim=32' --seeds 3
-  python -m framework compare --config domains/demo/demo.yaml --search optimizer.init_args.lr=loguniform(1e-4,1e-2) \\
-      --search model.dim=int(32,128) --search model.attention=[mhsa,local] --trials 20 --pruner median
-  ... --verify mhsa --seed 0    # rerun one recorded run: are its numbers the recorded ones?
-  ... --executor submitit --submitit slurm_partition=gpu --submitit gpus_per_node=1 --submitit timeout_min=240
-  ... --sweep          # write runs/compare/<name>/sweep.yaml, a W&B grid sweep, and stop
-  ... --report         # only the tables and plots of the runs that finished
-
+DESCRIPTION = (
+    "Run a grid of configs over seeds (a fit and a test per run) and compare them: mean ± std of the test "
+    "metrics, time, memory, a paired t-test against a baseline, best-of-N. The cells are a --grid of config "
+    "values, listed --cells, or an Optuna --search; --verify reruns one recorded run. Flags it does not know "
+    "(--config, --trainer.max_epochs=3 ...) are given to every fit."
+)
+EXAMPLES = (
+    "--config domains/vision/ccnet.yaml \\\n--grid model.attention=[criss_cross,danet,non_local,none] --seeds 5",
+    "--config domains/demo/demo.yaml --grid model.attention=[mhsa,local,none] \\\n"
+    "--grid optimizer.init_args.lr=[0.003,0.001] --seeds 3 --jobs 2 --baseline none --trainer.max_epochs=4",
+    "--grid config=[domains/graph/gat_cora.yaml,domains/graph/gcn_cora.yaml] --seeds 10 \\\n"
+    "--config configs/logger/csv.yaml",
+    "--cells 'mhsa: --config domains/demo/demo.yaml' \\\n"
+    "'baseline: --config domains/demo/demo.yaml --model.attention=none --model.dim=32' --seeds 3",
+    "--config domains/demo/demo.yaml --search optimizer.init_args.lr=loguniform(1e-4,1e-2) \\\n"
+    "--search model.dim=int(32,128) --search model.attention=[mhsa,local] --trials 20 --pruner median",
+    "... --verify mhsa --seed 0    # rerun one recorded run: are its numbers the recorded ones?",
+    "... --executor submitit --submitit slurm_partition=gpu --submitit gpus_per_node=1 --submitit timeout_min=240",
+    "... --sweep          # write runs/compare/<name>/sweep.yaml, a W&B grid sweep, and stop",
+    "... --report         # only the tables and plots of the runs that finished",
+)
+NOTES = """
 Each cell x seed is `python -m framework fit ... --seed_everything=S --run_dir=runs/compare/<name>/runs/<cell>/seedS`,
 then `test` of its best checkpoint, both in a warm worker process (one per --jobs slot); finished runs are not run
 again. Results: results.md, results.csv, runs.csv, metric.png and curves.png in runs/compare/<name>/ (under
@@ -58,17 +60,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = Parser(
-        prog="python -m framework compare",
-        usage=USAGE,
-        epilog=EXAMPLE,
-        allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run a grid of configs over seeds (a fit and a test per run) and compare "
-        "them: mean ± std of the test metrics, time, memory, a paired t-test "
-        "against a baseline, best-of-N. Flags it does not know (--config, "
-        "--trainer.max_epochs=3 ...) are given to every fit.",
-    )
+    p = Parser(**style("compare", DESCRIPTION, EXAMPLES, notes=NOTES), allow_abbrev=False)
     p.add_argument(
         "--grid",
         action="append",

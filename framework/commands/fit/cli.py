@@ -31,9 +31,10 @@ from typing import Any, NoReturn, Optional, TypeVar, Union
 
 import torch
 import yaml
-from jsonargparse import Namespace
+from jsonargparse import DefaultHelpFormatter, Namespace
 from lightning.pytorch import LightningDataModule, Trainer
 from lightning.pytorch.callbacks import EarlyStopping
+from lightning.pytorch.callbacks import ModelSummary as ModelSummaryBase
 from lightning.pytorch.callbacks import ProgressBar as ProgressBarBase
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import WandbLogger
@@ -46,14 +47,15 @@ from ...callbacks import (
     AttentionCollapse,
     AttentionMaps,
     AttentionStatistics,
+    ModelSummary,
     NonFiniteGuard,
     PredictionWriter,
-    ProgressBar,
     ResumePoints,
     RunCheckpoint,
     RunEarlyStopping,
     RunSummary,
     StopAtBatchEnd,
+    progress_bar,
 )
 from ...checkpoint import AtomicCheckpointIO, config_from_checkpoint
 from ...data.limits import check_limits
@@ -64,7 +66,8 @@ from ...optim import DecayOn, offered_in_groups
 from ...task_module import CompileMode, TaskModule
 from ...tasks import Task
 from ...values import Seed
-from . import config_sections
+from ..help import Layout, style
+from . import config_sections, help_groups, results_table
 from .config_files import check_config_files
 from .config_values import TRAINER, annotation, check_machine, declared_domain, expected, has_domain, violations
 from .resume import check_resume, load_weights, recorded_config
@@ -72,6 +75,49 @@ from .resume import check_resume, load_weights, recorded_config
 PROG = "python -m framework"
 T = TypeVar("T")
 DESCRIPTION = "Train, validate, test or predict with attention models (`python -m framework --help`: every command)."
+RUN = "runs/<experiment>/<run>"
+#: Each subcommand's help: what it does, and examples (see :func:`framework.commands.help.style`).
+HELP: dict[str, tuple[str, tuple[str, ...]]] = {
+    "fit": (
+        "Train a model. A config names the network (model: any nn.Module), the task (loss, metrics, "
+        "predictions) and the data; flags override any of its keys. The run gets its own folder, "
+        "runs/<experiment>/<time>_fit, with the resolved config, best.ckpt and last.ckpt, the loggers' "
+        "files and summary.json.",
+        (
+            "--config domains/demo/demo.yaml",
+            "--config domains/demo/demo.yaml --model.attention=none --trainer.max_epochs=3",
+            "--config domains/vision/ccnet.yaml --config configs/trainer/gpu.yaml --config configs/logger/csv.yaml",
+            f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/last.ckpt   # resume a run",
+        ),
+    ),
+    "validate": (
+        "Validate a checkpoint on the validation split and print its metrics: the task's first, its "
+        "losses next, the attention statistics last. The config and the model come from the "
+        "checkpoint; --task.* flags change the task.",
+        (f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/best.ckpt",),
+    ),
+    "test": (
+        "Test a checkpoint on the test split and print its metrics: the task's first, its losses "
+        "next, the attention statistics last. The config and the model come from the checkpoint; "
+        "--task.* flags change the task (--task.beam_size=5), --ablation tests it with its attention "
+        "replaced.",
+        (
+            f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/best.ckpt",
+            f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/best.ckpt --ablation uniform",
+        ),
+    ),
+    "predict": (
+        "Write a checkpoint's predictions on the predict split into its own run folder (one file per "
+        "run, in the task's format). The config and the model come from the checkpoint.",
+        (f"--config {RUN}/config.yaml --ckpt_path {RUN}/checkpoints/best.ckpt",),
+    ),
+}
+
+
+class HelpFormatter(Layout, DefaultHelpFormatter):
+    """jsonargparse's help (each option's type and default) in the shape every command's help has."""
+
+
 #: ``ckpt_path`` values Lightning resolves itself (the checkpoint callback's files of this process).
 LIGHTNING_CKPT_ALIASES = ("best", "last", "hpc", "registry")
 
@@ -141,8 +187,11 @@ def trainer_help() -> dict[str, str]:
 class FrameworkCLI(LightningCLI):
     """LightningCLI with a ``model`` (nn.Module) and a ``task`` instead of a LightningModule."""
 
-    #: The program's name in usage lines and hints, and what it does.
-    prog, description = PROG, DESCRIPTION
+    #: A command of its own (``evaluate`` ...), what it does and examples of it, for its help; None:
+    #: LightningCLI's subcommands, whose help :data:`HELP` gives.
+    command: Optional[str] = None
+    description: str = DESCRIPTION
+    examples: tuple[str, ...] = ()
     #: ``--print_config`` fills in the sizes and the monitored metric (building data and task).
     fill_printed_config = True
 
@@ -156,12 +205,21 @@ class FrameworkCLI(LightningCLI):
                 save_config_callback=SaveConfig,
                 save_config_kwargs={"overwrite": True},  # run folders are unique; a resumed run rewrites its own
                 trainer_defaults={"callbacks": [RunSummary(), NonFiniteGuard(), PredictionWriter(), StopAtBatchEnd()]},
-                parser_kwargs={"description": self.description, "prog": self.prog},
+                parser_kwargs=self.help_kwargs(),
                 seed_everything_default=0,
                 parser_class=Parser,
                 args=args,
                 run=run,
             )
+
+    def help_kwargs(self) -> dict[str, Any]:
+        """The parsers' help in the shape of every command's (:mod:`framework.commands.help`): the
+        command's own parser, or the chosen subcommand's (the main parser's help is the dispatcher's)."""
+        if self.command is not None:
+            return style(self.command, self.description, self.examples, formatter=HelpFormatter)
+        main = {"prog": PROG, "description": self.description, "formatter_class": HelpFormatter}
+        chosen = self.argv[0] if self.argv else None
+        return {**main, chosen: style(chosen, *HELP[chosen], formatter=HelpFormatter)} if chosen in HELP else main
 
     def subcommands(self) -> dict[str, set[str]]:
         """LightningCLI's subcommands, cut to the one this command line runs: a parser is built
@@ -172,9 +230,11 @@ class FrameworkCLI(LightningCLI):
         return {chosen: every[chosen]} if chosen in every else every
 
     def parse_arguments(self, parser: LightningArgumentParser, args: Any) -> None:
-        """LightningCLI's, except that ``--print_config`` prints what a run would really use: the
-        sizes the data states filled in, the checkpoint's ``monitor`` and ``mode`` from the task
-        (building the data module and the task, not the model)."""
+        """LightningCLI's, except that the help's option groups have titles that say what each
+        section sets (:mod:`.help_groups`) and ``--print_config`` prints what a run would really
+        use: the sizes the data states filled in, the checkpoint's ``monitor`` and ``mode`` from
+        the task (building the data module and the task, not the model)."""
+        help_groups.retitle(parser)
         argv = [str(arg) for arg in args] if isinstance(args, list) else None
         printing = [arg for arg in argv or [] if arg.split("=", 1)[0] == "--print_config"]
         if not printing or not self.fill_printed_config:
@@ -411,6 +471,7 @@ class FrameworkCLI(LightningCLI):
             self._add_configure_optimizers_method_to_model(self.subcommand)  # the optimizer a config names
         self.trainer = self.instantiate_trainer()
         check_early_stopping(self.trainer, task)
+        results_table.install(self.trainer, task)
         use_backends(
             built.model,
             config.get("attention_backend"),
@@ -435,7 +496,9 @@ class FrameworkCLI(LightningCLI):
         return parser.dump(plain, skip_none=False)
 
     def instantiate_trainer(self, **kwargs: Any) -> Trainer:
-        """Lightning's trainer with atomic checkpoints and a progress bar that never syncs the device."""
+        """Lightning's trainer with atomic checkpoints, the progress display of the output (a bar that
+        never syncs the device on a terminal, plain lines elsewhere: a log file) and a model summary
+        without a FLOPs column of zeros."""
         trainer = self._get(self.config_init, "trainer")
         plugins = _as_list(trainer.get("plugins"))
         if not any(isinstance(p, CheckpointIO) for p in plugins):
@@ -444,7 +507,11 @@ class FrameworkCLI(LightningCLI):
         if trainer.get("enable_progress_bar") is not False and not any(
             isinstance(c, ProgressBarBase) for c in callbacks
         ):
-            kwargs["callbacks"] = [*callbacks, ProgressBar()]
+            kwargs["callbacks"] = callbacks = [*callbacks, progress_bar(sys.stdout)]
+        if trainer.get("enable_model_summary") is not False and not any(
+            isinstance(c, ModelSummaryBase) for c in callbacks
+        ):
+            kwargs["callbacks"] = [*callbacks, ModelSummary()]
         return super().instantiate_trainer(**kwargs)
 
 
