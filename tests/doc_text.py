@@ -1,10 +1,11 @@
 """What the documentation says, read as data: the pages (README.md, docs/*.md), their links and
 headings' anchors, their code blocks, and the commands that they and the config headers show.
 
-A command is a line (with its ``\\`` continuations) of a code block, or of the comment that heads
-a config file, that starts with ``python -m framework``, ``attention-framework``, ``afw``, ``make``
-or a launcher running ``-m framework`` (``srun``, ``torchrun``), after any ``$`` prompt and
-``VAR=value`` assignments. tests/test_docs.py and tests/test_doc_commands.py check them.
+A command is a line (with its ``\\`` continuations) of a code block or of the comment that heads
+a config file, or a code span of the prose, that starts with ``python -m framework``,
+``attention-framework``, ``afw``, ``make`` or a launcher running ``-m framework`` (``srun``,
+``torchrun``), after any ``$`` prompt and ``VAR=value`` assignments. tests/test_docs.py and
+tests/test_doc_commands.py check them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ FENCE = re.compile(r"^\s*(```|~~~)(.*)$")
 LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+#: A word that stands for what the reader writes: an optional ``[--option ...]``, a capital ``C`` or ``CONFIG``.
+SKETCHED = re.compile(r"^\[-.*\]$|^[A-Z][A-Z_]*$")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,14 @@ class Command:
     @property
     def program(self) -> str:
         return "make" if self.words[0] == "make" else "framework"
+
+    @property
+    def sketch(self) -> bool:
+        """Whether the text names the command without its arguments, or only sketches them with
+        placeholders (``--config C``, ``[--device cuda]``) or a comparison's config (a file a
+        comparison writes): only the command's name can be checked then."""
+        named = len(self.words) == 2 and not self.words[1].startswith("-") and self.words[1] != "blocks"
+        return named or any(SKETCHED.match(word) or word.startswith("runs/compare/") for word in self.words[2:])
 
     def __str__(self) -> str:
         return f"{self.where}: {self.text}"
@@ -144,6 +155,14 @@ def page_commands(page: Path) -> Iterator[Command]:
             yield from _commands_in(numbered, str(page.relative_to(ROOT)), None)
 
 
+def inline_commands(page: Path) -> Iterator[Command]:
+    """The commands of ``page``'s code spans in its prose (``python -m framework fit --config ...``)."""
+    text = prose(page)
+    for match in CODE_SPAN.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        yield from _commands_in([(line, " ".join(match.group(2).split()))], str(page.relative_to(ROOT)), None)
+
+
 def header(config: Path) -> list[tuple[int, str]]:
     """The comment lines that head ``config``, without their ``#``, numbered."""
     lines = []
@@ -161,7 +180,9 @@ def header_commands(config: Path) -> Iterator[Command]:
 
 
 def every_command() -> list[Command]:
-    return [*(c for page in PAGES for c in page_commands(page)), *(c for cfg in CONFIGS for c in header_commands(cfg))]
+    """The commands of the pages' code blocks and code spans, and of the config headers."""
+    pages = [c for page in PAGES for c in [*page_commands(page), *inline_commands(page)]]
+    return [*pages, *(c for cfg in CONFIGS for c in header_commands(cfg))]
 
 
 RUN_PATH = re.compile(r"(?<![\w/.$-])runs/(?:<[^>\n]*>|[^\s`'\"(),;:<>\]])*")

@@ -5,8 +5,9 @@ Each runs in the cheapest form that still catches stale text: ``make`` targets m
 Makefile's; ``blocks`` and ``--help`` run for real; the training commands, ``evaluate`` and
 ``parity`` are parsed by their own command line (``--print_config``, nothing built), so an
 unknown key, a refused value, a wrong config path or a renamed command fails; ``compare`` runs
-as ``--dry_run`` (its parser, then every cell through the fit parser). Every ``runs/...`` path
-in the pages and the headers is checked against the run folders the code makes
+as ``--dry_run`` (its parser, then every cell through the fit parser; a search: its parser, then
+its config's). A command the text only names or sketches (``parity --config C``) must name a
+command. Every ``runs/...`` path in the pages and the headers is checked against the run folders the code makes
 (framework/runs/folders.py, framework/commands/compare/comparison.py). The error message the
 README quotes for a misspelt block is the one the parser prints."""
 
@@ -23,6 +24,7 @@ import pytest
 
 from framework.__main__ import COMMANDS
 from framework.__main__ import main as framework_main
+from framework.commands.compare import command as compare_command
 from framework.commands.compare.comparison import Spec
 from framework.commands.fit import FrameworkCLI
 from framework.runs import folders
@@ -180,17 +182,24 @@ def run(args: list[str]) -> tuple[object, str, str]:
 @pytest.mark.parametrize("command", COMMANDS_SHOWN, ids=str)
 def test_a_command_the_text_shows_runs(command, monkeypatch, tmp_path):
     if command.program == "make":
-        assert command.words[1] in MAKE_TARGETS, f"{command}: the Makefile has no target {command.words[1]!r}"
+        assert set(command.words[1:2]) <= MAKE_TARGETS, f"{command}: the Makefile has no target {command.words[1]!r}"
+        return
+    if command.sketch or len(command.words) == 1:  # the text names the command, or sketches its arguments
+        assert set(command.words[1:2]) <= set(COMMANDS), f"{command}: python -m framework has no such command"
         return
     args = framework_args(command)
-    assert args and args[0] in COMMANDS, f"{command}: python -m framework has no command {args[:1]}"
+    assert args[0] in COMMANDS or args[0] in ("-h", "--help"), f"{command}: python -m framework has no {args[0]!r}"
     monkeypatch.setenv(folders.RUNS_ROOT_ENV, str(tmp_path))
     monkeypatch.chdir(ROOT)
     if args[0] == "blocks" or "--help" in args or "-h" in args:  # cheap: run for real
         code, out, err = run(args)
         assert code in (0, None) and out, f"{command}: exit status {code}\n{err[-2000:]}"
         return
-    if args[0] == "compare":
+    if args[0] == "compare" and "--search" in args:  # a search has no dry run: its parser, then its config's
+        _, run_args = compare_command.parse(args[1:])
+        args = ["fit", *run_args, "--print_config"]
+        monkeypatch.setattr(FrameworkCLI, "fill_printed_config", False)
+    elif args[0] == "compare":
         args = [*args, "--dry_run"]
     else:
         monkeypatch.setattr(FrameworkCLI, "fill_printed_config", False)  # the config as written, nothing built
