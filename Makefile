@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install fit test test-quick lint format test-gpu gpu-bundle blocks clean
+.PHONY: install fit test test-quick lint format docs test-gpu gpu-bundle blocks clean
 
 # (Re)install into .venv whenever the declared dependencies change.
 $(STAMP): pyproject.toml
@@ -35,6 +35,11 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The documentation site (mkdocs.yml): README.md, docs/ and the API reference, into site/;
+# tests/test_docs.py builds it too.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
 # On a machine with a GPU: the CUDA lane of the suite, one batch of every config with the GPU
 # preset, evaluate and a 2-cell compare, the GPU benchmarks and a DDP fit, ending with one table
 # (tools/gpu_check.py; ARGS=--quick for the suite and the sweep alone). With a bundle
@@ -57,4 +62,4 @@ blocks: $(STAMP)
 	$(BIN)/python -m framework blocks
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs site .pytest_cache

@@ -147,6 +147,16 @@ def test_print_config_shows_the_composed_config(capsys):
     assert "limit_train_batches: 5" in out and "class_path: framework.loggers.CSVLogger" in out
 
 
+@pytest.mark.parametrize("command", ["evaluate", "parity"])
+def test_print_config_of_the_commands_without_a_subcommand_fills_the_sizes(command, capsys):
+    """evaluate's and parity's parsers have no subcommand: --print_config prints their config too."""
+    with pytest.raises(SystemExit) as stop:
+        main([command, *SMALL, "--print_config"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert "class_path: domains.demo.SequenceClassifier" in out and "vocab_size: " in out
+
+
 def test_runs_never_share_a_folder_and_are_kept_by_domain_and_config():
     first, second = (Path(fit().trainer.default_root_dir) for _ in range(2))
     assert first != second and first.parent == second.parent

@@ -148,10 +148,10 @@ def test_the_block_library_imports_torch_and_its_blocks_needs_only():
     assert done.stdout.strip() == "[]", f"import framework.attention imported {done.stdout.strip()}"
 
 
-def test_readme_catalogue_matches_the_registry():
+def test_the_catalogue_page_matches_the_registry():
     assert Path(sync_readme.catalogue.__file__).resolve().is_relative_to(ROOT)  # this checkout's registry
-    assert sync_readme.README == ROOT / "README.md"
-    assert not sync_readme.stale(), "README.md's catalogue is out of date: run `python -m tools.sync_readme`"
+    assert sync_readme.CATALOGUE == ROOT / "docs" / "catalogue.md"
+    assert not sync_readme.stale(), "docs/catalogue.md is out of date: run `python -m tools.sync_readme`"
 
 
 @pytest.mark.slow

@@ -1,12 +1,13 @@
-"""Rewrite README.md's attention catalogue from the block registry of this checkout.
+"""Rewrite the attention catalogue's table (docs/catalogue.md, linked from the README) from the
+block registry of this checkout.
 
-    python -m tools.sync_readme          # rewrite the section in place
-    python -m tools.sync_readme --check  # exit 1 if the README is out of date
+    python -m tools.sync_readme          # rewrite the table in place
+    python -m tools.sync_readme --check  # exit 1 if the page is out of date
 
 Run it from the repository root: ``python -m`` puts the root first on the module path, so the
 registry it reads is this checkout's ``framework``, not the one a shared virtual environment
 installed from another checkout; it refuses to write when the two differ. tests/test_registry.py
-calls :func:`stale` in its own process, so the README cannot drift from the registry.
+calls :func:`stale` in its own process, so the page cannot drift from the registry.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Optional
 from framework.commands import blocks as catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+CATALOGUE = ROOT / "docs" / "catalogue.md"
 START, END = "<!-- catalogue:start -->", "<!-- catalogue:end -->"
 
 
@@ -28,9 +29,9 @@ def synced(text: str) -> str:
     return f"{head}{START}\n{catalogue.markdown()}\n{END}{tail}"
 
 
-def stale(readme: Path = README) -> bool:
-    """Whether ``readme``'s catalogue section differs from the registry's table."""
-    text = readme.read_text()
+def stale(page: Path = CATALOGUE) -> bool:
+    """Whether ``page``'s catalogue section differs from the registry's table."""
+    text = page.read_text()
     return synced(text) != text
 
 
@@ -46,10 +47,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     if "--check" in argv:
         if stale():
-            print("README.md's catalogue is out of date: run `python -m tools.sync_readme`", file=sys.stderr)
+            print(f"{CATALOGUE.relative_to(ROOT)} is out of date: run `python -m tools.sync_readme`", file=sys.stderr)
             return 1
         return 0
-    README.write_text(synced(README.read_text()))
+    CATALOGUE.write_text(synced(CATALOGUE.read_text()))
     return 0
 
 

@@ -4,11 +4,13 @@ Blocks compute their weights only when somebody asks: a caller passes
 ``need_weights=True``, or a :class:`capture` context names the block. Outside a
 capture the check is one test of an empty list, so training pays nothing.
 
->>> with capture(model, "head.*") as maps:          # doctest: +SKIP
-...     model(images)
->>> maps["head.attention"][0].shape                 # one record per call
->>> with capture(model, probes=64) as rows:         # the exact rows of 64 probe queries per call
-...     model(images)                               #   (see framework.attention.probes)
+For example::
+
+    with capture(model, "head.*") as maps:
+        model(images)
+    maps["head.attention"][0].shape                 # one record per call
+    with capture(model, probes=64) as rows:         # the exact rows of 64 probe queries per call
+        model(images)                               #   (see framework.attention.probes)
 """
 
 from __future__ import annotations

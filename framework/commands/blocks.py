@@ -1,7 +1,7 @@
 """The attention catalogue, rendered from the registry (``python -m framework blocks``).
 
-The README's catalogue section is this module's :func:`markdown`; a test keeps the two
-equal, and ``python tools/sync_readme.py`` rewrites the section after a registry change.
+The catalogue page's table (docs/catalogue.md) is this module's :func:`markdown`; a test keeps
+the two equal, and ``python -m tools.sync_readme`` rewrites the table after a registry change.
 ``python -m framework blocks [KIND] [PATTERN] [--markdown] [--wide]`` prints it, narrowed to one
 kind and/or to names matching a glob pattern (:func:`main`), its columns wrapped to the terminal's
 width (100 columns when piped; ``--wide``: one line per block).
@@ -156,7 +156,7 @@ def main(args: Sequence[str]) -> None:
     )
     parser.add_argument("kind", nargs="?", help=f"one of: {', '.join(KINDS)} ('feature-map' too)")
     parser.add_argument("pattern", nargs="?", help="a glob over block names, e.g. 'multi*' (quote it)")
-    parser.add_argument("--markdown", action="store_true", help="markdown tables, as in the README")
+    parser.add_argument("--markdown", action="store_true", help="markdown tables, as in docs/catalogue.md")
     parser.add_argument(
         "--wide",
         action="store_true",

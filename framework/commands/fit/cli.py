@@ -242,10 +242,10 @@ class FrameworkCLI(LightningCLI):
             return self.check_domains(parser)
         super().parse_arguments(parser, [arg for arg in argv if arg not in printing])
         self.check_domains(parser)
-        subcommand = self.config.subcommand
-        config = self.config[subcommand]
+        subcommand = self.config.get("subcommand")  # None for the commands without one (evaluate, parity)
+        config = self.config[subcommand] if subcommand else self.config
         resolve_run_values(config, instantiate_data(config.data))
-        subparser = parser._subcommands_action._name_parser_map[subcommand]
+        subparser = parser._subcommands_action._name_parser_map[subcommand] if subcommand else parser
         print(subparser.dump(config, skip_none="skip_null" in printing[0]), end="")
         raise SystemExit(0)
 
