@@ -80,11 +80,10 @@ def fit(run: Path, config: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def wandb_history(run: Path) -> list[dict]:
-    """The metrics of the newest W&B record of a run folder, by step: W&B's own bookkeeping and the
-    pictures (which a resumed run draws anew, not again) left out."""
-    record = max((run / "wandb").glob("offline-run-*/run-*.wandb"), key=lambda path: path.parent.name)
+    """The metrics of the W&B records ``wandb sync <run>/wandb/offline-run-*`` uploads, by step: W&B's own
+    bookkeeping and the pictures (which a resumed run draws anew, not again) left out."""
     rows = []
-    for row in history(record):
+    for row in (row for record in sorted((run / "wandb").glob("offline-run-*/run-*.wandb")) for row in history(record)):
         if any(key.startswith(("attention/", "images/")) for key in row):
             continue
         rows.append({k: v for k, v in row.items() if not k.startswith("_")})
