@@ -21,7 +21,7 @@ from lightning.pytorch.loggers.logger import rank_zero_experiment
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_only, rank_zero_warn
 
 from .errors import ConfigError
-from .values import PositiveInt
+from .values import NonNegativeInt, PositiveInt
 
 REACH_TIMEOUT = 3.0  # seconds the W&B server gets to accept a connection before a run goes offline
 INIT_TIMEOUT = 15.0  # seconds wandb.init may take online (wandb's default is 90); WANDB_INIT_TIMEOUT overrides
@@ -163,7 +163,7 @@ class WandbLogger(_WandbLogger):
         log_model: Union[bool, Literal["all"]] = False,
         run_of: Optional[str] = None,
         job_type: Optional[str] = None,
-        at_step: Optional[int] = None,
+        at_step: Optional[NonNegativeInt] = None,
         key_prefix: str = "",
         **kwargs: Any,
     ) -> None:
