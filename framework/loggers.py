@@ -28,10 +28,10 @@ INIT_TIMEOUT = 15.0  # seconds wandb.init may take online (wandb's default is 90
 #: The status Lightning's SLURM auto-requeue (SIGUSR1) finalizes the loggers with while the run goes on: the job
 #: requeued, SLURM stops it next (SIGTERM, which ends the W&B run); the requeue failed, it trains on, in the same run.
 REQUEUE_STATUS = "finished"
-#: The prefix of the keys each command logs to W&B, so that no command's numbers take another's keys: a fit's and a
-#: plain test's keys are the task's own (``val/acc``, ``test/acc``); the other commands' carry the command's name
-#: (``evaluate/test/acc``), and an ablated test's its ablation too (:func:`key_prefix`).
-KEY_PREFIX = {"fit": "", "test": "", "validate": "validate/", "predict": "predict/", "evaluate": "evaluate/"}
+#: The commands whose W&B keys are the task's own (``val/acc``, ``test/acc``): so that no command's numbers take
+#: another's keys, any other command's carry its name (``evaluate/test/acc``, ``validate/val/acc``), and an
+#: ablated test's its ablation (``ablation=uniform/test/acc``; :func:`key_prefix`).
+OWN_KEYS = ("fit", "test")
 #: The logger's arguments that name this very run (its folder, the fit it belongs to, its keys): a config written
 #: for the next run leaves them unset.
 RUN_ARGS = ("save_dir", "run_of", "job_type", "at_step", "key_prefix")
@@ -144,7 +144,7 @@ class WandbLogger(_WandbLogger):
     * ``run_of``: a ``validate``, ``test``, ``predict`` or ``evaluate`` of a fit's checkpoint is a W&B run of
       its own in the fit's group (the fit's run id), its ``job_type`` the command, the fit's id, folder and
       last step in its config (``fit``), its numbers logged at the fit's last step (``at_step``) under keys
-      of its own (``key_prefix``, :data:`KEY_PREFIX`), so that an ablated test never takes ``test/acc``.
+      of its own (``key_prefix``, :func:`key_prefix`), so that an ablated test never takes ``test/acc``.
       Each run's offline record is whole by itself (``wandb sync`` uploads each); online, the fit's run
       summary takes the run's last numbers too (:meth:`update_fit_summary`). The CLI sets these.
     * The run's config is the resolved config the CLI sends (:meth:`log_config`); Lightning's flat copy of
@@ -414,9 +414,9 @@ class CSVLogger(_CSVLogger):
 
 
 def key_prefix(stage: str, ablation: Optional[str] = None, blocks: Sequence[str] = ()) -> str:
-    """The prefix of the keys a ``stage`` logs to W&B (:data:`KEY_PREFIX`); a test with ``--ablation``
+    """The prefix of the keys a ``stage`` logs to W&B (:data:`OWN_KEYS`); a test with ``--ablation``
     adds its mode and blocks (``ablation=uniform/``, ``ablation=uniform[encoder.layers.0.*]/``)."""
-    prefix = KEY_PREFIX[stage]
+    prefix = "" if stage in OWN_KEYS else f"{stage}/"
     if ablation is not None:
         prefix += f"ablation={ablation}" + (f"[{','.join(blocks)}]" if blocks else "") + "/"
     return prefix

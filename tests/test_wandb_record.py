@@ -12,8 +12,8 @@ import wandb
 import yaml
 
 from framework.__main__ import main
-from framework.loggers import KEY_PREFIX, RUN_ARGS, WandbLogger, key_prefix
-from tests.wandb_records import closed, config, outline, summary, written
+from framework.loggers import OWN_KEYS, RUN_ARGS, WandbLogger, key_prefix
+from tests.wandb_records import as_table, closed, config, outline, summary, written
 
 FIT = [
     "--config",
@@ -54,6 +54,7 @@ def test_a_fit_its_test_an_ablated_test_and_an_evaluate_are_one_group_of_runs_wi
     main(["evaluate", *of_fit, quiet, f"--run_dir={folders['evaluate']}", "--tests=[ablation]"])
     logs = {name: written(folder) for name, folder in folders.items()}
     record = {name: outline(log) for name, log in logs.items()}
+    print(as_table(record))  # the record at a glance (pytest -s)
 
     fit, last = record["fit"], 2 * STEPS_PER_EPOCH
     assert (fit["group"], fit["job_type"], fit["fit"]) == (fit["id"], "fit", None)
@@ -107,11 +108,15 @@ def test_a_finished_fit_resumed_logs_only_what_it_adds_and_its_records_hold_each
     assert not list((run / "wandb").glob("superseded-*"))
 
 
-@pytest.mark.parametrize("stage", sorted(KEY_PREFIX))
+#: Each command's W&B keys: the task's own for a fit (train/, val/) and a test (test/), the command's name before
+#: them for the others, so that no two commands share a key.
+PREFIXES = {"fit": "", "test": "", "validate": "validate/", "predict": "predict/", "evaluate": "evaluate/"}
+
+
+@pytest.mark.parametrize("stage", sorted(PREFIXES))
 def test_each_commands_keys_are_its_own_and_an_ablation_marks_its_mode_and_blocks(stage):
     prefix = key_prefix(stage)
-    others = {key_prefix(other) for other in KEY_PREFIX if other != stage}
-    assert prefix in {"", f"{stage}/"} and (prefix == "" or prefix not in others)
+    assert prefix == PREFIXES[stage] and (stage in OWN_KEYS) == (prefix == "")
     assert key_prefix(stage, "uniform") == f"{prefix}ablation=uniform/"
     assert (
         key_prefix(stage, "permute", ["encoder.layers.0.*", "mhsa"])

@@ -140,3 +140,17 @@ def closed(log: Path, within: float = 10.0) -> Path:
             pass
         time.sleep(0.1)
     raise AssertionError(f"{log} has no exit record {within:g} s after the run finished")
+
+
+def as_table(outlines: dict[str, dict], leave_out: str = "attention/") -> str:
+    """Runs' outlines (:func:`outline`) as a Markdown table: one row per run and step, with the keys
+    logged there (those starting with ``leave_out`` counted, not named)."""
+    lines = ["| run | W&B id | job type | group | fit (config) | step | keys |", "|---|---|---|---|---|---|---|"]
+    for name, run in outlines.items():
+        fit = f"{run['fit']['run']} @ {run['fit']['step']}" if run["fit"] else "-"
+        for step, found in sorted(run["steps"].items()) or [(None, set())]:
+            shown = sorted(key for key in found if not key.startswith(leave_out))
+            hidden = len(found) - len(shown)
+            said = ", ".join(shown) + (f" (+{hidden} {leave_out}*)" if hidden else "")
+            lines.append(f"| {name} | {run['id']} | {run['job_type']} | {run['group']} | {fit} | {step} | {said} |")
+    return "\n".join(lines)
