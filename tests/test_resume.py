@@ -128,7 +128,11 @@ def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_on
     assert a["global_step"] == b["global_step"] == 24 and not list(last.parent.glob(".*.partial"))
     for name, weight in a["state_dict"].items():
         assert torch.equal(weight, b["state_dict"][name]), f"{name} differs after the resume"
-    # every metric of every epoch, the interrupted one's included, nothing twice: the CSV file and the W&B record
+    # a stopped process closed its W&B record at the checkpoint, which the resumed one continues; a killed
+    # one's record may hold anything, and the resumed record, holding the whole run, sets it aside
+    assert len(list((killed / "wandb").glob("superseded-offline-run-*"))) == (how == "KILL")
+    # every metric of every epoch, the interrupted one's included, nothing twice: the CSV file and the W&B
+    # records that `wandb sync <run>/wandb/offline-run-*` uploads
     assert (killed / "metrics.csv").read_text() == (whole / "metrics.csv").read_text()
     expected, got = wandb_history(whole), wandb_history(killed)
     assert [sorted(row) for row in got] == [sorted(row) for row in expected]
