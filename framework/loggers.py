@@ -8,8 +8,9 @@ import netrc
 import os
 import socket
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, get_args
+from typing import Any, Literal, Optional, Union, get_args
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -17,16 +18,23 @@ from lightning.pytorch.loggers import CSVLogger as _CSVLogger
 from lightning.pytorch.loggers import WandbLogger as _WandbLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.logger import rank_zero_experiment
-from lightning.pytorch.utilities import rank_zero_info, rank_zero_only
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_only, rank_zero_warn
 
 from .errors import ConfigError
-from .values import PositiveInt
+from .values import NonNegativeInt, PositiveInt
 
 REACH_TIMEOUT = 3.0  # seconds the W&B server gets to accept a connection before a run goes offline
 INIT_TIMEOUT = 15.0  # seconds wandb.init may take online (wandb's default is 90); WANDB_INIT_TIMEOUT overrides
 #: The status Lightning's SLURM auto-requeue (SIGUSR1) finalizes the loggers with while the run goes on: the job
 #: requeued, SLURM stops it next (SIGTERM, which ends the W&B run); the requeue failed, it trains on, in the same run.
 REQUEUE_STATUS = "finished"
+#: The commands whose W&B keys are the task's own (``val/acc``, ``test/acc``): so that no command's numbers take
+#: another's keys, any other command's carry its name (``evaluate/test/acc``, ``validate/val/acc``), and an
+#: ablated test's its ablation (``ablation=uniform/test/acc``; :func:`key_prefix`).
+OWN_KEYS = ("fit", "test")
+#: The logger's arguments that name this very run (its folder, the fit it belongs to, its keys): a config written
+#: for the next run leaves them unset.
+RUN_ARGS = ("save_dir", "run_of", "job_type", "at_step", "key_prefix")
 
 
 def wandb_credentials_available() -> bool:
@@ -133,10 +141,16 @@ class WandbLogger(_WandbLogger):
     * Under DDP only rank 0 creates a run (Lightning's rank-zero experiment).
     * The run is closed at the end of each trainer stage, so its files are complete; not on SLURM's
       requeue signal, which a training that goes on follows (a requeue that failed).
-    * ``run_of``: a ``validate``, ``test``, ``predict`` or ``evaluate`` of a fit's checkpoint
-      continues the fit's run (its id and name, resumed; ``job_type`` says which it was), so that
-      the test metrics and the evaluation table land beside the training curves (the CLI sets it;
-      offline, the continuation is its own record under this run's folder, merged by ``wandb sync``).
+    * ``run_of``: a ``validate``, ``test``, ``predict`` or ``evaluate`` of a fit's checkpoint is a W&B run of
+      its own in the fit's group (the fit's run id), its ``job_type`` the command, the fit's id, folder and
+      last step in its config (``fit``), its numbers logged at the fit's last step (``at_step``) under keys
+      of its own (``key_prefix``, :func:`key_prefix`), so that an ablated test never takes ``test/acc``.
+      Each run's offline record is whole by itself (``wandb sync`` uploads each); online, the fit's run
+      summary takes the run's last numbers too (:meth:`update_fit_summary`). The CLI sets these.
+    * The run's config is the resolved config the CLI sends (:meth:`log_config`); Lightning's flat copy of
+      the data module's arguments beside it is left out.
+    * ``log_model``: checkpoints become W&B artifacts (Lightning's: ``True`` at the end of the fit,
+      ``"all"`` as they are written).
     """
 
     def __init__(
@@ -146,9 +160,11 @@ class WandbLogger(_WandbLogger):
         project: str = "attention-framework",
         offline: Optional[bool] = None,
         id: Optional[str] = None,
-        log_model: bool = False,
+        log_model: Union[bool, Literal["all"]] = False,
         run_of: Optional[str] = None,
         job_type: Optional[str] = None,
+        at_step: Optional[NonNegativeInt] = None,
+        key_prefix: str = "",
         **kwargs: Any,
     ) -> None:
         # A config spells out every wandb.init argument, unset ones as None, which would override
@@ -174,19 +190,30 @@ class WandbLogger(_WandbLogger):
             kwargs["settings"] = {"silent": True} if offline else {"quiet": True}
             if not offline and "WANDB_INIT_TIMEOUT" not in os.environ:
                 kwargs["settings"]["init_timeout"] = INIT_TIMEOUT
-        # the run this one belongs to: its own folder's, or the fit's whose checkpoint it tests
-        folder = Path(run_of or save_dir).resolve() if run_of or save_dir else None
+        folder = Path(save_dir).resolve() if save_dir else None
+        id = id or (_run_id(folder) if folder else None)
+        #: the W&B id of the fit whose checkpoint this run validates, tests or evaluates (None: no such fit)
+        self.fit_id = _run_id(Path(run_of).resolve()) if run_of else None
+        if self.fit_id:
+            fit = {"run": self.fit_id, "dir": str(Path(run_of).resolve()), "step": at_step}
+            kwargs["config"] = {**kwargs.get("config", {}), "fit": fit}
+        # a fit heads the group its tests join, unless a comparison groups its fits (WANDB_RUN_GROUP)
+        group = self.fit_id or (id if job_type == "fit" and "WANDB_RUN_GROUP" not in os.environ else None)
+        if group:
+            kwargs.setdefault("group", group)
         if job_type:
             kwargs["job_type"] = job_type
+        #: the step this run's numbers are logged at (None: the trainer's), and the prefix of their keys
+        self.at_step, self.key_prefix = at_step, key_prefix
         #: finish the W&B run when a trainer stage ends (False: the caller finalizes it)
         self.finish_with_stage = True
-        #: this run continues a fit's (``run_of``): its config stays the fit's
-        self.continues_fit = run_of is not None
+        #: whether the run's config is the CLI's resolved one (:meth:`log_config`)
+        self.config_logged = False
         super().__init__(
             name=name or (f"{folder.parent.name}/{folder.name}" if folder else None),
             save_dir=save_dir or ".",
             project=project,
-            id=id or (_run_id(folder) if folder else None),
+            id=id,
             log_model=log_model,
             # Passed to wandb.init directly: Lightning's own `offline` rewrites WANDB_MODE process-wide.
             mode="offline" if offline else mode,
@@ -221,29 +248,75 @@ class WandbLogger(_WandbLogger):
     def finalize(self, status: str) -> None:
         super().finalize(status)
         if self._experiment is not None and self.finish_with_stage and status != REQUEUE_STATUS:
+            self.update_fit_summary()
             self._experiment.finish()
             self._experiment = None
 
     @rank_zero_only
+    def log_config(self, config: dict[str, Any]) -> None:
+        """The run's whole resolved config, nested by section (Lightning's flat hyper-parameters are left out)."""
+        self.experiment.config.update(config, allow_val_change=True)
+        self.config_logged = True
+
+    @rank_zero_only
+    def log_hyperparams(self, params: Any) -> None:
+        """Lightning's, unless the run's config is the CLI's (:meth:`log_config`), which holds them all: the
+        data module's arguments would be repeated flat beside their ``data`` section."""
+        if not self.config_logged:
+            super().log_hyperparams(params)
+
+    @rank_zero_only
     def log_metrics(self, metrics: dict[str, Any], step: Optional[int] = None) -> None:
         """Lightning's, remembering the numbers logged (:attr:`logged`, kept in every checkpoint;
-        pictures, which ``log_image`` passes through here, are not)."""
+        pictures, which ``log_image`` passes through here, are not). A run of a fit's checkpoint logs
+        at the fit's last step (:attr:`at_step`), its keys prefixed (:attr:`key_prefix`), without the
+        epoch of its own trainer (always 0)."""
+        if self.at_step is not None:
+            metrics, step = {name: value for name, value in metrics.items() if name != "epoch"}, self.at_step
+        metrics = {f"{self.key_prefix}{name}": value for name, value in metrics.items()}
         record(self.logged, metrics, step)
         super().log_metrics(metrics, step)
 
+    def update_fit_summary(self) -> None:
+        """Online, the summary of the fit's run (:attr:`fit_id`) takes the last value of each number this
+        run logged, so that the fit's page shows its test beside its training; a failure is one warning.
+        Offline there is no server to ask: each run's record is uploaded by ``wandb sync`` as it is."""
+        run = self._experiment
+        if not self.fit_id or run is None or run.offline or not self.logged:
+            return
+        import wandb
+
+        latest = {name: value for _, numbers in self.logged for name, value in numbers.items()}
+        try:
+            wandb.Api().run(f"{run.entity}/{run.project}/{self.fit_id}").summary.update(latest)
+        except Exception as error:  # the fit's summary must never fail the run that tested it
+            said = f"{type(error).__name__}: {error}"
+            rank_zero_warn(f"W&B: the summary of the fit's run {self.fit_id} was not updated ({said})")
+
     @rank_zero_only
-    def resume_at(self, step: int, logged: Optional[list]) -> None:
-        """A resumed fit continues at ``step``. An offline run is written into a new record, and the
-        record of a process that was killed may hold nothing (W&B writes it out in blocks): the
-        metrics logged before the checkpoint are logged again, so that the new record holds the
-        whole run. An online run's server already has them."""
+    def resume_at(self, step: int, logged: Optional[list], recorded: bool = False) -> None:
+        """A resumed fit continues at ``step``; offline, into a new record of the run, so that
+        ``wandb sync <run>/wandb/offline-run-*`` uploads each step once:
+
+        * ``recorded``: the earlier process closed its record at ``step`` (a finished fit extended, or
+          one stopped by a signal): the new record continues it, nothing is logged again.
+        * otherwise (a killed process, whose record W&B writes out in blocks and may hold anything up to
+          past the checkpoint; or a resume from an earlier checkpoint): the metrics logged before the
+          checkpoint are logged again, the new record holds the whole run, and the earlier records of
+          the run are set aside as ``wandb/superseded-offline-run-*``.
+
+        Online, the server has every step already."""
         self.logged, logged = [], logged or []
         offline = self._wandb_init.get("mode") == "offline" or os.environ.get("WANDB_MODE") == "offline"
+        if not offline or recorded:
+            self.logged = [list(row) for row in logged]
+            return
+        current = Path(self.experiment.dir).parent
+        for earlier in sorted(current.parent.glob(f"offline-run-*-{self.experiment.id}")):
+            if earlier != current:
+                earlier.rename(earlier.with_name(f"superseded-{earlier.name}"))
         for row_step, metrics in logged:
-            if offline:
-                self.log_metrics(metrics, row_step)
-            else:
-                self.logged.append([row_step, metrics])
+            self.log_metrics(metrics, row_step)
 
 
 def record(logged: list, metrics: dict[str, Any], step: Optional[int]) -> None:
@@ -326,10 +399,10 @@ class CSVLogger(_CSVLogger):
         super().log_metrics(metrics, step)
 
     @rank_zero_only
-    def resume_at(self, step: int, logged: Optional[list]) -> None:
+    def resume_at(self, step: int, logged: Optional[list], recorded: bool = False) -> None:
         """A resumed fit continues at ``step``: ``metrics.csv`` is written anew from ``logged``
         (None: a checkpoint of an older version, which carries no record: the rows after ``step``
-        are dropped)."""
+        are dropped), whether or not the earlier process closed it (``recorded``)."""
         if logged is None:
             self.experiment.keep_until(step)
             return
@@ -340,16 +413,28 @@ class CSVLogger(_CSVLogger):
         self.save()
 
 
-def continue_fit_run(logger_config: Any, fit_run: Path, stage: str) -> None:
-    """Point every configured W&B logger of a ``stage`` (validate, test, predict, evaluate) of a
-    checkpoint of ``fit_run`` at that fit's W&B run (``run_of``, ``job_type``), unless set."""
+def key_prefix(stage: str, ablation: Optional[str] = None, blocks: Sequence[str] = ()) -> str:
+    """The prefix of the keys a ``stage`` logs to W&B (:data:`OWN_KEYS`); a test with ``--ablation``
+    adds its mode and blocks (``ablation=uniform/``, ``ablation=uniform[encoder.layers.0.*]/``)."""
+    prefix = "" if stage in OWN_KEYS else f"{stage}/"
+    if ablation is not None:
+        prefix += f"ablation={ablation}" + (f"[{','.join(blocks)}]" if blocks else "") + "/"
+    return prefix
+
+
+def join_fit_run(logger_config: Any, stage: str, fit_run: Optional[Path], fit_step: Optional[int], prefix: str) -> None:
+    """Point every configured W&B logger of a ``stage`` (fit, validate, test, predict, evaluate) at its job
+    type and keys (``job_type``, ``key_prefix``) and, for a checkpoint of ``fit_run``, at that fit's group
+    and last step (``run_of``, ``at_step``), where the config leaves them unset."""
     for spec in logger_config if isinstance(logger_config, list) else [logger_config]:
         init_args = getattr(spec, "init_args", None)
         if init_args is not None and str(getattr(spec, "class_path", "")).endswith(".WandbLogger"):
-            if init_args.get("run_of") is None:
-                init_args.run_of = str(fit_run)
-            if init_args.get("job_type") is None:
-                init_args.job_type = stage
+            given = {"job_type": stage, "key_prefix": prefix}
+            if fit_run is not None:
+                given.update(run_of=str(fit_run), at_step=fit_step)
+            for key, value in given.items():
+                if not init_args.get(key):
+                    init_args[key] = value
 
 
 def logs_at(trainer: Any, step: int) -> bool:

@@ -40,6 +40,7 @@ FREE_FORM: dict[str, str] = {
     "group": "a W&B group's name",
     "job_type": "a W&B job type",
     "run_of": "a fit's run folder",
+    "key_prefix": "the prefix of a run's W&B keys (framework.loggers.key_prefix)",
     "entity": "a W&B entity",
     "id": "a W&B run's id",
     "tags": "W&B tags",

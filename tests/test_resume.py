@@ -80,11 +80,10 @@ def fit(run: Path, config: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def wandb_history(run: Path) -> list[dict]:
-    """The metrics of the newest W&B record of a run folder, by step: W&B's own bookkeeping and the
-    pictures (which a resumed run draws anew, not again) left out."""
-    record = max((run / "wandb").glob("offline-run-*/run-*.wandb"), key=lambda path: path.parent.name)
+    """The metrics of the W&B records ``wandb sync <run>/wandb/offline-run-*`` uploads, by step: W&B's own
+    bookkeeping and the pictures (which a resumed run draws anew, not again) left out."""
     rows = []
-    for row in history(record):
+    for row in (row for record in sorted((run / "wandb").glob("offline-run-*/run-*.wandb")) for row in history(record)):
         if any(key.startswith(("attention/", "images/")) for key in row):
             continue
         rows.append({k: v for k, v in row.items() if not k.startswith("_")})
@@ -129,7 +128,11 @@ def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_on
     assert a["global_step"] == b["global_step"] == 24 and not list(last.parent.glob(".*.partial"))
     for name, weight in a["state_dict"].items():
         assert torch.equal(weight, b["state_dict"][name]), f"{name} differs after the resume"
-    # every metric of every epoch, the interrupted one's included, nothing twice: the CSV file and the W&B record
+    # a stopped process closed its W&B record at the checkpoint, which the resumed one continues; a killed
+    # one's record may hold anything, and the resumed record, holding the whole run, sets it aside
+    assert len(list((killed / "wandb").glob("superseded-offline-run-*"))) == (how == "KILL")
+    # every metric of every epoch, the interrupted one's included, nothing twice: the CSV file and the W&B
+    # records that `wandb sync <run>/wandb/offline-run-*` uploads
     assert (killed / "metrics.csv").read_text() == (whole / "metrics.csv").read_text()
     expected, got = wandb_history(whole), wandb_history(killed)
     assert [sorted(row) for row in got] == [sorted(row) for row in expected]

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 import wandb
 import yaml
-from google.protobuf.message import DecodeError
 from PIL import Image
 
 from framework.__main__ import main
 from framework.loggers import WandbLogger, unreachable, wandb_mode, wandb_modes
-from tests.wandb_records import config, history, metric_summaries, records, run_of, summary
+from tests.wandb_records import config, history, metric_summaries, summary, written
 
 SMALL = [
     "--config",
@@ -32,21 +31,6 @@ SMALL = [
     "--trainer.enable_progress_bar=false",
     "--trainer.enable_model_summary=false",
 ]
-
-
-def written(folder: Path, within: float = 10.0) -> Path:
-    """The one offline run's record log under ``folder``, once it ends with the exit record: wandb's
-    service writes the log's tail after ``finish()`` has returned."""
-    (log,) = folder.glob("wandb/offline-run-*/run-*.wandb")
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if records(log)[-1].WhichOneof("record_type") == "exit":
-                return log
-        except (DecodeError, IndexError):  # a record cut by the reader catching up with the writer
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{log} has no exit record {within:g} s after the run finished")
 
 
 def test_wandb_runs_offline_into_the_run_folder_with_metrics_config_and_maps(caplog):
@@ -170,31 +154,6 @@ def test_the_wandb_run_holds_the_best_score_its_epoch_and_the_monitored_metrics_
     assert float(found["best/val/acc"]) == max(val_acc) == float(cli.trainer.checkpoint_callback.best_model_score)
     assert json.loads(found["best/epoch"]) == 0 and "best/val/loss" in found
     assert metric_summaries(log)["val/acc"] == ["max"]
-
-
-@pytest.mark.slow
-def test_a_test_of_a_fits_checkpoint_continues_the_fits_wandb_run(tmp_path):
-    fitted = main(["fit", *SMALL, "--trainer.max_epochs=1"])
-    fit_log = written(Path(fitted.trainer.default_root_dir))
-    best = fitted.trainer.checkpoint_callback.best_model_path
-    tested = main(
-        [
-            "test",
-            "--config",
-            str(Path(fitted.trainer.default_root_dir) / "config.yaml"),
-            "--ckpt_path",
-            best,
-            "--trainer.enable_progress_bar=false",
-        ]
-    )
-    test_log = written(Path(tested.trainer.default_root_dir))
-    fit_run, test_run = run_of(fit_log), run_of(test_log)
-    assert test_run.run_id == fit_run.run_id and test_run.display_name == fit_run.display_name
-    assert test_run.job_type == "test"
-    assert any("test/acc" in step for step in history(test_log))
-    assert not config(test_log).get("trainer"), "the test's config replaced the fit's in its run"
-    saved = (Path(tested.trainer.default_root_dir) / "config.yaml").read_text()
-    assert "run_of" not in saved.replace("run_of: null", "") and "job_type: test" not in saved
 
 
 def test_the_config_records_what_the_run_used(capsys):

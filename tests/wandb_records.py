@@ -7,9 +7,12 @@ type (1 = full, 2 = first, 3 = middle, 4 = last). Each payload is a ``wandb_inte
 
 from __future__ import annotations
 
+import json
 import struct
+import time
 from pathlib import Path
 
+from google.protobuf.message import DecodeError
 from wandb.proto import wandb_internal_pb2
 
 BLOCK = 32 * 1024
@@ -52,11 +55,13 @@ def history(path: Path) -> list[dict[str, str]]:
 
 
 def config(path: Path) -> dict[str, str]:
-    """The run's config: top-level key -> JSON value."""
+    """The run's config: top-level key -> JSON value (what ``wandb.init`` was given, then each update)."""
     items = {}
     for r in records(path):
-        if r.WhichOneof("record_type") == "config":
-            items.update({_key(i): i.value_json for i in r.config.update})
+        kind = r.WhichOneof("record_type")
+        if kind in ("run", "config"):
+            items.update({_key(i): i.value_json for i in (r.run.config if kind == "run" else r.config).update})
+    items.pop("_wandb", None)
     return items
 
 
@@ -84,3 +89,68 @@ def metric_summaries(path: Path) -> dict[str, list[str]]:
                 kind for kind in ("min", "max", "mean", "best", "last") if getattr(summary, kind, False)
             ]
     return found
+
+
+def _collapsed(keys: set[str]) -> set[str]:
+    """Keys with a picture's or a table's parts (``<key>/_type``, ``<key>/path`` ...) as its one ``<key>``."""
+    media = {key[: -len("/_type")] for key in keys if key.endswith("/_type")}
+    return {next((m for m in media if key.startswith(m + "/")), key) for key in keys}
+
+
+def outline(path: Path) -> dict:
+    """A run's record in brief: its id, group, job type and the fit it belongs to (``fit`` in its config),
+    the keys logged at each ``trainer/global_step`` and its summary's keys (a picture or a table as its one
+    key, W&B's own keys and ``trainer/global_step`` left out), and its artifacts (type, aliases)."""
+    run = run_of(path)
+    own = {"trainer/global_step"}
+    steps: dict[int, set[str]] = {}
+    for row in history(path):
+        keys = {key for key in _collapsed(set(row)) if not key.startswith("_")} - own
+        steps.setdefault(json.loads(row["trainer/global_step"]), set()).update(keys)
+    return {
+        "id": run.run_id,
+        "group": run.run_group,
+        "job_type": run.job_type,
+        "fit": json.loads(config(path).get("fit", "null")),
+        "steps": steps,
+        "summary": {key for key in _collapsed(set(summary(path))) if not key.startswith("_")} - own,
+        "artifacts": [
+            (r.artifact.type, sorted(r.artifact.aliases))
+            for r in records(path)
+            if r.WhichOneof("record_type") == "artifact"
+        ],
+    }
+
+
+def written(folder: Path, within: float = 10.0) -> Path:
+    """The one offline run's record log under ``folder``, once it is closed (:func:`closed`)."""
+    (log,) = folder.glob("wandb/offline-run-*/run-*.wandb")
+    return closed(log, within)
+
+
+def closed(log: Path, within: float = 10.0) -> Path:
+    """``log`` once it ends with the exit record: wandb's service writes the log's tail after ``finish()``
+    has returned."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if records(log)[-1].WhichOneof("record_type") == "exit":
+                return log
+        except (DecodeError, IndexError):  # a record cut by the reader catching up with the writer
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{log} has no exit record {within:g} s after the run finished")
+
+
+def as_table(outlines: dict[str, dict], leave_out: str = "attention/") -> str:
+    """Runs' outlines (:func:`outline`) as a Markdown table: one row per run and step, with the keys
+    logged there (those starting with ``leave_out`` counted, not named)."""
+    lines = ["| run | W&B id | job type | group | fit (config) | step | keys |", "|---|---|---|---|---|---|---|"]
+    for name, run in outlines.items():
+        fit = f"{run['fit']['run']} @ {run['fit']['step']}" if run["fit"] else "-"
+        for step, found in sorted(run["steps"].items()) or [(None, set())]:
+            shown = sorted(key for key in found if not key.startswith(leave_out))
+            hidden = len(found) - len(shown)
+            said = ", ".join(shown) + (f" (+{hidden} {leave_out}*)" if hidden else "")
+            lines.append(f"| {name} | {run['id']} | {run['job_type']} | {run['group']} | {fit} | {step} | {said} |")
+    return "\n".join(lines)

@@ -15,6 +15,7 @@ from lightning.pytorch.trainer.states import RunningStage, TrainerFn
 from lightning.pytorch.utilities import rank_zero_info
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+from ..runs import read_summary
 from ..values import NonNegativeFloat, PositiveInt
 
 
@@ -78,6 +79,7 @@ class ResumePoints(Callback):
         self._restore_mid_epoch = False
         self._logged: Optional[list] = None  # what the loggers were given, as a resumed checkpoint says
         self._loggers_resumed = False
+        self._ended: dict[str, Any] = {}  # the fit section of the run's summary.json before this process
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         self._trainer = trainer
@@ -100,6 +102,17 @@ class ResumePoints(Callback):
         self._restore_mid_epoch = bool(state_dict.get("mid_epoch"))
         self._logged = state_dict.get("logged")
 
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """How the earlier process of a resumed fit ended, as its summary says (read before it is rewritten)."""
+        self._ended = read_summary(Path(trainer.default_root_dir)).get("fit", {})
+
+    def _recorded(self, trainer: pl.Trainer) -> bool:
+        """Whether the earlier process closed its loggers' records at the step this fit resumes at: its stage
+        ended (finished, stopped or failed; a killed process leaves ``running``) there, so that its records
+        hold exactly the run up to here and the new ones continue them."""
+        status, step = self._ended.get("status"), self._ended.get("global_step")
+        return status in ("finished", "interrupted", "failed") and step == trainer.global_step
+
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._restore is not None and _finished(trainer):  # resumed, and the loop had nothing left to run
             self.on_train_start(trainer, pl_module)
@@ -115,7 +128,7 @@ class ResumePoints(Callback):
             self._loggers_resumed = True
             for logger in trainer.loggers:
                 if callable(resume := getattr(logger, "resume_at", None)):
-                    resume(trainer.global_step, self._logged)
+                    resume(trainer.global_step, self._logged, recorded=self._recorded(trainer))
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         # After an epoch-end checkpoint the next draws are the new epoch's: restore now.

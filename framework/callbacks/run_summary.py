@@ -31,7 +31,8 @@ alone)::
              "provenance": {"config_hash": ..., "data": ..., "versions": ..., "code": ...,   # see
                             "device": ..., "numerics": ..., "blocks": ...},            # framework.provenance
              "directions": {"val/acc": "max", "val/loss": "min", ...},   # of every metric the task logs
-             "changes": [{"step": 120, "key": "trainer.max_epochs", "from": 3, "to": 5}]},  # a resume's
+             "changes": [{"step": 120, "key": "trainer.max_epochs", "from": 3, "to": 5}],  # a resume's
+             "global_step": 160},             # optimizer steps so far: where its tests log in W&B
      "test": {"status": "finished", "ckpt_path": ".../best.ckpt",
               "metrics": {"test/acc": ..., ...}, "wall_seconds": ..., "peak_memory_mb": ...,
               "memory_kind": ...}}
@@ -293,6 +294,7 @@ class RunSummary(Callback):
                     "best_checkpoint": getattr(checkpoint, "best_model_path", None) or None,
                     "last_checkpoint": getattr(checkpoint, "last_model_path", None) or None,
                     "changes": self.changes,
+                    "global_step": trainer.global_step,
                 }
             )
         elif stage == "test":

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import ConfigError
-from .files import PARTIAL_SUFFIX
+from .files import PARTIAL_SUFFIX, read_summary
 
 #: The folder of the presets (configs/<group>/x.yaml): a preset never names an experiment.
 CONFIG_PRESETS = "configs"
@@ -266,9 +266,10 @@ def place_run(config: Any, stage: str) -> None:
     """Give a run its folder (``runs/<experiment>/<time>_<stage>`` unless ``run_dir`` is set, the
     experiment named after the first config file): the trainer's root, the checkpoints' folder and
     every logger's ``save_dir`` that the config leaves unset; a validate, test, predict or evaluate
-    of a fit's checkpoint continues the fit's W&B run. First, before any folder is made, what would
+    of a fit's checkpoint is a W&B run in the fit's group, at its last step, under keys of its own
+    (:func:`framework.loggers.join_fit_run`). First, before any folder is made, what would
     fail later: a W&B logger's ``WANDB_MODE``, a folder name too long for the file system."""
-    from ..loggers import check_wandb_mode, continue_fit_run
+    from ..loggers import check_wandb_mode, join_fit_run, key_prefix
 
     check_wandb_mode(config.trainer.logger)
     given = config.experiment
@@ -287,5 +288,8 @@ def place_run(config: Any, stage: str) -> None:
     if config.checkpoint.dirpath is None:
         config.checkpoint.dirpath = str(run_dir / "checkpoints")
     _fill_logger_save_dir(config.trainer.logger, run_dir)
-    if stage != "fit" and (fit_run := run_dir_of_checkpoint(config.get("ckpt_path"))) is not None:
-        continue_fit_run(config.trainer.logger, fit_run, stage)  # a test of a fit's checkpoint logs into its W&B run
+    # a fit heads its W&B group; a test of its checkpoint joins it, at the fit's last step
+    fit_run = run_dir_of_checkpoint(config.get("ckpt_path")) if stage != "fit" else None
+    fit_step = read_summary(fit_run).get("fit", {}).get("global_step") if fit_run else None
+    prefix = key_prefix(stage, config.get("ablation"), config.get("ablation_blocks") or ())
+    join_fit_run(config.trainer.logger, stage, fit_run, fit_step, prefix)

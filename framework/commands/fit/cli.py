@@ -42,7 +42,7 @@ from lightning.pytorch.plugins.io import CheckpointIO
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch import nn
 
-from ... import provenance, quiet, runs, signals
+from ... import loggers, provenance, quiet, runs, signals
 from ...callbacks import (
     AttentionCollapse,
     AttentionMaps,
@@ -139,8 +139,10 @@ class SaveConfig(SaveConfigCallback):
 
     def save_config(self, trainer: Trainer, pl_module: Any, stage: str) -> None:
         config = yaml.safe_load(self.parser.dump(self.config, skip_none=False))
-        for logger in trainer.loggers:  # a test that continues a fit's W&B run keeps the fit's config there
-            if isinstance(logger, WandbLogger) and not getattr(logger, "continues_fit", False):
+        for logger in trainer.loggers:
+            if isinstance(logger, loggers.WandbLogger):
+                logger.log_config(config)
+            elif isinstance(logger, WandbLogger):
                 logger.experiment.config.update(config, allow_val_change=True)
 
 
@@ -598,7 +600,7 @@ def _without_run_folders(config: Namespace) -> Namespace:
     specs = config.trainer.logger if isinstance(config.trainer.logger, list) else [config.trainer.logger]
     for spec in specs:
         init_args = getattr(spec, "init_args", None)
-        for key in ("save_dir", "run_of", "job_type"):  # where this run logs, not what the next one should
+        for key in loggers.RUN_ARGS:  # where this run logs, not what the next one should
             if init_args is not None and key in init_args:
                 init_args[key] = None
     return config
