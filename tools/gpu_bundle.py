@@ -30,8 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Packages the GPU image lacks (it has torch, lightning, torchmetrics, timm, torch_geometric, scipy,
-#: matplotlib, tokenizers, requests, pyyaml, xxhash ...): the project's own and wandb's needs, and click and
-#: typing_extensions at versions new enough for wandb.
+#: matplotlib, tokenizers, requests, pyyaml, xxhash, tqdm, markupsafe, pytest-xdist ...): the project's own,
+#: wandb's and optuna's needs (compare --search), and click and typing_extensions at versions new enough for wandb.
 MISSING = (
     "jsonargparse",
     "docstring_parser",
@@ -62,6 +62,12 @@ MISSING = (
     "entmax",
     "captum",
     "submitit",
+    "optuna",
+    "optuna-integration",
+    "alembic",
+    "sqlalchemy",
+    "mako",
+    "colorlog",
     "click",
     "typing_extensions",
 )
