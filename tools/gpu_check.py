@@ -81,8 +81,8 @@ class Section:
 #: they are sized for 16 cores; the CPU forms for a 2-core machine running two at once.
 SECTIONS = {
     "env": Section(gpu_sections.env, cuda=Size(60), cpu=Size(60)),
-    "suite": Section(gpu_sections.suite, cuda=Size(250, workers=6), cpu=Size(300)),
-    "configs": Section(gpu_sections.configs, cuda=Size(220, workers=4), cpu=Size(300)),
+    "suite": Section(gpu_sections.suite, cuda=Size(250, workers=5), cpu=Size(300)),
+    "configs": Section(gpu_sections.configs, cuda=Size(240, workers=5), cpu=Size(300)),
     "workflow": Section(gpu_sections.workflow, cuda=Size(200), cpu=Size(480)),
     "overhead": Section(gpu_sections.overhead, cuda=Size(220), cpu=Size(300)),
     "criss-cross": Section(gpu_sections.criss_cross, cuda=Size(180), cpu=Size(300)),

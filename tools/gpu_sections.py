@@ -53,17 +53,25 @@ class Form:
 
 
 def run(command: list[str], form: Form) -> subprocess.CompletedProcess:
-    """``command`` in the repository root, its output copied to this process's stderr (the log)."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(form.threads), "MKL_NUM_THREADS": str(form.threads)}
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    print(
-        f"\n$ {' '.join(command)}\n(exit status {done.returncode}, {time.perf_counter() - start:.0f} s)\n"
-        f"{done.stdout}\n{done.stderr}",
-        file=sys.stderr,
-        flush=True,
-    )
-    return done
+    """``command`` in the repository root, its output (stdout and stderr together, in ``stdout``)
+    copied line by line to this process's stderr, the section's log, so a killed section's log
+    shows where it was."""
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(form.threads),
+        "MKL_NUM_THREADS": str(form.threads),
+        "PYTHONUNBUFFERED": "1",
+    }
+    print(f"\n$ {' '.join(command)}", file=sys.stderr, flush=True)
+    start, lines = time.perf_counter(), []
+    with subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as process:
+        for line in process.stdout:
+            sys.stderr.write(line)
+            lines.append(line)
+    print(f"(exit status {process.returncode}, {time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+    return subprocess.CompletedProcess(command, process.returncode, "".join(lines), "")
 
 
 def python(*args: str) -> list[str]:
@@ -71,7 +79,7 @@ def python(*args: str) -> list[str]:
 
 
 def last_line(done: subprocess.CompletedProcess) -> str:
-    lines = (done.stderr or done.stdout).strip().splitlines()
+    lines = done.stdout.strip().splitlines()
     return lines[-1][:160] if lines else f"exit status {done.returncode}"
 
 
@@ -126,7 +134,7 @@ def suite(form: Form) -> Iterator[Row]:
     lane = ["-k", "cuda", f"--ignore={SWEEP}"] if form.device == "cuda" else ["-k", "cpu", *CPU_SUITE]
     start = time.perf_counter()
     done = run(python("-m", "pytest", "-q", "-p", "no:cacheprovider", *lane, *parallel(form.workers)), form)
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
+    summary = last_line(done)
     yield ("suite", f"pytest {' '.join(lane)}", result(done), f"{summary} ({time.perf_counter() - start:.0f} s)")
     for name in re.findall(r"^FAILED (\S+)", done.stdout, flags=re.M):
         yield ("suite", name, "FAILED", "")
@@ -146,7 +154,7 @@ def configs(form: Form) -> Iterator[Row]:
         )
         cases = list(ElementTree.parse(report).iter("testcase")) if report.is_file() else []
     if not cases:
-        yield ("configs", f"pytest {SWEEP} -k '{select}'", "FAILED", (done.stdout + done.stderr).strip()[-160:])
+        yield ("configs", f"pytest {SWEEP} -k '{select}'", "FAILED", last_line(done))
     for case in cases:
         config = case.get("name").split("[", 1)[1].split("-", 1)[1].rstrip("]")
         outcome = next(iter(case.findall("failure") + case.findall("error") + case.findall("skipped")), None)
@@ -163,11 +171,12 @@ def workflow(form: Form) -> Iterator[Row]:
     """With the demo's default logger (W&B, offline without a key): a short fit, ``evaluate`` of
     its checkpoint with the standard measures, a 2-cell ``compare`` on the warm workers and a
     2-trial ``--search``."""
+    sizes = (512, 128, 2) if form.device == "cuda" else (256, 64, 1)  # examples to train, validate, test; epochs
     small = [
-        "--data.train_size=512",
-        "--data.val_size=128",
-        "--data.test_size=128",
-        "--trainer.max_epochs=1" if form.device == "cpu" else "--trainer.max_epochs=2",
+        f"--data.train_size={sizes[0]}",
+        f"--data.val_size={sizes[1]}",
+        f"--data.test_size={sizes[1]}",
+        f"--trainer.max_epochs={sizes[2]}",
         f"--trainer.accelerator={form.accelerator}",
         "--trainer.enable_progress_bar=false",
     ]
@@ -211,8 +220,10 @@ def has_table(done: subprocess.CompletedProcess) -> bool:
 
 
 def parity(form: Form) -> Iterator[Row]:
-    """``parity`` of the demo: every path of every block against eager, a row per block and path."""
-    done = run(python("-m", "framework", "parity", "--config", DEMO, "--device", form.device), form)
+    """``parity`` of the demo: every path of every block against eager, a row per block and path
+    (in the dry run, eager and SDPA)."""
+    paths = [] if form.device == "cuda" else ["--backends=[eager, sdpa]"]  # compiling on the CPU takes minutes
+    done = run(python("-m", "framework", "parity", "--config", DEMO, "--device", form.device, *paths), form)
     lines = done.stdout.splitlines()
     header = next((i for i, line in enumerate(lines) if line.startswith("block ")), None)
     if done.returncode or header is None:
