@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tools import gpu_check
+from tools import gpu_check, gpu_sections
 from tools.gpu_schedule import Job, schedule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,6 +117,58 @@ def test_a_section_process_is_this_module_with_its_threads(tmp_path):
     suite, ddp = gpu_check.jobs(args)
     assert suite.command[1:] == ["-m", "tools.gpu_check", "--section", "suite", "--device", "cpu", "--quick"]
     assert suite.env["OMP_NUM_THREADS"] == "1" and ddp.cores == 2
+
+
+#: What the GPU forms' commands print (the formats of tools/bench_attention.py, bench_probes.py and
+#: bench_overhead.py on CUDA), keyed by a word of their command, the first that matches.
+GPU_OUTPUT = {
+    "bench_vision": (
+        "Criss-cross core on NVIDIA H200, C=512, C'=64, forward + backward; allow_tf32 = False\n"
+        "| B | H x W | dtype | impl | ms | peak MB | speed-up vs authors | memory / authors "
+        "| max abs diff vs authors |\n"
+        "|---|---|---|---|---|---|---|---|---|\n"
+        "| 8 | 97x97 | bfloat16 | ours (Triton) | 1.80 | 400 | 1.82x | 0.56x | 3.1e-02 |\n"
+        "| 8 | 97x97 | bfloat16 | authors' algorithm | 3.27 | 714 | 1.00x | 1.00x | 0.0e+00 |\n"
+        "Targets (H100, bf16, B=8, 97x97): ours >= 2x the authors' algorithm: 1.82x\n"
+    ),
+    "bench_probes": (
+        "1. Extra memory of capture(probes=64) on large maps, B = 1, forward without gradients, NVIDIA H200\n"
+        "block         plain peak MB  probes peak MB  extra MB  full map MB\n"
+        "non_local                 9              13         4         4096\n"
+        "criss_cross             110             112         2          338\n"
+    ),
+    "--steps": "step ccnet eager: 20.50 ms (1.00x eager)\nstep ccnet compiled: 3.80 ms (5.39x eager)\n",
+    "bench_overhead": (
+        "| model | fit s/epoch | loop s/epoch | fit / loop |\n|---|---|---|---|\n| ccnet | 1.21 | 1.10 | 1.10x |\n"
+    ),
+}
+
+
+def test_the_gpu_forms_read_their_commands_tables(monkeypatch):
+    def canned(command, form):
+        key = next(key for key in GPU_OUTPUT if key in " ".join(command))
+        return subprocess.CompletedProcess(command, 0, GPU_OUTPUT[key], "")
+
+    monkeypatch.setattr(gpu_sections, "run", canned)
+    form = gpu_sections.Form("cuda", quick=True)
+    assert list(gpu_sections.criss_cross(form)) == [
+        (
+            "criss-cross",
+            "B=8 97x97 bfloat16",
+            "ok",
+            "1.80 ms, 1.82x vs authors, memory 0.56x of theirs, max diff 3.1e-02",
+        ),
+        ("criss-cross", "targets (B=8 97x97 bf16)", "ok", "ours >= 2x the authors' algorithm: 1.82x"),
+    ]
+    assert list(gpu_sections.probes(form)) == [
+        ("probes", "non_local", "ok", "9 MB plain, 13 MB with probes, 4 MB extra"),
+        ("probes", "criss_cross", "ok", "110 MB plain, 112 MB with probes, 2 MB extra"),
+    ]
+    assert list(gpu_sections.overhead(form)) == [
+        ("overhead", "bench_overhead ccnet", "ok", "fit s/epoch: 1.21, loop s/epoch: 1.10, fit / loop: 1.10x"),
+        ("overhead", "make fit step ccnet eager", "ok", "20.50 ms (1.00x eager)"),
+        ("overhead", "make fit step ccnet compiled", "ok", "3.80 ms (5.39x eager)"),
+    ]
 
 
 @pytest.mark.slow  # trains one batch of the demo in a process of its own

@@ -100,10 +100,12 @@ def parallel(workers: int) -> list[str]:
     return ["-n", str(workers)] if workers > 1 and importlib.util.find_spec("xdist") else []
 
 
-def markdown_rows(text: str) -> list[list[str]]:
-    """The cells of a markdown table's body rows in ``text`` (header and rule left out)."""
+def markdown_rows(text: str, named: bool = False) -> list:
+    """The body rows of the markdown table in ``text``: lists of cells, or with ``named`` dicts
+    from the header's names to the cells."""
     lines = [line.strip() for line in text.splitlines() if line.startswith("|") and "---" not in line]
-    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:]]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    return [dict(zip(rows[0], row)) if named else row for row in rows[1:]]
 
 
 def env(form: Form) -> Iterator[Row]:
@@ -260,10 +262,9 @@ def overhead(form: Form) -> Iterator[Row]:
         else ["--models", "ccnet", "--epochs", "1", "--train-batches", "4", "--val-batches", "2"]
     )
     done = run(python("-m", "tools.bench_overhead", "--device", form.device, *sizes), form)
-    for line in done.stdout.splitlines():
-        if line.startswith("| ") and not line.startswith("| model"):
-            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-            yield ("overhead", f"bench_overhead {cells[0]}", result(done), " | ".join(cells[1:]))
+    for cells in markdown_rows(done.stdout, named=True):
+        model = cells.pop("model", "?")
+        yield ("overhead", f"bench_overhead {model}", result(done), ", ".join(f"{k}: {v}" for k, v in cells.items()))
     if done.returncode:
         yield ("overhead", "bench_overhead", "FAILED", last_line(done))
     if form.device != "cuda":
@@ -273,7 +274,7 @@ def overhead(form: Form) -> Iterator[Row]:
         if line.startswith("step "):
             yield (
                 "overhead",
-                "make fit step " + line.split(":")[0].strip(),
+                "make fit " + line.split(":")[0].strip(),
                 result(steps),
                 line.split(":", 1)[1].strip(),
             )
@@ -287,14 +288,18 @@ def criss_cross(form: Form) -> Iterator[Row]:
     sides = [] if form.device == "cuda" else ["--sides", "32"]
     done = run(python("-m", "tools.bench_vision", "blocks", "--device", form.device, *sides), form)
     if form.device == "cuda":
-        for cells in markdown_rows(done.stdout):
-            if len(cells) >= 9 and cells[3] == "ours (Triton)":
+        for cells in markdown_rows(done.stdout, named=True):
+            if cells.get("impl") == "ours (Triton)":
                 yield (
                     "criss-cross",
-                    f"B={cells[0]} {cells[1]} {cells[2]}",
+                    f"B={cells['B']} {cells['H x W']} {cells['dtype']}",
                     result(done),
-                    f"{cells[4]} ms, {cells[6]} vs authors, memory {cells[7]}, max diff {cells[8]}",
+                    f"{cells['ms']} ms, {cells['speed-up vs authors']} vs authors, memory "
+                    f"{cells['memory / authors']} of theirs, max diff {cells['max abs diff vs authors']}",
                 )
+        for line in done.stdout.splitlines():
+            if line.startswith("Targets"):
+                yield ("criss-cross", "targets (B=8 97x97 bf16)", result(done), line.split(": ", 1)[1])
     else:
         for line in done.stdout.splitlines():
             cells = line.split()
