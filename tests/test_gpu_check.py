@@ -171,6 +171,26 @@ def test_the_gpu_forms_read_their_commands_tables(monkeypatch):
     ]
 
 
+SWEPT = "tests/test_configs.py::test_one_batch_of_fit_then_validate_and_predict_from_its_checkpoint"
+
+
+@pytest.mark.parametrize(
+    "line, found",
+    [
+        (f"[gw1] [  4%] PASSED {SWEPT}[cuda-domains/demo/demo.yaml] ", ("gw1", "PASSED", "domains/demo/demo.yaml")),
+        (f"{SWEPT}[cpu-domains/demo/demo.yaml] PASSED [100%]", ("", "PASSED", "domains/demo/demo.yaml")),
+        (
+            f"{SWEPT}[cuda-domains/vision/ccnet_camvid.yaml] SKIPPED (no data)",
+            ("", "SKIPPED", "domains/vision/ccnet_camvid.yaml"),
+        ),
+        ("PASSED tests/test_configs.py::test_parses[domains/demo/demo.yaml]", None),
+        ("collected 4 items / 96 deselected", None),
+    ],
+)
+def test_the_sweep_is_read_line_by_line_as_its_configs_pass(line, found):
+    assert gpu_sections.sweep_result(line) == found
+
+
 @pytest.mark.slow  # trains one batch of the demo in a process of its own
 def test_a_dry_run_on_the_cpu_sweeps_a_config_and_ends_with_the_table(tmp_path):
     out = tmp_path / "gpu_check.md"
@@ -184,7 +204,7 @@ def test_a_dry_run_on_the_cpu_sweeps_a_config_and_ends_with_the_table(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| section | item | result | figure |" in done.stdout
     (row,) = [line for line in done.stdout.splitlines() if line.startswith("| configs | domains")]
-    assert re.fullmatch(r"\| configs \| domains/demo/demo\.yaml \| ok \| \d+\.\d s \|", row), row
+    assert re.fullmatch(r"\| configs \| domains/demo/demo\.yaml \| ok \| \d+\.\d s \|", row), row  # as it passed
     assert re.search(r"^\| configs \| \d+ \| 300 \| finished \|$", done.stdout, flags=re.M)
     assert "3 rows, 0 failed" in done.stdout and re.search(r"^total wall time \d+ s", done.stdout, flags=re.M)
     assert out.read_text().strip().endswith("3 rows, 0 failed")

@@ -52,26 +52,45 @@ class Form:
         return "gpu" if self.device == "cuda" else "cpu"
 
 
+class Command:
+    """``command`` run in the repository root when iterated: its output lines (stdout and stderr
+    together) as they come, each copied to this process's stderr, the section's log, so a killed
+    section's log shows where it was; then :meth:`result`."""
+
+    def __init__(self, command: list[str], form: Form) -> None:
+        self.command, self.form, self.lines, self.returncode = command, form, [], None
+
+    def __iter__(self) -> Iterator[str]:
+        threads = str(self.form.threads)
+        env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
+        print(f"\n$ {' '.join(self.command)}", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        with subprocess.Popen(
+            self.command,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        ) as process:
+            for line in process.stdout:
+                sys.stderr.write(line)
+                self.lines.append(line)
+                yield line
+        self.returncode = process.returncode
+        print(f"(exit status {process.returncode}, {time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+
+    def result(self) -> subprocess.CompletedProcess:
+        return subprocess.CompletedProcess(self.command, self.returncode, "".join(self.lines), "")
+
+
 def run(command: list[str], form: Form) -> subprocess.CompletedProcess:
-    """``command`` in the repository root, its output (stdout and stderr together, in ``stdout``)
-    copied line by line to this process's stderr, the section's log, so a killed section's log
-    shows where it was."""
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": str(form.threads),
-        "MKL_NUM_THREADS": str(form.threads),
-        "PYTHONUNBUFFERED": "1",
-    }
-    print(f"\n$ {' '.join(command)}", file=sys.stderr, flush=True)
-    start, lines = time.perf_counter(), []
-    with subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
-    ) as process:
-        for line in process.stdout:
-            sys.stderr.write(line)
-            lines.append(line)
-    print(f"(exit status {process.returncode}, {time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
-    return subprocess.CompletedProcess(command, process.returncode, "".join(lines), "")
+    """``command`` run to its end (:class:`Command`): its exit status and its output in ``stdout``."""
+    running = Command(command, form)
+    for _ in running:
+        pass
+    return running.result()
 
 
 def python(*args: str) -> list[str]:
@@ -142,30 +161,57 @@ def suite(form: Form) -> Iterator[Row]:
         yield ("suite", name, "FAILED", "")
 
 
+#: Parts of a result line of ``pytest -v`` for one config of the sweep (the worker where pytest-xdist runs).
+SWEEP_WORKER, SWEEP_STATUS = re.compile(r"^\[(gw\d+)\]"), re.compile(r"\b(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+SWEEP_CONFIG = re.compile(r"::test_one_batch\S*?\[\w+-(\S+?)\]")
+
+
+def sweep_result(line: str) -> Optional[tuple[str, str, str]]:
+    """(worker, status, config) of a ``pytest -v`` line of the sweep; None for other lines."""
+    config, status = SWEEP_CONFIG.search(line), SWEEP_STATUS.search(line)
+    if not (config and status):
+        return None
+    worker = SWEEP_WORKER.match(line)
+    return (worker.group(1) if worker else "", status.group(1), config.group(1))
+
+
 def configs(form: Form) -> Iterator[Row]:
-    """One batch of fit, validate and predict of every config with the GPU preset and its default
-    logger, pictures drawn (tests/test_configs.py): a row per config with its seconds."""
+    """One batch of fit, validate and predict of every config with the GPU preset, pictures drawn
+    (tests/test_configs.py): a row per config as it passes, with the seconds since its worker's
+    previous config (the first's include the worker's start-up); the others' rows, with their
+    reasons, from the JUnit report at the end. A sweep killed at its cap keeps the rows so far."""
     chosen = form.configs or (None if form.device == "cuda" else CPU_CONFIGS)
     select = f"one_batch and {form.device}" + (f" and ({' or '.join(chosen)})" if chosen else "")
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "sweep.xml"
-        done = run(
-            python("-m", "pytest", SWEEP, "-q", "-p", "no:cacheprovider", "-k", select, f"--junitxml={report}")
+        sweep = Command(
+            python("-m", "pytest", SWEEP, "-v", "-p", "no:cacheprovider", "-k", select, f"--junitxml={report}")
             + parallel(form.workers),
             form,
         )
+        start = time.perf_counter()
+        previous: dict[str, float] = {}  # worker -> when its last config ended
+        passed = set()
+        for line in sweep:
+            found = sweep_result(line)
+            if found and found[1] == "PASSED":
+                worker, _, config = found
+                now = time.perf_counter()
+                passed.add(config)
+                yield ("configs", config, "ok", f"{now - previous.get(worker, start):.1f} s")
+                previous[worker] = now
         cases = list(ElementTree.parse(report).iter("testcase")) if report.is_file() else []
-    if not cases:
-        yield ("configs", f"pytest {SWEEP} -k '{select}'", "FAILED", last_line(done))
+    if sweep.returncode not in (0, 1) or not cases:  # 1: some failed, said below
+        yield ("configs", f"pytest {SWEEP} -k '{select}'", "FAILED", last_line(sweep.result()))
     for case in cases:
         config = case.get("name").split("[", 1)[1].split("-", 1)[1].rstrip("]")
         outcome = next(iter(case.findall("failure") + case.findall("error") + case.findall("skipped")), None)
         message = "" if outcome is None else (outcome.get("message") or "").splitlines()[0][:160]
-        if outcome is None:
+        if outcome is None and config not in passed:
             yield ("configs", config, "ok", f"{float(case.get('time')):.1f} s")
-        elif outcome.tag == "skipped":
+        elif outcome is not None and outcome.tag == "skipped":
             yield ("configs", config, "xfail" if "xfail" in (outcome.get("type") or "") else "skipped", message)
-        else:
+        elif outcome is not None:
             yield ("configs", config, "FAILED", message)
 
 
