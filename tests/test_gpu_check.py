@@ -9,12 +9,13 @@ import re
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 import torch
 
-from tools import gpu_check, gpu_sections
+from tools import gpu_bundle, gpu_check, gpu_sections
 from tools.gpu_schedule import Job, schedule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,6 +170,12 @@ def test_the_gpu_forms_read_their_commands_tables(monkeypatch):
         ("overhead", "make fit step ccnet eager", "ok", "20.50 ms (1.00x eager)"),
         ("overhead", "make fit step ccnet compiled", "ok", "3.80 ms (5.39x eager)"),
     ]
+
+
+def test_the_bundle_and_the_gpu_image_hold_everything_the_project_and_its_tests_need():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    tests = [text for text in project["optional-dependencies"]["dev"] if not text.startswith("ruff")]
+    assert gpu_bundle.uncovered(project["dependencies"] + tests + ["pytest-xdist"]) == set()
 
 
 SWEPT = "tests/test_configs.py::test_one_batch_of_fit_then_validate_and_predict_from_its_checkpoint"
