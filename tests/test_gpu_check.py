@@ -123,7 +123,7 @@ def test_a_section_process_is_this_module_with_its_threads(tmp_path):
 #: What the GPU forms' commands print (the formats of tools/bench_attention.py, bench_probes.py and
 #: bench_overhead.py on CUDA), keyed by a word of their command, the first that matches.
 GPU_OUTPUT = {
-    "bench_vision": (
+    "bench_attention": (
         "Criss-cross core on NVIDIA H200, C=512, C'=64, forward + backward; allow_tf32 = False\n"
         "| B | H x W | dtype | impl | ms | peak MB | speed-up vs authors | memory / authors "
         "| max abs diff vs authors |\n"

@@ -33,10 +33,13 @@ ends with every section's output beside it (``<out>.log``; the logs' folder is p
 Exits with status 1 when a row failed or timed out. On the CPU (``--device cpu``, the dry run)
 each section runs its CPU form: small shapes, a few tests and configs.
 
-Measured: on one H100 (2026-11-23, the sections one after another) the suite took 2 min 41 s with
-6 workers, the 50 configs 3.5 to 367 ms a training step, the DDP fit 32 s; the whole check about
-10 minutes and ``--quick`` (then env, suite and configs alone) 6.5 minutes. Real data come from
-``$FRAMEWORK_DATA_DIR``; on a machine without a network, ``make gpu-bundle`` beforehand.
+Measured: on one H100 (2026-11-23, before the sections ran at once) the suite took 2 min 41 s
+with 6 workers, the 50 configs 3.5 to 367 ms a training step, the DDP fit on one GPU 32 s, the
+whole check about 10 minutes and ``--quick`` (env, suite and configs, one after another) 6.5
+minutes. The dry run on a 2-core CPU under a load average of 9 to 11 (2026-11-28): 464 s in all
+(env 7 s, suite 44, configs 66, workflow 335, overhead 40 until it failed, criss-cross 104,
+parity 37, probes 83, DDP on 2 processes 85). Real data come from ``$FRAMEWORK_DATA_DIR``; on a
+machine without a network, ``make gpu-bundle`` beforehand.
 """
 
 from __future__ import annotations

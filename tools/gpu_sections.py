@@ -33,6 +33,8 @@ DEMO = "domains/demo/demo.yaml"
 CPU_SUITE = ("tests/test_core.py", "tests/test_pictures.py")
 #: The dry run's configs (on CUDA: all of them).
 CPU_CONFIGS = (DEMO,)
+#: The criss-cross cases (B, H = W) of a quick check on CUDA: CCNet's Cityscapes feature map.
+QUICK_CASES = ((8, 97),)
 #: The standard measures evaluate runs (graph_fidelity is for graph tasks alone).
 STANDARD = ("eraser", "plausibility", "infidelity", "sensitivity")
 
@@ -330,9 +332,14 @@ def overhead(form: Form) -> Iterator[Row]:
 
 def criss_cross(form: Form) -> Iterator[Row]:
     """The criss-cross block against the CCNet authors' algorithm (tools/ccnet_reference.py)
-    through ``python -m tools.bench_vision blocks``: on CUDA the Triton core, on the CPU at 32 x 32."""
-    sides = [] if form.device == "cuda" else ["--sides", "32"]
-    done = run(python("-m", "tools.bench_vision", "blocks", "--device", form.device, *sides), form)
+    through ``python -m tools.bench_vision blocks``: on CUDA the Triton core (``--quick``: at
+    B = 8, 97 x 97 alone), on the CPU at 32 x 32."""
+    if form.device == "cuda" and form.quick:  # CCNet's Cityscapes map alone: each case compiles the einsum twice
+        command = python("-c", f"from tools.bench_attention import criss_cross_gpu_table as t; t({QUICK_CASES})")
+    else:
+        sides = [] if form.device == "cuda" else ["--sides", "32"]
+        command = python("-m", "tools.bench_vision", "blocks", "--device", form.device, *sides)
+    done = run(command, form)
     if form.device == "cuda":
         for cells in markdown_rows(done.stdout, named=True):
             if cells.get("impl") == "ours (Triton)":
