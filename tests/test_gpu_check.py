@@ -113,6 +113,22 @@ def test_each_section_is_declared_for_both_devices_within_the_quick_budget():
     assert sum(d.cuda.cores for name, d in gpu_check.SECTIONS.items() if name != "env") <= 16
 
 
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--budget", "-5"], "argument --budget: expected a number above 0 (float), got '-5'"),
+        (["--cores", "0"], "argument --cores: expected a number above 0 (int), got '0'"),
+        (["--cores", "two"], "argument --cores: expected a number above 0 (int), got 'two'"),
+        (["--configs", "domains/nope.yaml"], "expected a config domains/<domain>/<name>.yaml, got 'domains/nope.yaml'"),
+        (["--sections", "benchmarks"], "argument --sections: invalid choice: 'benchmarks'"),
+    ],
+)
+def test_a_bad_flag_is_one_line_naming_it(flags, said, capsys):
+    with pytest.raises(SystemExit) as exit:
+        gpu_check.parser().parse_args(flags)
+    assert exit.value.code == 2 and said in capsys.readouterr().err.splitlines()[-1]
+
+
 def test_a_section_process_is_this_module_with_its_threads(tmp_path):
     args = gpu_check.parser().parse_args(["--device", "cpu", "--sections", "suite", "ddp", "--quick"])
     suite, ddp = gpu_check.jobs(args)

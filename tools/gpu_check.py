@@ -119,24 +119,51 @@ def jobs(args: argparse.Namespace) -> list[Job]:
     return jobs
 
 
+def positive(kind: type) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` above 0."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a number above 0 ({kind.__name__}), got {text!r}")
+        return value
+
+    return parse
+
+
+def config(text: str) -> str:
+    """An argparse type: a config of the sweep, ``domains/<domain>/<name>.yaml``."""
+    if not (gpu_sections.ROOT / text).is_file() or not Path(text).match("domains/*/*.yaml"):
+        raise argparse.ArgumentTypeError(f"expected a config domains/<domain>/<name>.yaml, got {text!r}")
+    return text
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tools.gpu_check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--sections", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
-    parser.add_argument("--configs", nargs="+", default=None, help="configs of the configs section (default: all)")
+    parser.add_argument(
+        "--configs", nargs="+", type=config, default=None, help="configs of the configs section (default: all)"
+    )
     parser.add_argument("--quick", action="store_true", help="the small forms, within the quick budget")
     parser.add_argument(
         "--budget",
-        type=float,
+        type=positive(float),
         default=None,
         help="seconds for the whole check (default: "
         + ", ".join(f"{d}{' --quick' * q} {s:.0f}" for (d, q), s in BUDGET_S.items())
         + ")",
     )
     parser.add_argument(
-        "--cores", type=int, default=os.cpu_count() or 1, help="cores the sections share (default: all)"
+        "--cores",
+        type=positive(int),
+        default=len(os.sched_getaffinity(0)),
+        help="cores the sections share (default: this process's)",
     )
     parser.add_argument("--out", type=Path, default=None, help="also write the table here, rewritten as rows arrive")
     parser.add_argument("--section", choices=list(SECTIONS), help=argparse.SUPPRESS)  # one section's process

@@ -132,7 +132,7 @@ def markdown_rows(text: str, named: bool = False) -> list:
 def env(form: Form) -> Iterator[Row]:
     yield ("env", "torch", "ok", torch.__version__)
     if form.device != "cuda":
-        yield ("env", "device", "ok", f"cpu (dry run), {os.cpu_count()} cores")
+        yield ("env", "device", "ok", f"cpu (dry run), {len(os.sched_getaffinity(0))} cores")
         return
     properties = torch.cuda.get_device_properties(0)
     yield (
@@ -140,7 +140,7 @@ def env(form: Form) -> Iterator[Row]:
         "device",
         "ok",
         f"{properties.name} x {torch.cuda.device_count()}, {properties.total_memory / 2**30:.0f} GiB, "
-        f"CUDA {torch.version.cuda}, {os.cpu_count()} cores",
+        f"CUDA {torch.version.cuda}, {len(os.sched_getaffinity(0))} cores",
     )
     bf16 = torch.cuda.is_bf16_supported()
     yield ("env", "bf16", "ok" if bf16 else "FAILED", str(bf16))
