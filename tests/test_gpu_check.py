@@ -33,6 +33,7 @@ def run(jobs: list[Job], tmp_path: Path, budget_s: float = 60.0, cores: int = 4,
     return rows, {t.section: t for t in timings}, time.monotonic() - start
 
 
+@pytest.mark.slow  # starts stand-in sections' processes
 def test_sections_that_fit_the_cores_run_at_once_and_keep_their_order(tmp_path):
     jobs = [section(name, f"time.sleep(1.5)\nemit(('{name}', 'x', 'ok', '1'))") for name in ("a", "b", "c")]
     rows, timings, wall = run(jobs, tmp_path, cores=3)
@@ -41,17 +42,20 @@ def test_sections_that_fit_the_cores_run_at_once_and_keep_their_order(tmp_path):
     assert wall < 3.0  # three 1.5 s sections at once, not one after another
 
 
+@pytest.mark.slow  # starts stand-in sections' processes
 def test_a_section_waits_for_its_cores(tmp_path):
     jobs = [section("wide", "time.sleep(1)", cores=2), section("narrow", "time.sleep(1)", cores=1)]
     _, timings, wall = run(jobs, tmp_path, cores=2)
     assert wall >= 2.0 and set(timings) == {"wide", "narrow"}
 
 
+@pytest.mark.slow  # starts stand-in sections' processes
 def test_a_section_wider_than_the_machine_runs_alone(tmp_path):
     rows, timings, _ = run([section("wide", "emit(('wide', 'x', 'ok', ''))", cores=64)], tmp_path, cores=2)
     assert rows == [("wide", "x", "ok", "")] and timings["wide"].end == "finished"
 
 
+@pytest.mark.slow  # starts stand-in sections' processes
 def test_a_section_past_its_cap_is_killed_with_its_children_and_keeps_its_rows(tmp_path):
     marker = tmp_path / "child_alive"
     grandchild = f"import time; time.sleep(3); open({str(marker)!r}, 'w')"
@@ -73,6 +77,7 @@ def test_a_section_past_its_cap_is_killed_with_its_children_and_keeps_its_rows(t
     assert not marker.exists()  # the whole process group went
 
 
+@pytest.mark.slow  # starts stand-in sections' processes
 def test_the_deadline_cuts_the_running_section_and_does_not_start_the_next(tmp_path):
     jobs = [section("first", "time.sleep(30)", cap_s=100), section("second", "emit(('second', 'x', 'ok', ''))")]
     rows, timings, wall = run(jobs, tmp_path, budget_s=2.0, cores=1, min_start_s=0.5)
@@ -82,12 +87,14 @@ def test_the_deadline_cuts_the_running_section_and_does_not_start_the_next(tmp_p
     assert timings["second"].end == "not started"
 
 
+@pytest.mark.slow  # starts stand-in sections' processes
 def test_a_section_that_fails_without_a_row_says_why(tmp_path):
     rows, timings, _ = run([section("broken", "print('gpu_check: no such thing'); sys.exit(3)")], tmp_path)
     assert rows == [("broken", "broken", "FAILED", "exit status 3: gpu_check: no such thing")]
     assert timings["broken"].end == "exit status 3"
 
 
+@pytest.mark.slow  # starts stand-in sections' processes
 def test_the_table_file_is_rewritten_as_rows_arrive(tmp_path):
     out = tmp_path / "table.md"
     code = (  # ends only once its first row is in the table file: a table written at the end alone times it out
