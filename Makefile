@@ -41,10 +41,12 @@ docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
 
 # On a machine with a GPU: the CUDA lane of the suite, one batch of every config with the GPU
-# preset, evaluate and a 2-cell compare, the GPU benchmarks and a DDP fit, ending with one table
-# (tools/gpu_check.py; ARGS=--quick for the suite and the sweep alone). With a bundle
-# (`make gpu-bundle` beforehand, for a GPU machine without a network) the machine's own Python
-# runs it with the bundle's wheels and data; otherwise the project's .venv does.
+# preset, evaluate with the standard measures, a 2-cell compare and a 2-trial search, parity of the
+# demo, probe rows, the overhead and criss-cross benchmarks and a DDP fit, as concurrent sections
+# each within its time cap, ending with one table (tools/gpu_check.py; ARGS='--quick --out FILE':
+# within 270 s on one H100 or H200). With a bundle (`make gpu-bundle` beforehand, for a GPU
+# machine without a network) the machine's own Python runs it with the bundle's wheels and data;
+# otherwise the project's .venv does.
 GPU_PYTHON ?= python3
 test-gpu:
 ifneq ($(wildcard .whl/*.whl),)

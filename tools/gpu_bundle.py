@@ -25,13 +25,16 @@ import argparse
 import shutil
 import subprocess
 import sys
-from importlib.metadata import version
+from importlib.metadata import requires, version
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Packages the GPU image lacks (it has torch, lightning, torchmetrics, timm, torch_geometric, scipy,
-#: matplotlib, tokenizers, requests, pyyaml, xxhash ...): the project's own and wandb's needs, and click and
-#: typing_extensions at versions new enough for wandb.
+#: matplotlib, tokenizers, requests, pyyaml, xxhash, tqdm, markupsafe, pytest-xdist ...): the project's own,
+#: wandb's and optuna's needs (compare --search), and click and typing_extensions at versions new enough for wandb.
 MISSING = (
     "jsonargparse",
     "docstring_parser",
@@ -62,8 +65,49 @@ MISSING = (
     "entmax",
     "captum",
     "submitit",
+    "optuna",
+    "optuna-integration",
+    "alembic",
+    "sqlalchemy",
+    "mako",
+    "colorlog",
     "click",
     "typing_extensions",
+)
+#: What the GPU image holds of what the project's dependencies reach (the device README's package list
+#: for the H200 image, read 2026-11-17); what those need comes with them there.
+IMAGE = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "lightning",
+    "torchmetrics",
+    "torch-geometric",
+    "timm",
+    "tokenizers",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "matplotlib",
+    "pillow",
+    "pyyaml",
+    "packaging",
+    "tqdm",
+    "markupsafe",
+    "cloudpickle",
+    "requests",
+    "urllib3",
+    "httpx",
+    "anyio",
+    "xxhash",
+    "protobuf",
+    "click",
+    "typing-extensions",
+    "pytest",
+    "pytest-timeout",
+    "pytest-xdist",
+    "hypothesis",
+    "sacrebleu",
 )
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 #: Data sets copied whole; FSDD and CamVid are cut down (see the module's docstring).
@@ -76,6 +120,29 @@ INSTALL = (
     "python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl && "
     "export PYTHONPATH=/tmp/site FRAMEWORK_DATA_DIR=$PWD/.gpu/data"
 )
+
+
+def uncovered(requirements: list[str]) -> set[str]:
+    """The distributions that ``requirements`` need, followed through the metadata of the packages
+    installed here (their extras too), that neither :data:`IMAGE` nor :data:`MISSING` holds."""
+    held = {canonicalize_name(name) for name in IMAGE + MISSING}
+    todo, seen, lacking = [Requirement(text) for text in requirements], set(), set()
+    while todo:
+        wanted = todo.pop()
+        name = canonicalize_name(wanted.name)
+        if (name, frozenset(wanted.extras)) in seen:
+            continue
+        seen.add((name, frozenset(wanted.extras)))
+        if name not in held:
+            lacking.add(name)
+        if name in IMAGE:
+            continue  # the image has what it needs
+        for text in requires(name) or []:
+            need = Requirement(text)
+            extras = [""] + sorted(wanted.extras)
+            if need.marker is None or any(need.marker.evaluate({"extra": extra}) for extra in extras):
+                todo.append(need)
+    return lacking
 
 
 def download(python: str, folder: Path) -> None:

@@ -1,404 +1,200 @@
-"""The GPU check: does the project run right, and fast, on this machine's GPUs? (``make test-gpu``)
+"""The GPU check: does the project run right, and fast enough, on this machine's GPU? (``make test-gpu``)
 
-    python -m tools.gpu_check                         # everything, on CUDA (about 10 minutes on one H100)
-    python -m tools.gpu_check --sections configs ddp  # some sections
-    python -m tools.gpu_check --device cpu --sections configs --configs domains/demo/demo.yaml   # a dry run on the CPU
+    python -m tools.gpu_check --quick --out gpu_check.md        # every section within 270 s (one H100 or H200)
+    python -m tools.gpu_check --sections configs ddp            # some sections
+    python -m tools.gpu_check --device cpu --quick              # the dry run on the CPU (within 540 s)
 
-Run it from the repository root (``make test-gpu``).
-
-Sections, each ending as rows of one table (section, item, result, figure):
+Run it from the repository root. Sections (:mod:`tools.gpu_sections`), each ending as rows of
+one table (section, item, result, figure):
 
 * ``env``: torch and CUDA versions, the device, bf16 support, the TF32 settings.
 * ``suite``: the CUDA lane of the test suite (``pytest -k cuda``: every test that takes a
-  ``device`` runs on the GPU) but the config sweep, with a few threads per process.
-* ``configs``: the config sweep's CUDA lane (tests/test_configs.py ``-k cuda``): one batch of
-  ``fit`` of every config (``domains/*/*.yaml``) with the GPU preset (bf16), pictures drawn from
-  GPU tensors, then ``validate`` and ``predict`` from its checkpoint; one row per config with its
-  seconds, real-data configs without their data skipped with the reason.
-* ``benchmarks``: ``python -m tools.bench_overhead`` (fit against a hand-written loop, kernels per
-  step, GPU busy share), the ``make fit`` step eager and under ``--compile=reduce-overhead``,
-  and the criss-cross block against the CCNet authors' algorithm (``python -m tools.bench_vision blocks``).
-* ``workflow``: with the configs' default logger (W&B, offline without a key): a short fit of
-  the demo, ``evaluate`` on its checkpoint, and a 2-cell ``compare`` (mhsa against none).
-* ``ddp``: a data-parallel fit of the demo on every GPU present (one process per GPU).
+  ``device`` runs on the GPU) but the config sweep, on pytest-xdist workers where installed.
+* ``configs``: one batch of ``fit`` of every config with the GPU preset (bf16) and the config's
+  default logger, pictures drawn from GPU tensors, then ``validate`` and ``predict`` from its
+  checkpoint (tests/test_configs.py ``-k cuda``); a row per config with its seconds.
+* ``workflow``: a short fit of the demo with its default logger (W&B, offline without a key),
+  ``evaluate`` of its checkpoint with the standard measures, a 2-cell ``compare`` on the warm
+  workers and a 2-trial ``compare --search``.
+* ``parity``: ``python -m framework parity`` of the demo, every path of every block.
+* ``probes``: probe rows on large maps, non-local at 128 x 256 and criss-cross at 97 x 97
+  (tools/bench_probes.py).
+* ``overhead``: fit against a hand-written loop (tools/bench_overhead.py), and the ``make fit``
+  step eager and under ``--compile=reduce-overhead``.
+* ``criss-cross``: the criss-cross core against the CCNet authors' algorithm
+  (tools/ccnet_reference.py, through ``python -m tools.bench_vision blocks``).
+* ``ddp``: a data-parallel fit of the demo on every GPU present (skipped, with the reason, on one).
 
-``--quick`` runs ``env``, ``suite`` and ``configs`` (about 4 minutes on one H100); the suite and
-the sweep run in parallel processes when pytest-xdist is installed (``--workers``, 2 threads
-each). Exits with status 1 when a row failed. Real data come from ``$FRAMEWORK_DATA_DIR``; on a
-machine without a network, ``make gpu-bundle`` (``python -m tools.gpu_bundle``) beforehand.
+The sections run at once, each as a process of its own (:mod:`tools.gpu_schedule`), as many as
+the cores allow: :data:`SECTIONS` declares each one's processes, threads and time cap. A section
+past its cap is killed (its row: "timed out after N s") and the table still comes out; no section
+starts once the ``--budget`` is nearly spent. ``--out`` rewrites the table file as rows arrive and
+ends with every section's output beside it (``<out>.log``; the logs' folder is printed in any case).
+Exits with status 1 when a row failed or timed out. On the CPU (``--device cpu``, the dry run)
+each section runs its CPU form: small shapes, a few tests and configs.
+
+Measured: on one H100 (2026-11-23, before the sections ran at once) the suite took 2 min 41 s
+with 6 workers, the 50 configs 3.5 to 367 ms a training step, the DDP fit on one GPU 32 s, the
+whole check about 10 minutes and ``--quick`` (env, suite and configs, one after another) 6.5
+minutes. The dry run on a 2-core CPU under a load average of 9 to 11 (2026-11-28): 464 s in all
+(env 7 s, suite 44, configs 66, workflow 335, overhead 40 until it failed, criss-cross 104,
+parity 37, probes 83, DDP on 2 processes 85). Real data come from ``$FRAMEWORK_DATA_DIR``; on a
+machine without a network, ``make gpu-bundle`` beforehand.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
-from xml.etree import ElementTree
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-SWEEP = "tests/test_configs.py"
-SECTIONS = ("env", "configs", "suite", "workflow", "ddp", "benchmarks")
-QUICK = ("env", "suite", "configs")
-Row = tuple[str, str, str, str]  # section, item, result (ok / FAILED / skipped ...), figure
+from tools import gpu_sections
+from tools.gpu_schedule import FAILING, Job, Row, emit, schedule, table
+from tools.gpu_sections import Form
 
 
-#: With ``--out``, every command's output is kept beside the table (``<table>.log``).
-LOG: Optional[Path] = None
+@dataclass(frozen=True)
+class Size:
+    """What a section may take on one device: seconds, processes, threads per process."""
+
+    cap_s: float
+    workers: int = 1
+    threads: int = 1
+
+    @property
+    def cores(self) -> int:
+        return self.workers * self.threads
 
 
-def run(command: list[str], timeout: float, threads: int = 4) -> subprocess.CompletedProcess:
-    """``command`` in the repository root (``python -m`` there imports this checkout's packages)."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    try:
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as late:
-        done = subprocess.CompletedProcess(
-            command, 124, _text(late.stdout), _text(late.stderr) + f"\ntimed out after {timeout} s"
-        )
-    if LOG is not None:
-        with open(LOG, "a") as log:
-            log.write(f"\n$ {' '.join(command)}\n(exit status {done.returncode})\n{done.stdout}\n{done.stderr}\n")
-    return done
+@dataclass(frozen=True)
+class Section:
+    rows: Callable[[Form], Iterator[Row]]
+    cuda: Size
+    cpu: Size
 
 
-def _text(output) -> str:
-    return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
+#: Every section, in the order they start (the longest first after env) and are shown. On CUDA
+#: they are sized for 16 cores; the CPU forms for a 2-core machine running two at once.
+SECTIONS = {
+    "env": Section(gpu_sections.env, cuda=Size(60), cpu=Size(60)),
+    "suite": Section(gpu_sections.suite, cuda=Size(250, workers=5), cpu=Size(300)),
+    "configs": Section(gpu_sections.configs, cuda=Size(240, workers=5), cpu=Size(300)),
+    "workflow": Section(gpu_sections.workflow, cuda=Size(200), cpu=Size(480)),
+    "overhead": Section(gpu_sections.overhead, cuda=Size(220), cpu=Size(300)),
+    "criss-cross": Section(gpu_sections.criss_cross, cuda=Size(180), cpu=Size(300)),
+    "parity": Section(gpu_sections.parity, cuda=Size(150), cpu=Size(300)),
+    "probes": Section(gpu_sections.probes, cuda=Size(120), cpu=Size(300)),
+    "ddp": Section(gpu_sections.ddp, cuda=Size(150), cpu=Size(300, workers=2)),
+}
+#: The deadline of the whole check by device, with ``--quick`` and without.
+BUDGET_S = {("cuda", True): 270.0, ("cpu", True): 540.0, ("cuda", False): 900.0, ("cpu", False): 1800.0}
 
 
-def env_rows(device: str) -> list[Row]:
-    rows = [("env", "torch", "ok", torch.__version__)]
-    if device != "cuda":
-        return rows + [("env", "device", "ok", "cpu (dry run)")]
-    properties = torch.cuda.get_device_properties(0)
-    rows += [
-        (
-            "env",
-            "device",
-            "ok",
-            f"{properties.name} x {torch.cuda.device_count()}, "
-            f"{properties.total_memory / 2**30:.0f} GiB, CUDA {torch.version.cuda}",
-        ),
-        ("env", "bf16", "ok" if torch.cuda.is_bf16_supported() else "FAILED", str(torch.cuda.is_bf16_supported())),
-        (
-            "env",
-            "tf32 (matmul, cudnn)",
-            "ok",
-            f"{torch.backends.cuda.matmul.allow_tf32}, {torch.backends.cudnn.allow_tf32}",
-        ),
-    ]
-    return rows
+def size(name: str, device: str) -> Size:
+    return getattr(SECTIONS[name], device)
 
 
-def parallel(workers: int) -> list[str]:
-    """pytest-xdist's flags for ``workers`` processes, where it is installed."""
-    return ["-n", str(workers)] if workers > 1 and importlib.util.find_spec("xdist") else []
+def form(name: str, args: argparse.Namespace) -> Form:
+    declared = size(name, args.device)
+    configs = tuple(args.configs) if args.configs else None
+    return Form(args.device, args.quick, declared.workers, declared.threads, configs)
 
 
-def suite_rows(device: str, workers: int) -> list[Row]:
-    lane = "cuda" if device == "cuda" else "cpu"
-    start = time.perf_counter()
-    done = run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-k",
-            lane,
-            f"--ignore={SWEEP}",
-            *parallel(workers),
-        ],
-        timeout=540,
-        threads=2,
-    )
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:]
-    failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.M)
-    rows = [
-        (
-            "suite",
-            f"pytest -k {lane} --ignore={SWEEP}",
-            "ok" if done.returncode == 0 else "FAILED",
-            f"{summary} ({time.perf_counter() - start:.0f} s)",
-        )
-    ]
-    return rows + [("suite", name, "FAILED", "") for name in failed]
+def jobs(args: argparse.Namespace) -> list[Job]:
+    """A process per section: this module again, with ``--section``."""
+    jobs = []
+    for name in args.sections:
+        declared = size(name, args.device)
+        command = [sys.executable, "-m", "tools.gpu_check", "--section", name, "--device", args.device]
+        command += ["--quick"] * args.quick + (["--configs", *args.configs] if args.configs else [])
+        threads = {"OMP_NUM_THREADS": str(declared.threads), "MKL_NUM_THREADS": str(declared.threads)}
+        jobs.append(Job(name, command, declared.cap_s, declared.cores, {**threads, "PYTHONUNBUFFERED": "1"}))
+    return jobs
 
 
-def config_rows(device: str, configs: Optional[list[str]], workers: int) -> list[Row]:
-    """The config sweep on ``device`` (``configs``: only these), one row per config: its seconds
-    for one batch of fit, validate and predict, or why it was skipped or failed."""
-    select = f"one_batch and {device}" + (f" and ({' or '.join(configs)})" if configs else "")
-    with tempfile.TemporaryDirectory() as folder:
-        report = Path(folder) / "sweep.xml"
-        done = run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                SWEEP,
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "-k",
-                select,
-                f"--junitxml={report}",
-                *parallel(workers),
-            ],
-            timeout=900,
-            threads=2,
-        )
-        cases = list(ElementTree.parse(report).iter("testcase")) if report.is_file() else []
-    if not cases:
-        return [("configs", f"pytest {SWEEP} -k '{select}'", "FAILED", (done.stdout + done.stderr).strip()[-160:])]
-    rows = []
-    for case in cases:
-        config = case.get("name").split("[", 1)[1].split("-", 1)[1].rstrip("]")
-        outcome = next(iter(case.findall("failure") + case.findall("error") + case.findall("skipped")), None)
-        message = "" if outcome is None else (outcome.get("message") or "").splitlines()[0][:160]
-        if outcome is None:
-            rows.append(("configs", config, "ok", f"{float(case.get('time')):.1f} s"))
-        elif outcome.tag == "skipped":
-            rows.append(("configs", config, "xfail" if "xfail" in (outcome.get("type") or "") else "skipped", message))
-        else:
-            rows.append(("configs", config, "FAILED", message))
-    return rows
+def positive(kind: type) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` above 0."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a number above 0 ({kind.__name__}), got {text!r}")
+        return value
+
+    return parse
 
 
-def benchmark_rows(device: str) -> list[Row]:
-    rows = []
-    overhead = run([sys.executable, "-m", "tools.bench_overhead", "--device", device], timeout=400)
-    table = [line for line in overhead.stdout.splitlines() if line.startswith("| ") and not line.startswith("| model")]
-    rows += [
-        (
-            "benchmarks",
-            f"bench_overhead {line.split('|')[1].strip()}",
-            "ok" if overhead.returncode == 0 else "FAILED",
-            " | ".join(cell.strip() for cell in line.strip("|").split("|")[2:]),
-        )
-        for line in table
-    ]
-    if overhead.returncode:
-        rows.append(("benchmarks", "bench_overhead", "FAILED", overhead.stderr.strip().splitlines()[-1][:160]))
-    steps = run(
-        [sys.executable, "-m", "tools.bench_overhead", "--device", device, "--models", "ccnet", "--steps"], timeout=400
-    )
-    rows += [
-        (
-            "benchmarks",
-            "make fit step " + line.split(":")[0].strip(),
-            "ok" if steps.returncode == 0 else "FAILED",
-            line.split(":", 1)[1].strip(),
-        )
-        for line in steps.stdout.splitlines()
-        if line.startswith("step ")
-    ]
-    if device == "cuda":
-        blocks = run([sys.executable, "-m", "tools.bench_vision", "blocks"], timeout=900)
-        table = [line.strip() for line in blocks.stdout.splitlines() if line.startswith("|") and "---" not in line]
-        rows += [
-            ("benchmarks", "criss-cross block", "ok" if blocks.returncode == 0 else "FAILED", line)
-            for line in table[1:]
-        ]  # the first row is the table's header
-    return rows
+def config(text: str) -> str:
+    """An argparse type: a config of the sweep, ``domains/<domain>/<name>.yaml``."""
+    if not (gpu_sections.ROOT / text).is_file() or not Path(text).match("domains/*/*.yaml"):
+        raise argparse.ArgumentTypeError(f"expected a config domains/<domain>/<name>.yaml, got {text!r}")
+    return text
 
 
-def workflow_rows(device: str) -> list[Row]:
-    """A fit, ``evaluate`` on its checkpoint and a 2-cell ``compare``, with the default logger."""
-    accelerator = "gpu" if device == "cuda" else "cpu"
-    small = [
-        "--data.train_size=512",
-        "--data.val_size=128",
-        "--data.test_size=128",
-        "--trainer.max_epochs=2",
-        f"--trainer.accelerator={accelerator}",
-        "--trainer.enable_progress_bar=false",
-    ]
-    rows = []
-    with tempfile.TemporaryDirectory() as folder:
-        start = time.perf_counter()
-        fitted = run(
-            [
-                sys.executable,
-                "-m",
-                "framework",
-                "fit",
-                "--config",
-                "domains/demo/demo.yaml",
-                *small,
-                f"--run_dir={folder}/fit",
-            ],
-            timeout=300,
-        )
-        best = Path(folder) / "fit" / "checkpoints" / "best.ckpt"
-        rows.append(
-            (
-                "workflow",
-                "fit demo (W&B offline)",
-                "ok" if fitted.returncode == 0 and best.is_file() else "FAILED",
-                f"{time.perf_counter() - start:.0f} s" if fitted.returncode == 0 else _last_line(fitted),
-            )
-        )
-        start = time.perf_counter()
-        evaluated = run(
-            [
-                sys.executable,
-                "-m",
-                "framework",
-                "evaluate",
-                "--config",
-                f"{folder}/fit/config.yaml",
-                "--ckpt_path",
-                str(best),
-                f"--trainer.accelerator={accelerator}",
-                "--examples=128",
-            ],
-            timeout=300,
-        )
-        table = next((line for line in evaluated.stdout.splitlines() if line.startswith("evaluation table:")), "")
-        rows.append(
-            (
-                "workflow",
-                "evaluate its checkpoint",
-                "ok" if evaluated.returncode == 0 and table else "FAILED",
-                f"{time.perf_counter() - start:.0f} s" if evaluated.returncode == 0 else _last_line(evaluated),
-            )
-        )
-        start = time.perf_counter()
-        compared = run(
-            [
-                sys.executable,
-                "-m",
-                "framework",
-                "compare",
-                "--config",
-                "domains/demo/demo.yaml",
-                "--grid",
-                "model.attention=[mhsa,none]",
-                "--seeds",
-                "1",
-                "--name",
-                "gpu_check",
-                *small,
-            ],
-            timeout=400,
-        )
-        rows.append(
-            (
-                "workflow",
-                "compare mhsa, none (1 seed)",
-                "ok" if compared.returncode == 0 else "FAILED",
-                f"{time.perf_counter() - start:.0f} s" if compared.returncode == 0 else _last_line(compared),
-            )
-        )
-    return rows
-
-
-def _last_line(done: subprocess.CompletedProcess) -> str:
-    lines = (done.stderr or done.stdout).strip().splitlines()
-    return lines[-1][:160] if lines else f"exit status {done.returncode}"
-
-
-def ddp_rows(device: str) -> list[Row]:
-    devices = torch.cuda.device_count() if device == "cuda" else 2
-    accelerator = "gpu" if device == "cuda" else "cpu"
-    with tempfile.TemporaryDirectory() as folder:
-        start = time.perf_counter()
-        done = run(
-            [
-                sys.executable,
-                "-m",
-                "framework",
-                "fit",
-                "--config",
-                "domains/demo/demo.yaml",
-                "--config",
-                "configs/trainer/ddp.yaml",
-                f"--trainer.accelerator={accelerator}",
-                f"--trainer.devices={devices}",
-                "--trainer.max_epochs=2",
-                "--trainer.enable_progress_bar=false",
-                f"--run_dir={folder}/run",
-            ],
-            timeout=300,
-            threads=1,
-        )
-        seconds = time.perf_counter() - start
-        ok = done.returncode == 0 and (Path(folder) / "run" / "checkpoints" / "last.ckpt").is_file()
-        accuracy = re.search(r"val/acc\s+([\d.]+)", done.stdout)
-    figure = f"{devices} processes, {seconds:.0f} s" + (f", val/acc {accuracy.group(1)}" if accuracy else "")
-    return [
-        (
-            "ddp",
-            f"demo on {devices} {accelerator} processes",
-            "ok" if ok else "FAILED",
-            figure if ok else done.stderr.strip().splitlines()[-1][:160],
-        )
-    ]
-
-
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tools.gpu_check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
-    parser.add_argument("--configs", nargs="+", default=None, help="configs of the configs section (default: all)")
-    parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
-    parser.add_argument("--out", default=None, help="also write the table here, rewritten after every section")
+    parser.add_argument("--sections", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
     parser.add_argument(
-        "--workers",
-        type=int,
-        default=max(1, min(8, (os.cpu_count() or 2) // 2)),
-        help="test processes of the suite and the sweep (pytest-xdist; default: half the cores, 8 at most)",
+        "--configs", nargs="+", type=config, default=None, help="configs of the configs section (default: all)"
     )
-    args = parser.parse_args()
-    if args.quick:
-        args.sections = [section for section in args.sections if section in QUICK]
-    if args.out:
-        global LOG
-        LOG = Path(args.out).with_suffix(".log")
+    parser.add_argument("--quick", action="store_true", help="the small forms, within the quick budget")
+    parser.add_argument(
+        "--budget",
+        type=positive(float),
+        default=None,
+        help="seconds for the whole check (default: "
+        + ", ".join(f"{d}{' --quick' * q} {s:.0f}" for (d, q), s in BUDGET_S.items())
+        + ")",
+    )
+    parser.add_argument(
+        "--cores",
+        type=positive(int),
+        default=len(os.sched_getaffinity(0)),
+        help="cores the sections share (default: this process's)",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="also write the table here, rewritten as rows arrive")
+    parser.add_argument("--section", choices=list(SECTIONS), help=argparse.SUPPRESS)  # one section's process
+    return parser
+
+
+def joined_logs(folder: Path, sections: list[str]) -> str:
+    """Every section's output, one after another under its name."""
+    logs = [(name, folder / f"{name}.log") for name in sections]
+    return "".join(f"\n===== {name}\n{log.read_text(errors='replace')}" for name, log in logs if log.is_file())
+
+
+def main() -> int:
+    args = parser().parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         print("gpu_check: no CUDA device on this machine (use --device cpu for a dry run)", file=sys.stderr)
         return 2
-    os.environ.setdefault("FRAMEWORK_RUNS_DIR", tempfile.mkdtemp(prefix="gpu_check_"))
-    rows: list[Row] = []
-    for section in args.sections:
-        start = time.perf_counter()
-        if section == "env":
-            rows += env_rows(args.device)
-        elif section == "suite":
-            rows += suite_rows(args.device, args.workers)
-        elif section == "configs":
-            rows += config_rows(args.device, args.configs, args.workers)
-        elif section == "benchmarks":
-            rows += benchmark_rows(args.device)
-        elif section == "workflow":
-            rows += workflow_rows(args.device)
-        else:
-            rows += ddp_rows(args.device)
-        print(f"gpu_check: {section} done in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-        if args.out:  # the table so far, in case the machine's time runs out before the end
-            Path(args.out).write_text(table(rows))
-    print(table(rows))
-    return 1 if any(row[2] == "FAILED" for row in rows) else 0
-
-
-def table(rows: list[Row]) -> str:
-    lines = ["", "| section | item | result | figure |", "|---|---|---|---|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    failed = sum(row[2] == "FAILED" for row in rows)
-    return "\n".join(lines + ["", f"{len(rows)} rows, {failed} failed"])
+    if args.section:
+        for row in SECTIONS[args.section].rows(form(args.section, args)):
+            emit(row)
+        return 0
+    budget = args.budget or BUDGET_S[(args.device, args.quick)]
+    os.environ.setdefault("FRAMEWORK_RUNS_DIR", tempfile.mkdtemp(prefix="gpu_check_runs_"))
+    start = time.monotonic()
+    logs = Path(tempfile.mkdtemp(prefix="gpu_check_logs_"))
+    rows, timings = schedule(jobs(args), budget, args.cores, logs, args.out, gpu_sections.ROOT)
+    if args.out:
+        args.out.with_suffix(".log").write_text(joined_logs(logs, [t.section for t in timings]))
+    print(table(rows, timings))
+    print(f"total wall time {time.monotonic() - start:.0f} s (budget {budget:.0f} s, {args.cores} cores); logs: {logs}")
+    return 1 if any(row[2] in FAILING for row in rows) else 0
 
 
 if __name__ == "__main__":

@@ -492,7 +492,7 @@ class FrameworkCLI(LightningCLI):
         starts from), as YAML: what a checkpoint records, what equal runs hash equal by, what a
         resumed fit is compared with."""
         plain = _without_run_folders(config)
-        if "ckpt_path" in plain:  # a subcommand's key; absent when run=False
+        if "ckpt_path" in plain:  # a subcommand's option: the CLI built without one (run=False) has none
             plain.ckpt_path = None
         parser = self.parser._subcommands_action._name_parser_map[self.subcommand] if self.subcommand else self.parser
         return parser.dump(plain, skip_none=False)
