@@ -111,16 +111,74 @@ def figure(width: float, height: float) -> Figure:
 
 
 def as_image(picture: Any) -> np.ndarray:
-    """A figure, sketch, tensor or array picture as the (H, W, 3) uint8 array the loggers take."""
+    """A figure, sketch, :class:`Gathered`, tensor or array picture as the (H, W, 3) uint8 array the
+    loggers take."""
     if isinstance(picture, Tensor):
         return picture.detach().cpu().numpy()
-    if isinstance(picture, Sketch):
-        picture = picture.build()
-    if hasattr(picture, "canvas"):  # a matplotlib Figure
-        from .drawing import rasterise
+    if isinstance(picture, (Sketch, Gathered)) or hasattr(picture, "canvas"):
+        from .drawing import pixels
 
-        return rasterise(picture)
+        return pixels(picture)
     return np.asarray(picture)
+
+
+HEADER = 36  # pixels: the line above a gathered picture that names its key and epoch
+
+
+class Gathered(NamedTuple):
+    """The pictures of one key of one validation, logged as one image: each drawn (sketches built,
+    figures rasterised, arrays as they are), stacked top to bottom, under a header line naming
+    ``header`` (the key, the epoch); with ``size`` ((H, W) pixels, the size the key keeps) the
+    stack is scaled down to fit it where larger (its proportions kept) and padded white.
+    Small to pickle: the drawing process (:mod:`framework.drawing`) draws it."""
+
+    pictures: tuple
+    header: str
+    size: Optional[tuple[int, int]] = None
+
+    def image(self) -> np.ndarray:
+        """The (H, W, 3) uint8 image."""
+        from .drawing import pixels
+
+        tiles = [pixels(p) for p in self.pictures]
+        width = max(tile.shape[1] for tile in tiles)
+        body = np.concatenate([_padded(tile, tile.shape[0], width) for tile in tiles])
+        if self.size is not None:
+            body = _padded(_shrunk(body, self.size[0] - HEADER, self.size[1]), self.size[0] - HEADER, self.size[1])
+        return _headed(body, self.header)
+
+
+def _padded(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """``image`` at the top left of a white (height, width) canvas at least as large."""
+    canvas = np.full((height, width, 3), 255, dtype=np.uint8)
+    canvas[: image.shape[0], : image.shape[1]] = image
+    return canvas
+
+
+def _shrunk(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """``image`` scaled down (proportions kept) to fit (height, width), as it is where it fits."""
+    factor = min(height / image.shape[0], width / image.shape[1])
+    if factor >= 1:
+        return image
+    from PIL import Image
+
+    size = (max(1, int(image.shape[1] * factor)), max(1, int(image.shape[0] * factor)))
+    return np.asarray(Image.fromarray(image).resize(size, Image.Resampling.LANCZOS))
+
+
+def _headed(body: np.ndarray, text: str) -> np.ndarray:
+    """``body`` under a line of ``text``, drawn by matplotlib (pixels of ``body`` placed one to one)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    height, width = body.shape[0] + HEADER, body.shape[1]
+    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)
+    FigureCanvasAgg(fig)
+    fig.figimage(body, 0, 0, origin="upper")
+    fig.text(8 / width, 1 - 8 / height, text, ha="left", va="top", fontsize=11, fontweight="bold")
+    from .drawing import rasterise
+
+    return rasterise(fig)
 
 
 def caption(fig: Figure, text: str) -> None:

@@ -219,6 +219,31 @@ class AttentionBlock(nn.Module):
             image = image.mean(0)
         return image if image.dim() == 2 else image.unsqueeze(0)
 
+    def calls_picture(self, records: list[Record], caption: str = "") -> list[Any]:
+        """The pictures of every call of the block in one forward pass (a decoder's steps, a memory's
+        reads): one call is :meth:`weights_picture`; several calls whose maps run over key positions
+        are one (calls x keys) map, a row per call (its query rows and heads averaged), keys a call
+        does not have or that none of its queries weighs hatched; calls over pixels give one
+        picture each. Empty without a map."""
+        images = [self.weights_image(record) for record in records]
+        pixels = records[0].keys is not None and len(records[0].keys) == 2
+        if len(records) == 1 or pixels or any(image is None for image in images):
+            return [p for r in records if (p := self.weights_picture(r, caption)) is not None]
+        from ..pictures import heatmap
+
+        rows = [image.float().mean(0) for image in images]
+        width = max(len(row) for row in rows)
+        values = torch.zeros(len(rows), width)
+        valid = torch.zeros(len(rows), width, dtype=torch.bool)
+        for k, (row, image) in enumerate(zip(rows, images)):
+            values[k, : len(row)] = row.cpu()
+            valid[k, : len(row)] = image.ne(0).any(0).cpu()
+        averaged = sorted({image.shape[0] for image in images})
+        said = f"{caption}\n{self.block_name}: one row per call ({len(records)} calls)" + (
+            f", each call's {'/'.join(map(str, averaged))} rows and heads averaged" if averaged != [1] else ""
+        )
+        return [heatmap(values, rows="call (step)", columns="key position", valid=valid, caption_text=said)]
+
     def weights_picture(self, record: Record, caption: str = "") -> Any:
         """:meth:`weights_image` as a picture of :mod:`framework.pictures` (a matplotlib
         Figure), its axes named from the record's grids, ``caption`` (which example, which
