@@ -33,7 +33,7 @@ MIN_SIDE = 400  # pixels, the short side of every picture
 WEIGHTS = "viridis"  # the colour map of weights
 MAX_TICKS = 40  # axes with more positions get numbered ticks instead of one label each
 MASKED_FACE, MASKED_LINES = "0.88", "0.55"  # grey, hatched: cells that are no key
-NOT_A_KEY = "no query weighs it (padding, masked)"
+NOT_A_KEY = "masked, no weight (padding, a causal mask)"
 
 
 class Sketch(NamedTuple):
@@ -208,15 +208,21 @@ def scale(low: float, high: float, cmap: str = WEIGHTS) -> Any:
 
 def _ticks(ax: Axes, axis: str, count: int, labels: Optional[Sequence[str]], extent: Optional[tuple] = None) -> None:
     """One tick per position (its label, or its index) where there are at most
-    :data:`MAX_TICKS`, else integer ticks; ``extent``: matplotlib's ticks in its units."""
+    :data:`MAX_TICKS`, else integer ticks (with labels: every few positions' labels, the first
+    always); ``extent``: matplotlib's ticks in its units."""
     if extent is not None:
         return
-    if count > MAX_TICKS:
+    if count > MAX_TICKS and labels is None:
         from matplotlib.ticker import MaxNLocator
 
         getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True))
         return
     labels = [str(k) for k in range(count)] if labels is None else list(labels)
+    if count > MAX_TICKS:  # every few positions' labels, the first always (a [CLS])
+        every = -(-count // (MAX_TICKS // 2))
+        shown = range(0, count, every)
+        getattr(ax, f"set_{axis}ticks")(shown, [labels[k] for k in shown], fontsize=8)
+        return
     small = 8 if count > 16 else 9
     if axis == "x":
         ax.set_xticks(range(count), labels, rotation=90 if max(map(len, labels), default=0) > 2 else 0, fontsize=small)

@@ -75,6 +75,9 @@ class AttentionBlock(nn.Module):
     backends: tuple[str, ...] = ()
     #: The path chosen with :func:`~framework.attention.backends.use` (None: the default).
     chosen_backend: Optional[str] = None
+    #: Names of the leading positions of the sequence the block attends over, which are no tokens of
+    #: the input (a ViT's ``("[CLS]",)``, set by its model): the pictures label them on their axes.
+    leading_tokens: tuple[str, ...] = ()
 
     @property
     def backend(self) -> Optional[str]:
@@ -244,6 +247,14 @@ class AttentionBlock(nn.Module):
         )
         return [heatmap(values, rows="call (step)", columns="key position", valid=valid, caption_text=said)]
 
+    def position_names(self, count: int) -> Optional[list[str]]:
+        """The tick labels of ``count`` sequence positions: :attr:`leading_tokens` by name, then the
+        input's tokens numbered from 0; None without leading tokens (the positions' numbers)."""
+        if not self.leading_tokens:
+            return None
+        lead = list(self.leading_tokens[:count])
+        return lead + [str(k) for k in range(count - len(lead))]
+
     def weights_picture(self, record: Record, caption: str = "") -> Any:
         """:meth:`weights_image` as a picture of :mod:`framework.pictures` (a matplotlib
         Figure), its axes named from the record's grids, ``caption`` (which example, which
@@ -252,7 +263,8 @@ class AttentionBlock(nn.Module):
         A map of key positions (queries x keys, or learned queries x keys) draws the keys
         that no query of the example weighs, in any head, hatched as padding (keys masked
         before the normalisation get exactly 0, and the weights are not negative), not as
-        weight 0; where queries and keys are the same positions, their query rows too.
+        weight 0; where queries and keys are the same positions, their query rows too; a
+        causal block's keys after each query hatched likewise (masked, not learned zeros).
         """
         image = self.weights_image(record)
         if image is None:
@@ -293,6 +305,7 @@ class AttentionBlock(nn.Module):
                 columns="column",
                 caption_text=f"{said}: captured weights {shape} per example, leading axes averaged",
             )
+        names = self.position_names(keys[0])
         attended = image.ne(0).any(0)
         if probes is not None and record.valid is not None:
             attended = record.valid[0].reshape(-1, record.valid.shape[-1]).any(0).expand_as(attended)
@@ -302,17 +315,22 @@ class AttentionBlock(nn.Module):
                 image,
                 rows=f"probe query position (of {queries[0]})",
                 columns="key position",
-                row_labels=[str(int(p)) for p in probes],
+                row_labels=[names[int(p)] if same and names else str(int(p)) for p in probes],
+                column_labels=names,
                 valid_columns=attended,
                 valid_rows=attended[probes] if same else None,
                 caption_text=said,
             )
         same = same and image.shape[0] == keys[0]
+        causal = getattr(self, "causal", False) is True and image.shape[0] > 1
         return heatmap(
             image,
             rows="query position" if queries else "query",
             columns="key position",
+            row_labels=names if same else None,
+            column_labels=names,
             valid_columns=attended,
             valid_rows=attended if same else None,
-            caption_text=said,
+            valid=torch.ones(image.shape, dtype=torch.bool).tril() if causal else None,  # keys after the query
+            caption_text=said + (": causal, the keys after each query masked" if causal else ""),
         )
