@@ -32,6 +32,7 @@ DPI = 100
 MIN_SIDE = 400  # pixels, the short side of every picture
 WEIGHTS = "viridis"  # the colour map of weights
 MAX_TICKS = 40  # axes with more positions get numbered ticks instead of one label each
+LETTER = 0.07  # inches: the width of a letter of a tick label
 MASKED_FACE, MASKED_LINES = "0.88", "0.55"  # grey, hatched: cells that are no key
 NOT_A_KEY = "masked, no weight (padding, a causal mask)"
 
@@ -128,9 +129,11 @@ HEADER = 36  # pixels: the line above a gathered picture that names its key and 
 class Gathered(NamedTuple):
     """The pictures of one key of one validation, logged as one image: each drawn (sketches built,
     figures rasterised, arrays as they are), stacked top to bottom, under a header line naming
-    ``header`` (the key, the epoch); with ``size`` ((H, W) pixels, the size the key keeps) the
-    stack is scaled down to fit it where larger (its proportions kept) and padded white.
-    Small to pickle: the drawing process (:mod:`framework.drawing`) draws it."""
+    ``header`` (the key, the epoch). With ``size`` ((H, W) pixels, the size the key keeps) the
+    figures are laid out anew at that size (each as wide, its share of the height by its own
+    height: text keeps its size, nothing is scaled as pixels); what still differs (arrays) is
+    scaled down to fit and padded white. Small to pickle: the drawing process
+    (:mod:`framework.drawing`) draws it."""
 
     pictures: tuple
     header: str
@@ -138,14 +141,29 @@ class Gathered(NamedTuple):
 
     def image(self) -> np.ndarray:
         """The (H, W, 3) uint8 image."""
-        from .drawing import pixels
+        from .drawing import built, rasterise
 
-        tiles = [pixels(p) for p in self.pictures]
-        width = max(tile.shape[1] for tile in tiles)
-        body = np.concatenate([_padded(tile, tile.shape[0], width) for tile in tiles])
+        drawn = [built(p) if isinstance(p, Sketch) or hasattr(p, "canvas") else as_image(p) for p in self.pictures]
+        height, width = (self.size[0] - HEADER, self.size[1]) if self.size is not None else (None, None)
         if self.size is not None:
-            body = _padded(_shrunk(body, self.size[0] - HEADER, self.size[1]), self.size[0] - HEADER, self.size[1])
+            _share(drawn, height, width)
+        tiles = [rasterise(d) if hasattr(d, "canvas") else d for d in drawn]
+        stack = max(tile.shape[1] for tile in tiles)
+        body = np.concatenate([_padded(tile, tile.shape[0], stack) for tile in tiles])
+        if self.size is not None:
+            body = _padded(_shrunk(body, height, width), height, width)
         return _headed(body, self.header)
+
+
+def _share(drawn: list, height: int, width: int) -> None:
+    """Size the figures among ``drawn`` (figures and arrays) so that their stack is (height, width)
+    pixels: each ``width`` wide, the height shared by their own heights."""
+    heights = [d.get_size_inches()[1] * DPI if hasattr(d, "canvas") else d.shape[0] for d in drawn]
+    shares = [int(h * height / sum(heights)) for h in heights]
+    shares[-1] += height - sum(shares)
+    for picture, share in zip(drawn, shares):
+        if hasattr(picture, "canvas"):  # + 0.5: Agg's canvas truncates the size in pixels
+            picture.set_size_inches((width + 0.5) / DPI, (share + 0.5) / DPI)
 
 
 def _padded(image: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -156,7 +174,8 @@ def _padded(image: np.ndarray, height: int, width: int) -> np.ndarray:
 
 
 def _shrunk(image: np.ndarray, height: int, width: int) -> np.ndarray:
-    """``image`` scaled down (proportions kept) to fit (height, width), as it is where it fits."""
+    """``image`` scaled down (proportions kept) to fit (height, width), as it is where it fits (an
+    array among a key's pictures, a pixel of rounding)."""
     factor = min(height / image.shape[0], width / image.shape[1])
     if factor >= 1:
         return image
@@ -171,14 +190,14 @@ def _headed(body: np.ndarray, text: str) -> np.ndarray:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from .drawing import rasterise
+
     height, width = body.shape[0] + HEADER, body.shape[1]
-    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)
+    fig = Figure(figsize=((width + 0.5) / DPI, (height + 0.5) / DPI), dpi=DPI)  # Agg truncates to pixels
     FigureCanvasAgg(fig)
     fig.figimage(body, 0, 0, origin="upper")
     fig.text(8 / width, 1 - 8 / height, text, ha="left", va="top", fontsize=11, fontweight="bold")
-    from .drawing import rasterise
-
-    return rasterise(fig)
+    return rasterise(fig)[-height:, :width]
 
 
 def caption(fig: Figure, text: str) -> None:
@@ -348,7 +367,8 @@ def heatmap(
     count_rows, count_columns = array(values).shape
     side = cell_inches(count_rows, count_columns)
     label_room = 1.2 if options.get("column_labels") is not None else 0.6
-    fig = figure(min(12.0, count_columns * side + 2.6), min(12.0, count_rows * side + 1.2 + label_room))
+    row_room = LETTER * max(map(len, options.get("row_labels") or [""]))  # long row labels (sentences) widen it
+    fig = figure(min(14.0, count_columns * side + 2.6 + row_room), min(12.0, count_rows * side + 1.2 + label_room))
     image = weight_map(fig.add_subplot(), values, rows=rows, columns=columns, **options)
     if marked is not None:
         mark(fig.axes[0], marked)

@@ -248,12 +248,12 @@ class AttentionBlock(nn.Module):
         return [heatmap(values, rows="call (step)", columns="key position", valid=valid, caption_text=said)]
 
     def position_names(self, count: int) -> Optional[list[str]]:
-        """The tick labels of ``count`` sequence positions: :attr:`leading_tokens` by name, then the
-        input's tokens numbered from 0; None without leading tokens (the positions' numbers)."""
+        """The tick labels of ``count`` sequence positions: :attr:`leading_tokens` by name, the others
+        by their position; None without leading tokens (the positions' numbers)."""
         if not self.leading_tokens:
             return None
         lead = list(self.leading_tokens[:count])
-        return lead + [str(k) for k in range(count - len(lead))]
+        return lead + [str(k) for k in range(len(lead), count)]
 
     def weights_picture(self, record: Record, caption: str = "") -> Any:
         """:meth:`weights_image` as a picture of :mod:`framework.pictures` (a matplotlib
