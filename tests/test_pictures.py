@@ -125,15 +125,20 @@ def test_a_block_draws_its_record_with_named_axes_and_its_padding_hatched():
     assert not np.ma.is_masked(unpadded.weights_picture(maps["mhsa"][0]).axes[0].images[0].get_array())
 
 
-def test_a_causal_block_hatches_the_keys_after_each_query_as_masked_not_as_learned_zeros():
+@pytest.mark.parametrize("probes", [None, 64, 3])  # a full record; every query's probe row; some queries' rows
+def test_a_causal_block_hatches_the_keys_after_each_query_as_masked_not_as_learned_zeros(probes):
     torch.manual_seed(0)
     block = create("mhsa", 8, num_heads=2, causal=True).eval()
-    with torch.no_grad(), capture(block) as maps:
-        block(torch.randn(1, 5, 8))
-    fig = block.weights_picture(maps["mhsa"][0], "example 1")
+    padding = torch.tensor([[True] * 5 + [False]])
+    with torch.no_grad(), capture(block, probes=probes) as maps:
+        block(torch.randn(1, 6, 8), padding)
+    record = maps["mhsa"][0]
+    fig = block.weights_picture(record, "example 1")
     readable(fig)
+    allowed = torch.ones(6, 6).tril().bool() & padding[0] & padding[0, :, None]  # causal, the padded key and query
+    rows = record.probes if record.probes is not None else torch.arange(6)
     masked = fig.axes[0].images[0].get_array().mask
-    assert (masked == ~torch.ones(5, 5).tril().bool().numpy()).all(), "the upper triangle, and nothing else"
+    assert (masked == ~allowed[rows].numpy()).all(), "the upper triangle and the padding, and nothing else"
     assert "causal" in fig._suptitle.get_text() and [t.get_text() for t in fig.legends[0].get_texts()] == [NOT_A_KEY]
 
 

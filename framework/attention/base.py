@@ -306,9 +306,10 @@ class AttentionBlock(nn.Module):
                 caption_text=f"{said}: captured weights {shape} per example, leading axes averaged",
             )
         names = self.position_names(keys[0])
-        attended = image.ne(0).any(0)
-        if probes is not None and record.valid is not None:
-            attended = record.valid[0].reshape(-1, record.valid.shape[-1]).any(0).expand_as(attended)
+        cells = self._allowed(record, tuple(image.shape))
+        attended = image.ne(0).any(0) if cells is None else cells.any(0)
+        causal = bool(getattr(self, "causal", False)) and image.shape[0] > 1
+        said += ": causal, the keys after each query masked" if causal else ""
         same = queries is not None and tuple(queries) == tuple(keys)
         if probes is not None and len(probes) < math.prod(queries):  # some queries' rows: label them
             return heatmap(
@@ -319,10 +320,12 @@ class AttentionBlock(nn.Module):
                 column_labels=names,
                 valid_columns=attended,
                 valid_rows=attended[probes] if same else None,
+                valid=cells,
                 caption_text=said,
             )
         same = same and image.shape[0] == keys[0]
-        causal = getattr(self, "causal", False) is True and image.shape[0] > 1
+        if cells is None and causal:  # a full record: the block's causal triangle
+            cells = torch.ones(image.shape, dtype=torch.bool).tril()
         return heatmap(
             image,
             rows="query position" if queries else "query",
@@ -331,6 +334,17 @@ class AttentionBlock(nn.Module):
             column_labels=names,
             valid_columns=attended,
             valid_rows=attended if same else None,
-            valid=torch.ones(image.shape, dtype=torch.bool).tril() if causal else None,  # keys after the query
-            caption_text=said + (": causal, the keys after each query masked" if causal else ""),
+            valid=cells,
+            caption_text=said,
         )
+
+    @staticmethod
+    def _allowed(record: Record, shape: tuple[int, int]) -> Optional[Tensor]:
+        """The (rows, K) cells of the first example that some head may attend (padding and causal
+        masks both), from a record of probe rows' ``valid``; None where the record has none."""
+        if record.probes is None or record.valid is None or not isinstance(record.weights, Tensor):
+            return None
+        cells = torch.broadcast_to(record.valid, record.weights.shape)[0]
+        while cells.dim() > 2:  # heads
+            cells = cells.any(0)
+        return cells.cpu() if tuple(cells.shape) == shape else None
