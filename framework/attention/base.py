@@ -231,7 +231,10 @@ class AttentionBlock(nn.Module):
         images = [self.weights_image(record) for record in records]
         pixels = records[0].keys is not None and len(records[0].keys) == 2
         if len(records) == 1 or pixels or any(image is None for image in images):
-            return [p for r in records if (p := self.weights_picture(r, caption)) is not None]
+            said = [
+                caption + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "") for k in range(len(records))
+            ]
+            return [p for r, c in zip(records, said) if (p := self.weights_picture(r, c)) is not None]
         from ..pictures import heatmap
 
         rows = [image.float().mean(0) for image in images]
