@@ -46,15 +46,15 @@ class AttentionMaps(Callback):
     One rule for every key: one image per key per validation, its pictures stacked
     (:class:`~framework.pictures.Gathered`) under a header naming the key and the epoch (counted
     from 0, as W&B counts), which is also the image's caption; and one size per key, its first
-    image's (later ones scaled down to fit it where larger, padded where smaller). Images reach
-    the loggers as (H, W, 3) uint8 arrays, or W&B as PNG files.
+    image's (later ones laid out anew at that size). Images reach the loggers as (H, W, 3) uint8
+    arrays, or W&B as PNG files.
 
     The pictures are drawn within :func:`~framework.pictures.sketching`: the picture functions
     give sketches (their inputs, on the CPU), which the drawing process (:mod:`framework.drawing`)
     builds and rasterises while training goes on. Each key's pictures are logged when they are
     done (checked after every training batch), at the step of the metrics of the validation that
     drew them, and all of them before the stage ends (a stage that fails too). Pictures that are
-    arrays or tensors already are logged as they are.
+    arrays or tensors already are stacked as they are.
 
     The capture records the exact rows of ``probes`` queries per call (every query of a map
     that has no more; :mod:`framework.attention.probes`), so a block over a large feature map
