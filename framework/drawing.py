@@ -61,6 +61,16 @@ def built(picture: Any) -> Any:
     return picture.build() if hasattr(picture, "build") else picture
 
 
+def pixels(picture: Any) -> np.ndarray:
+    """A picture as an (H, W, 3) uint8 array: a figure or sketch rasterised, a gathered picture of
+    :mod:`framework.pictures` drawn (its ``image`` method), an array as it is."""
+    if hasattr(picture, "image"):
+        return picture.image()
+    if hasattr(picture, "build") or hasattr(picture, "canvas"):
+        return rasterise(built(picture))
+    return np.asarray(picture, dtype=np.uint8)
+
+
 class Job:
     """The pictures of one :meth:`Drawer.submit`, being drawn: PNG files the drawing process
     writes, or, where it cannot, arrays rasterised here."""
@@ -103,7 +113,7 @@ class Job:
         if self._images is None:
             files = self.files(timeout)
             if files is None:
-                self._images = [rasterise(built(picture)) for picture in self.figures or []]
+                self._images = [pixels(picture) for picture in self.figures or []]
             else:
                 from PIL import Image
 
@@ -137,8 +147,9 @@ class Drawer:
         self._folder: Optional[Path] = None  # where the process writes its PNG files
 
     def submit(self, figures: list) -> Job:
-        """Start drawing ``figures`` (matplotlib figures, or sketches of :mod:`framework.pictures`,
-        which the process builds); the job's files and arrays keep their order."""
+        """Start drawing ``figures`` (matplotlib figures, sketches or gathered pictures of
+        :mod:`framework.pictures`, which the process builds); the job's files and arrays keep
+        their order."""
         job = Job(list(figures))
         try:
             payload = pickle.dumps(job.figures, protocol=pickle.HIGHEST_PROTOCOL)
@@ -256,7 +267,7 @@ def serve(child: Child, folder: Path) -> None:
             files = []
             for k, picture in enumerate(unpickler.load()):
                 files.append(str(folder / f"{ticket}-{k}.png"))
-                Image.fromarray(rasterise(built(picture))).save(files[-1], compress_level=PNG_LEVEL)
+                Image.fromarray(pixels(picture)).save(files[-1], compress_level=PNG_LEVEL)
         except Exception:  # noqa: BLE001 - the training process draws them and sees the error itself
             files = None
         child.reply(pickle.dumps((ticket, files)))

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 from lightning.pytorch.loggers import CSVLogger as _CSVLogger
+from lightning.pytorch.loggers import TensorBoardLogger as _TensorBoardLogger
 from lightning.pytorch.loggers import WandbLogger as _WandbLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.logger import rank_zero_experiment
@@ -362,8 +363,29 @@ class _AppendingWriter(ExperimentWriter):
             writer.writerows(rows)
 
 
+def picture_file(folder: Path, key: str, step: Optional[int], index: int = 0) -> Path:
+    """Where a logger without images of its own writes picture ``index`` of ``key`` logged at
+    ``step``: ``<folder>/pictures/<key>/step-<step>.png`` (a key's ``/`` are folders)."""
+    name = f"step-{step if step is not None else 0:06d}" + (f"-{index}" if index else "")
+    return folder / "pictures" / key / f"{name}.png"
+
+
+def write_pictures(folder: Path, key: str, images: list[Any], step: Optional[int]) -> None:
+    """Each (H, W, 3) uint8 image (or PNG file) as a PNG file at :func:`picture_file`, atomically."""
+    import numpy as np
+    from PIL import Image
+
+    from .runs.files import atomic_file
+
+    for index, image in enumerate(images):
+        picture = Image.open(image) if isinstance(image, (str, Path)) else Image.fromarray(np.asarray(image))
+        with atomic_file(picture_file(folder, key, step, index)) as file:
+            picture.save(file, format="PNG")
+
+
 class CSVLogger(_CSVLogger):
-    """Lightning's CSV logger writing ``metrics.csv`` straight into the run folder. It remembers
+    """Lightning's CSV logger writing ``metrics.csv`` straight into the run folder, and the pictures
+    it is given as PNG files beside it (:func:`picture_file`). It remembers
     the numbers it was given (:attr:`logged`, kept in every checkpoint), and a resumed ``fit``
     writes the file anew from the checkpoint's record, so that it holds exactly what was logged
     up to the checkpoint (rows a killed process wrote after it, or never wrote out, do not matter)."""
@@ -399,6 +421,11 @@ class CSVLogger(_CSVLogger):
         super().log_metrics(metrics, step)
 
     @rank_zero_only
+    def log_image(self, key: str, images: list[Any], step: Optional[int] = None, **kwargs: Any) -> None:
+        """The pictures as PNG files in the run folder (captions are drawn in them)."""
+        write_pictures(Path(self.log_dir), key, images, step)
+
+    @rank_zero_only
     def resume_at(self, step: int, logged: Optional[list], recorded: bool = False) -> None:
         """A resumed fit continues at ``step``: ``metrics.csv`` is written anew from ``logged``
         (None: a checkpoint of an older version, which carries no record: the rows after ``step``
@@ -411,6 +438,26 @@ class CSVLogger(_CSVLogger):
         for row_step, metrics in logged:
             self.log_metrics(metrics, row_step)
         self.save()
+
+
+class TensorBoardLogger(_TensorBoardLogger):
+    """Lightning's TensorBoard logger (through ``tensorboardX``), writing into
+    ``<run folder>/tensorboard`` (``tensorboard --logdir runs`` shows every run), with the pictures
+    as TensorBoard images: pictures and curves without a service or an account."""
+
+    def __init__(self, save_dir: Optional[str] = None, name: str = "tensorboard", version: str = "", **kwargs: Any):
+        super().__init__(save_dir=save_dir or ".", name=name, version=version, **kwargs)
+
+    @rank_zero_only
+    def log_image(self, key: str, images: list[Any], step: Optional[int] = None, **kwargs: Any) -> None:
+        """Each (H, W, 3) uint8 image (or PNG file) under ``key`` (``key/<k>`` for more than one)."""
+        import numpy as np
+        from PIL import Image
+
+        for index, image in enumerate(images):
+            pixels = np.asarray(Image.open(image).convert("RGB")) if isinstance(image, (str, Path)) else image
+            tag = key if len(images) == 1 else f"{key}/{index}"
+            self.experiment.add_image(tag, np.asarray(pixels), global_step=step, dataformats="HWC")
 
 
 def key_prefix(stage: str, ablation: Optional[str] = None, blocks: Sequence[str] = ()) -> str:

@@ -32,8 +32,9 @@ DPI = 100
 MIN_SIDE = 400  # pixels, the short side of every picture
 WEIGHTS = "viridis"  # the colour map of weights
 MAX_TICKS = 40  # axes with more positions get numbered ticks instead of one label each
+LETTER = 0.07  # inches: the width of a letter of a tick label
 MASKED_FACE, MASKED_LINES = "0.88", "0.55"  # grey, hatched: cells that are no key
-NOT_A_KEY = "no query weighs it (padding, masked)"
+NOT_A_KEY = "masked, no weight (padding, a causal mask)"
 
 
 class Sketch(NamedTuple):
@@ -111,16 +112,92 @@ def figure(width: float, height: float) -> Figure:
 
 
 def as_image(picture: Any) -> np.ndarray:
-    """A figure, sketch, tensor or array picture as the (H, W, 3) uint8 array the loggers take."""
+    """A figure, sketch, :class:`Gathered`, tensor or array picture as the (H, W, 3) uint8 array the
+    loggers take."""
     if isinstance(picture, Tensor):
         return picture.detach().cpu().numpy()
-    if isinstance(picture, Sketch):
-        picture = picture.build()
-    if hasattr(picture, "canvas"):  # a matplotlib Figure
-        from .drawing import rasterise
+    if isinstance(picture, (Sketch, Gathered)) or hasattr(picture, "canvas"):
+        from .drawing import pixels
 
-        return rasterise(picture)
+        return pixels(picture)
     return np.asarray(picture)
+
+
+HEADER = 36  # pixels: the line above a gathered picture that names its key and epoch
+
+
+class Gathered(NamedTuple):
+    """The pictures of one key of one validation, logged as one image: each drawn (sketches built,
+    figures rasterised, arrays as they are), stacked top to bottom, under a header line naming
+    ``header`` (the key, the epoch). With ``size`` ((H, W) pixels, the size the key keeps) the
+    figures are laid out anew at that size (each as wide, its share of the height by its own
+    height: text keeps its size, nothing is scaled as pixels); what still differs (arrays) is
+    scaled down to fit and padded white. Small to pickle: the drawing process
+    (:mod:`framework.drawing`) draws it."""
+
+    pictures: tuple
+    header: str
+    size: Optional[tuple[int, int]] = None
+
+    def image(self) -> np.ndarray:
+        """The (H, W, 3) uint8 image."""
+        from .drawing import built, rasterise
+
+        drawn = [built(p) if isinstance(p, Sketch) or hasattr(p, "canvas") else as_image(p) for p in self.pictures]
+        height, width = (self.size[0] - HEADER, self.size[1]) if self.size is not None else (None, None)
+        if self.size is not None:
+            _share(drawn, height, width)
+        tiles = [rasterise(d) if hasattr(d, "canvas") else d for d in drawn]
+        stack = max(tile.shape[1] for tile in tiles)
+        body = np.concatenate([_padded(tile, tile.shape[0], stack) for tile in tiles])
+        if self.size is not None:
+            body = _padded(_shrunk(body, height, width), height, width)
+        return _headed(body, self.header)
+
+
+def _share(drawn: list, height: int, width: int) -> None:
+    """Size the figures among ``drawn`` (figures and arrays) so that their stack is (height, width)
+    pixels: each ``width`` wide, the height shared by their own heights."""
+    heights = [d.get_size_inches()[1] * DPI if hasattr(d, "canvas") else d.shape[0] for d in drawn]
+    shares = [int(h * height / sum(heights)) for h in heights]
+    shares[-1] += height - sum(shares)
+    for picture, share in zip(drawn, shares):
+        if hasattr(picture, "canvas"):  # + 0.5: Agg's canvas truncates the size in pixels
+            picture.set_size_inches((width + 0.5) / DPI, (share + 0.5) / DPI)
+
+
+def _padded(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """``image`` at the top left of a white (height, width) canvas at least as large."""
+    canvas = np.full((height, width, 3), 255, dtype=np.uint8)
+    canvas[: image.shape[0], : image.shape[1]] = image
+    return canvas
+
+
+def _shrunk(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """``image`` scaled down (proportions kept) to fit (height, width), as it is where it fits (an
+    array among a key's pictures, a pixel of rounding)."""
+    factor = min(height / image.shape[0], width / image.shape[1])
+    if factor >= 1:
+        return image
+    from PIL import Image
+
+    size = (max(1, int(image.shape[1] * factor)), max(1, int(image.shape[0] * factor)))
+    return np.asarray(Image.fromarray(image).resize(size, Image.Resampling.LANCZOS))
+
+
+def _headed(body: np.ndarray, text: str) -> np.ndarray:
+    """``body`` under a line of ``text``, drawn by matplotlib (pixels of ``body`` placed one to one)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from .drawing import rasterise
+
+    height, width = body.shape[0] + HEADER, body.shape[1]
+    fig = Figure(figsize=((width + 0.5) / DPI, (height + 0.5) / DPI), dpi=DPI)  # Agg truncates to pixels
+    FigureCanvasAgg(fig)
+    fig.figimage(body, 0, 0, origin="upper")
+    fig.text(8 / width, 1 - 8 / height, text, ha="left", va="top", fontsize=11, fontweight="bold")
+    return rasterise(fig)[-height:, :width]
 
 
 def caption(fig: Figure, text: str) -> None:
@@ -150,15 +227,21 @@ def scale(low: float, high: float, cmap: str = WEIGHTS) -> Any:
 
 def _ticks(ax: Axes, axis: str, count: int, labels: Optional[Sequence[str]], extent: Optional[tuple] = None) -> None:
     """One tick per position (its label, or its index) where there are at most
-    :data:`MAX_TICKS`, else integer ticks; ``extent``: matplotlib's ticks in its units."""
+    :data:`MAX_TICKS`, else integer ticks (with labels: every few positions' labels, the first
+    always); ``extent``: matplotlib's ticks in its units."""
     if extent is not None:
         return
-    if count > MAX_TICKS:
+    if count > MAX_TICKS and labels is None:
         from matplotlib.ticker import MaxNLocator
 
         getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True))
         return
     labels = [str(k) for k in range(count)] if labels is None else list(labels)
+    if count > MAX_TICKS:  # every few positions' labels, the first always (a [CLS])
+        every = -(-count // (MAX_TICKS // 2))
+        shown = range(0, count, every)
+        getattr(ax, f"set_{axis}ticks")(shown, [labels[k] for k in shown], fontsize=8)
+        return
     small = 8 if count > 16 else 9
     if axis == "x":
         ax.set_xticks(range(count), labels, rotation=90 if max(map(len, labels), default=0) > 2 else 0, fontsize=small)
@@ -284,7 +367,8 @@ def heatmap(
     count_rows, count_columns = array(values).shape
     side = cell_inches(count_rows, count_columns)
     label_room = 1.2 if options.get("column_labels") is not None else 0.6
-    fig = figure(min(12.0, count_columns * side + 2.6), min(12.0, count_rows * side + 1.2 + label_room))
+    row_room = LETTER * max(map(len, options.get("row_labels") or [""]))  # long row labels (sentences) widen it
+    fig = figure(min(14.0, count_columns * side + 2.6 + row_room), min(12.0, count_rows * side + 1.2 + label_room))
     image = weight_map(fig.add_subplot(), values, rows=rows, columns=columns, **options)
     if marked is not None:
         mark(fig.axes[0], marked)

@@ -18,6 +18,7 @@ class ImageLogger(Logger):
         self._save_dir = save_dir  # the run folder, filled in by the CLI
         self.images: dict[str, list] = {}
         self.steps: list[tuple[str, Optional[int]]] = []  # (key, step) of every log_image, in order
+        self.calls: list[tuple[str, Optional[int], list, list]] = []  # (key, step, images, captions) of each
         self.metric_steps: list[tuple[set, Optional[int]]] = []  # (names, step) of every log_metrics
 
     name, version = "images", 0
@@ -32,9 +33,10 @@ class ImageLogger(Logger):
     def log_hyperparams(self, params, *args, **kwargs) -> None:
         pass
 
-    def log_image(self, key, images, step=None) -> None:
+    def log_image(self, key, images, step=None, caption=None) -> None:
         self.images[key] = images
         self.steps.append((key, step))
+        self.calls.append((key, step, list(images), list(caption or [])))
 
 
 def logged_pictures(trainer) -> dict[str, list]:
@@ -44,6 +46,20 @@ def logged_pictures(trainer) -> dict[str, list]:
         for image in images:
             assert isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.ndim == 3, key
     return logger.images
+
+
+def one_image_per_key_per_validation(logger: ImageLogger) -> dict[str, tuple[int, int]]:
+    """Check the ``attention_maps`` callback's rule on what ``logger`` received: each key logged once
+    per validation (step), one image with its caption naming the key, and every image of a key of
+    one size; key -> that (H, W)."""
+    seen, sizes = set(), {}
+    for key, step, images, captions in logger.calls:
+        assert (key, step) not in seen, f"{key} logged twice at step {step}"
+        seen.add((key, step))
+        assert len(images) == 1 and len(captions) == 1 and captions[0].startswith(key), (key, len(images), captions)
+        size = sizes.setdefault(key, images[0].shape[:2])
+        assert images[0].shape[:2] == size, f"{key}: {images[0].shape[:2]} at step {step}, {size} before"
+    return sizes
 
 
 def colour_bars(fig) -> list:
@@ -73,17 +89,17 @@ def readable(fig, bars: int = 1) -> np.ndarray:
     return image
 
 
-def fit_logging_pictures(model, task, data, root, epochs: int = 1) -> ImageLogger:
+def fit_logging_pictures(model, task, data, root, epochs: int = 1, logger=None):
     """Fit ``model`` for ``task`` on ``data`` (SGD, lr 0.1) for ``epochs`` with the ``attention_maps``
-    callback and nothing else (no checkpoints, bars or summary), under ``root``; the
-    :class:`ImageLogger` that took its pictures."""
+    callback and nothing else (no checkpoints, bars or summary), under ``root``; the logger that
+    took its pictures (an :class:`ImageLogger` unless ``logger`` is given)."""
     import lightning.pytorch as pl
     import torch
 
     from framework import TaskModule
     from framework.callbacks import AttentionMaps
 
-    logger = ImageLogger()
+    logger = logger or ImageLogger()
     module = TaskModule(model, task)
     module.configure_optimizers = lambda: torch.optim.SGD(module.parameters(), lr=0.1)
     trainer = pl.Trainer(

@@ -1,6 +1,7 @@
 """Every experiment config (``domains/*/*.yaml``, found when the tests are collected, so a new
-config is swept without a list to edit): it parses, composes with the presets, and one batch of
-``fit``, then ``validate`` and ``predict`` from the fit's checkpoint, run on every device.
+config is swept without a list to edit): it parses, composes with the presets, and two epochs of one
+batch of ``fit`` (two validations, each logging one image per picture key, of one size per key), then
+``validate`` and ``predict`` from the fit's checkpoint, run on every device.
 
 Configs that read a real data set (their data section names ``$FRAMEWORK_DATA_DIR/<folder>``)
 run on ``../shared/data`` and are skipped, saying so, where it is absent. Data sets are cut to a
@@ -21,7 +22,7 @@ import yaml
 from framework.__main__ import main
 from framework.attention import AttentionBlock
 from tests.conftest import ONE_BATCH, ROOT
-from tests.image_logger import logged_pictures
+from tests.image_logger import ImageLogger, logged_pictures, one_image_per_key_per_validation
 
 CONFIGS = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob("domains/*/*.yaml"))
 #: Presets only parsed here (they need GPUs or several processes); cpu, debug and csv are parsed
@@ -30,6 +31,7 @@ PARSED_ONLY = [
     "configs/trainer/gpu.yaml",
     "configs/trainer/ddp.yaml",
     "configs/trainer/fsdp.yaml",
+    "configs/logger/tensorboard.yaml",
     "configs/logger/wandb.yaml",
 ]
 #: Data module arguments that size a data set or a batch, and the few examples a sweep run needs; a
@@ -105,10 +107,10 @@ def test_one_batch_of_fit_then_validate_and_predict_from_its_checkpoint(config, 
     presets = ["--config", hardware, "--config", "configs/trainer/debug.yaml", "--config", "configs/logger/csv.yaml"]
     flags = [*presets, *tiny(resolved(config, capsys)), *QUIET]
 
-    fitted = main(["fit", "--config", config, *flags, *ONE_BATCH])
+    fitted = main(["fit", "--config", config, *flags, *ONE_BATCH, "--trainer.max_epochs=2"])  # two validations
     metrics = fitted.trainer.callback_metrics
     monitor = fitted.model.task.monitor
-    assert fitted.trainer.state.finished and fitted.trainer.global_step == 1
+    assert fitted.trainer.state.finished and fitted.trainer.global_step == 2
     assert math.isfinite(metrics["train/loss"]) and monitor in metrics, sorted(metrics)
     directions = fitted.model.task.directions()  # every metric the run logged says whether higher is better
     assert [name for name in metrics if name.split("/")[0] in ("train", "val") and name not in directions] == []
@@ -117,6 +119,9 @@ def test_one_batch_of_fit_then_validate_and_predict_from_its_checkpoint(config, 
     pictures = logged_pictures(fitted.trainer)  # each checked to be an (H, W, 3) uint8 image
     blocks = [type(m).__name__ for m in fitted.model.model.modules() if isinstance(m, AttentionBlock)]
     assert pictures or not blocks, f"attention blocks {blocks} but no picture drawn"
+    (logger,) = [logger for logger in fitted.trainer.loggers if isinstance(logger, ImageLogger)]
+    one_image_per_key_per_validation(logger)  # one image per key per validation, one size per key
+    assert {step for _, step, _, _ in logger.calls} <= {0, 1}, "logged at the two validations' steps"
     best = Path(fitted.trainer.default_root_dir) / "checkpoints" / "best.ckpt"
     assert best.is_file()
 

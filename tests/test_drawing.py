@@ -17,7 +17,7 @@ from matplotlib.ticker import FuncFormatter
 
 from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
 from framework.drawing import Drawer, rasterise
-from framework.pictures import Sketch, as_image, heatmap, heatmaps, overlay, sketching
+from framework.pictures import HEADER, Gathered, Sketch, as_image, heatmap, heatmaps, overlay, sketching
 from tests.image_logger import fit_logging_pictures
 
 
@@ -144,6 +144,10 @@ def test_pictures_drawn_meanwhile_are_logged_at_the_step_of_their_validation(tmp
     assert logger.steps == [("attention/encoder.layers.0.attention", step) for step in validations], (
         "each validation's picture logged once, in order, at the step of its metrics"
     )
+    captions = [caption for _, _, _, (caption,) in logger.calls]
+    assert captions == [
+        f"attention/encoder.layers.0.attention, epoch {epoch} (step {step})" for epoch, step in enumerate(validations)
+    ], "the epoch counted from 0, as W&B counts it"
 
 
 class ArrayPictures(SequenceClassification):
@@ -153,9 +157,27 @@ class ArrayPictures(SequenceClassification):
         return {"tokens": [np.full((4, 5, 3), 7, dtype=np.uint8)]}
 
 
-def test_pictures_that_are_arrays_already_are_logged_as_they_are(tmp_path):
+def test_pictures_that_are_arrays_already_are_logged_as_they_are_under_their_header(tmp_path):
     logger = fit_logging_pictures(
         SequenceClassifier(177, 10, dim=16, depth=1, attention="none"), ArrayPictures(10), small_recall(), tmp_path
     )
     (image,) = logger.images["images/tokens"]
-    np.testing.assert_array_equal(image, np.full((4, 5, 3), 7, dtype=np.uint8))
+    assert image.shape == (HEADER + 4, 5, 3)
+    np.testing.assert_array_equal(image[HEADER:], np.full((4, 5, 3), 7, dtype=np.uint8))
+
+
+def test_a_keys_pictures_are_stacked_into_one_image_of_the_size_the_key_keeps(drawer):
+    tiles = [rasterise(figure) for figure in pictures()]
+    width = max(tile.shape[1] for tile in tiles)
+    with sketching():
+        gathered = Gathered(tuple(pictures()), "images/maps, epoch 0 (step 0)")
+    (image,) = drawer.submit([gathered]).images(timeout=120)
+    assert image.shape == (HEADER + tiles[0].shape[0] + tiles[1].shape[0], width, 3), "stacked under the header"
+    np.testing.assert_array_equal(image[HEADER : HEADER + tiles[0].shape[0], : tiles[0].shape[1]], tiles[0])
+    assert (image[HEADER : HEADER + tiles[0].shape[0], tiles[0].shape[1] :] == 255).all(), "padded white"
+    assert (image[:HEADER] < 128).any(), "the header is written"
+    for size in ((500, 600), (HEADER + 1300, 1500)):  # the key's size, smaller or larger than the stack
+        (fitted,) = drawer.submit([Gathered(tuple(pictures()), "images/maps, epoch 1 (step 1)", size)]).images(120)
+        assert fitted.shape == (*size, 3), "exactly the key's size"
+        content = np.argwhere((fitted[HEADER:] < 250).any(-1))
+        assert (content.max(0) >= np.array(size) - (HEADER + 40, 40)).all(), "laid out anew to fill it, not padded"

@@ -14,7 +14,7 @@ import torch
 from framework.attention import available, capture, create, info
 from framework.commands.compare import grid, plots, results
 from framework.evaluation.rollout import rollout_picture
-from framework.pictures import MIN_SIDE, WEIGHTS, as_image, heatmap, heatmaps, overlay
+from framework.pictures import MIN_SIDE, NOT_A_KEY, WEIGHTS, as_image, heatmap, heatmaps, overlay
 from tests.attention.cases import case
 from tests.image_logger import colour_bars, readable
 
@@ -59,7 +59,7 @@ def test_a_heat_map_names_its_axes_and_hatches_padding_instead_of_drawing_zero(d
     assert np.abs(zero - VIRIDIS_LOW).max() <= 2, "a real weight of 0 takes the colour map's 0"
     assert np.abs(padded - VIRIDIS_LOW).max() > 60 and padded.max() - padded.min() <= 2, "padding is grey, not 0"
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert texts == ["no query weighs it (padding, masked)"]
+    assert texts == [NOT_A_KEY]
     assert not heatmap(weights, rows="q", columns="k", caption_text="no padding").legends
 
 
@@ -123,6 +123,40 @@ def test_a_block_draws_its_record_with_named_axes_and_its_padding_hatched():
     with torch.no_grad(), capture(unpadded) as maps:
         unpadded(torch.randn(1, 5, 8))
     assert not np.ma.is_masked(unpadded.weights_picture(maps["mhsa"][0]).axes[0].images[0].get_array())
+
+
+@pytest.mark.parametrize("probes", [None, 64, 3])  # a full record; every query's probe row; some queries' rows
+def test_a_causal_block_hatches_the_keys_after_each_query_as_masked_not_as_learned_zeros(probes):
+    torch.manual_seed(0)
+    block = create("mhsa", 8, num_heads=2, causal=True).eval()
+    padding = torch.tensor([[True] * 5 + [False]])
+    with torch.no_grad(), capture(block, probes=probes) as maps:
+        block(torch.randn(1, 6, 8), padding)
+    record = maps["mhsa"][0]
+    fig = block.weights_picture(record, "example 1")
+    readable(fig)
+    allowed = torch.ones(6, 6).tril().bool() & padding[0] & padding[0, :, None]  # causal, the padded key and query
+    rows = record.probes if record.probes is not None else torch.arange(6)
+    masked = fig.axes[0].images[0].get_array().mask
+    assert (masked == ~allowed[rows].numpy()).all(), "the upper triangle and the padding, and nothing else"
+    assert "causal" in fig._suptitle.get_text() and [t.get_text() for t in fig.legends[0].get_texts()] == [NOT_A_KEY]
+
+
+def test_a_decoders_steps_are_one_map_of_calls_by_keys_with_keys_a_call_lacks_hatched():
+    torch.manual_seed(0)
+    block = create("additive", 8).eval()
+    with torch.no_grad(), capture(block) as maps:
+        for keys in (6, 6, 4):  # three steps, the last over fewer keys
+            block(torch.randn(1, 1, 8), torch.randn(1, keys, 8))
+    (fig,) = block.calls_picture(maps["additive"], "example 1")
+    readable(fig)
+    ax = fig.axes[0]
+    drawn = ax.images[0].get_array()
+    assert drawn.shape == (3, 6) and (ax.get_ylabel(), ax.get_xlabel()) == ("call (step)", "key position")
+    assert drawn.mask[2, 4:].all() and not drawn.mask[:2].any() and not drawn.mask[2, :4].any()
+    np.testing.assert_allclose(drawn.data[0], maps["additive"][0].weights[0].reshape(-1).numpy(), atol=1e-6)
+    assert "one row per call (3 calls)" in fig._suptitle.get_text()
+    assert len(block.calls_picture(maps["additive"][:1], "one call")) == 1
 
 
 def test_a_pixel_block_draws_where_its_middle_query_looks_and_gates_draw_rows_and_columns():

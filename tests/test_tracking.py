@@ -59,6 +59,9 @@ def test_wandb_runs_offline_into_the_run_folder_with_metrics_config_and_maps(cap
     validations = [s["trainer/global_step"] for s in steps if "val/acc" in s]
     pictures = [s["trainer/global_step"] for s in steps if "attention/encoder.layers.0.attention/_type" in s]
     assert pictures == validations
+    key = "attention/encoder.layers.0.attention"
+    captions = [json.loads(s[f"{key}/captions"]) for s in steps if f"{key}/captions" in s]
+    assert captions == [[f"{key}, epoch {epoch} (step {step})"] for epoch, step in enumerate(validations)]
 
 
 def test_wandb_mode_disabled_is_honoured(monkeypatch):

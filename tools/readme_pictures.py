@@ -59,7 +59,7 @@ def demo_attention():
     with torch.no_grad(), capture(model, name) as maps:
         task.step(model, batch, "val")
     return dict(model.named_modules())[name].weights_picture(
-        maps[name][0], f"{name}, first validation example, epoch 4"
+        maps[name][0], f"{name}, first validation example, after 4 epochs"
     )
 
 
@@ -68,7 +68,8 @@ def memn2n_hops():
     first = int((batch["task"] == 2).nonzero()[0])  # a story of two supporting facts
     with torch.no_grad():
         fig = task.images(model, {key: value[first : first + 1] for key, value in batch.items()})["memory_hops"][0]
-    caption(fig, f"MemN2N after 4 epochs: each hop's attention over validation story {first + 1} (bAbI task 2)")
+    said = fig.get_suptitle().split("\n", 1)[-1]  # the question and the answers, under the task's first line
+    caption(fig, f"MemN2N after 4 epochs: each hop's attention over validation story {first + 1} (bAbI task 2)\n{said}")
     return fig
 
 

@@ -3,7 +3,8 @@ every hop over the story's sentences, and of a memory's read heads over its slot
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Optional
 
 from torch import Tensor
 
@@ -13,19 +14,21 @@ SUPPORT_COLOUR = "tab:red"
 
 
 @picture
-def hop_image(weights: Tensor, support: Tensor, title: str = "") -> Any:
-    """(hops, N) attention over the story's N sentences: one row per hop (top: hop 1), one
-    column per sentence (oldest left); the supporting facts ((N,) bool) are starred and red."""
+def hop_image(weights: Tensor, support: Tensor, sentences: Optional[Sequence[str]] = None, title: str = "") -> Any:
+    """(hops, N) attention over the story's N sentences, drawn as the story is read: one row per
+    sentence (oldest at the top), named by its words (``sentences``; its number without them),
+    one column per hop; the supporting facts ((N,) bool) are starred and red."""
     support = support.bool().tolist()
+    names = [str(n + 1) for n in range(len(support))] if sentences is None else list(sentences)
     fig = heatmap(
-        weights,
-        rows="hop",
-        columns="story sentence (* red: supporting fact)",
-        row_labels=[str(k + 1) for k in range(weights.shape[0])],
-        column_labels=[f"{n + 1}*" if s else str(n + 1) for n, s in enumerate(support)],
+        weights.T,
+        rows="story sentence (* red: supporting fact)",
+        columns="hop",
+        row_labels=[f"{name} *" if s else name for name, s in zip(names, support)],
+        column_labels=[str(k + 1) for k in range(weights.shape[0])],
         caption_text=title,
     )
-    for label, supporting in zip(fig.axes[0].get_xticklabels(), support):
+    for label, supporting in zip(fig.axes[0].get_yticklabels(), support):
         if supporting:
             label.set_color(SUPPORT_COLOUR)
             label.set_fontweight("bold")

@@ -71,6 +71,7 @@ class QuestionAnswering(AttentionTraining, Task):
         super().__init__()
         self.attention_options(attention_supervision, decouple_attention, random_attention)
         self.tasks = [tasks] if isinstance(tasks, int) else list(tasks)
+        self.words: list[str] = []  # the data's vocabulary (id -> word), read by check(), for the pictures
         if not self.tasks or len(set(self.tasks)) < len(self.tasks):
             raise ConfigError(f"task.tasks must be distinct task numbers (1, 2, ...), got {tasks!r}")
 
@@ -81,7 +82,10 @@ class QuestionAnswering(AttentionTraining, Task):
 
     def check(self, model: nn.Module, data: Any) -> None:
         """The data's tasks must be among ``task.tasks``, besides the base's checks (the model's
-        vocabulary must hold the data's; the attention-training options)."""
+        vocabulary must hold the data's; the attention-training options); the data's vocabulary
+        is kept for the pictures' words."""
+        vocabulary = getattr(data, "vocabulary", None)
+        self.words = list(vocabulary().words) if callable(vocabulary) else []
         data_tasks = getattr(data, "tasks", None)
         if data_tasks is not None and not set(data_tasks) <= set(self.tasks):
             raise ConfigError(
@@ -190,19 +194,37 @@ class QuestionAnswering(AttentionTraining, Task):
         ]
 
     def images(self, model: nn.Module, batch: dict[str, Tensor]) -> dict[str, list[Tensor]]:
-        _, weights = model(batch["story"][:1], batch["question"][:1], need_weights=True)
+        """``memory_hops``: the hops' attention over the first validation story's sentences, the story,
+        its question and the answers (the words once :meth:`check` has read the data's vocabulary)."""
+        logits, weights = model(batch["story"][:1], batch["question"][:1], need_weights=True)
         if weights is None:  # the no-attention baseline
             return {}
-        sentences = int(batch["story"][0].ne(0).any(-1).sum())
+        story = batch["story"][0]
+        sentences = int(story.ne(0).any(-1).sum())
+        said = self._said(batch["question"][0], int(batch["target"][0]), int(logits[0].argmax()))
         return {
             "memory_hops": [
                 hop_image(
                     weights[0, :, :sentences],
                     batch["support"][0, :sentences],
-                    "first validation story: attention of each hop over its sentences",
+                    [self._words(row) for row in story[:sentences]] if self.words else None,
+                    f"first validation story, attention of each hop over its sentences\n{said}",
                 )
             ]
         }
+
+    def _word(self, index: int) -> str:
+        return self.words[index] if index < len(self.words) else f"<{index}>"
+
+    def _words(self, ids: Tensor) -> str:
+        """The words of (L,) ids, padding left out."""
+        return " ".join(self._word(i) for i in ids.tolist() if i)
+
+    def _said(self, question: Tensor, answer: int, predicted: int) -> str:
+        """The question and the true and predicted answers, in words where the vocabulary is known."""
+        if not self.words:
+            return f"question ids {[i for i in question.tolist() if i]}: answer id {answer}, predicted {predicted}"
+        return f"question: {self._words(question)}? answer {self._word(answer)}, predicted {self._word(predicted)}"
 
 
 class BitSequences(Task):

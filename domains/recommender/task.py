@@ -318,7 +318,8 @@ class SequentialRanking(Task):
         """``history_attention/<block>``: the attention of the batch's longest history over
         itself, cropped to its items (query position x key position, heads averaged). Each
         position n scores its own item, so a target-attention block (DIN) draws the same
-        picture: the item at n attending the items up to n."""
+        picture: the item at n attending the items up to n. A model that says it is ``causal`` gets
+        the later items hatched as masked."""
         history = batch["history"]
         row = int((history > 0).sum(1).argmax())
         one = history[row : row + 1, leading_padding(history[row : row + 1]) :]  # the models cut that padding too
@@ -335,6 +336,7 @@ class SequentialRanking(Task):
                         weights,
                         real,
                         one[0],
+                        bool(getattr(model, "causal", False)),
                         f"the longest history of the batch attending itself: {name}, heads averaged",
                     )
                 ]

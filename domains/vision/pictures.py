@@ -4,7 +4,7 @@ predicted masks beside the truth, where one pixel looks, and where a Vision Tran
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from torch import Tensor, nn
@@ -24,9 +24,17 @@ from framework.pictures import (
 
 
 @picture
-def masks(image: Tensor, truth: Tensor, prediction: Tensor, colours: Tensor, ignore_index: int, title: str = "") -> Any:
+def masks(
+    image: Tensor,
+    truth: Tensor,
+    prediction: Tensor,
+    colours: Tensor,
+    names: Sequence[str],
+    ignore_index: int,
+    title: str = "",
+) -> Any:
     """The image, the true and the predicted (H, W) label maps side by side, in the classes'
-    ``colours`` ((K, 3) uint8) with a colour bar naming the classes; pixels of
+    ``colours`` ((K, 3) uint8) with a colour bar naming the K classes (``names``); pixels of
     ``ignore_index`` hatched."""
     from matplotlib.colors import ListedColormap
 
@@ -51,7 +59,7 @@ def masks(image: Tensor, truth: Tensor, prediction: Tensor, colours: Tensor, ign
             title=name,
         )
     bar = colour_bar(axes[2], shown, "class")
-    bar.set_ticks(range(classes))
+    bar.set_ticks(range(classes), labels=list(names), fontsize=8 if classes <= 24 else 6)
     if (truth == ignore_index).any() or (prediction == ignore_index).any():
         padding_legend(fig, f"ignored pixels (label {ignore_index})")
     caption(fig, title)

@@ -156,6 +156,15 @@ class Segmentation(AttentionTraining, Task):
         if palette is not None and len(palette) != num_classes:
             raise ConfigError(f"task.palette must give {num_classes} colours (task.num_classes), got {len(palette)}")
         self.colours = as_palette(palette) if palette is not None else voc_palette(num_classes)
+        self.class_names = [str(k) for k in range(num_classes)]  # the data's, once checked against it
+
+    def check(self, model: nn.Module, data: Any) -> None:
+        """Beyond the base's sizes: the data's class names (``data.class_names``), which the masks'
+        colour bar shows."""
+        super().check(model, data)
+        names = list(getattr(data, "class_names", None) or [])
+        if len(names) == self.num_classes:
+            self.class_names = names
 
     def carries_gold(self, batch: Any) -> bool:
         """A batch of DigitScenes(gold=true) is (image, mask, gold); other batches carry none."""
@@ -216,7 +225,7 @@ class Segmentation(AttentionTraining, Task):
             prediction = _logits(call_model(model, inputs))[0].argmax(1)
         pictures = {
             "masks": [
-                masks(x, t, p, self.colours, self.ignore_index, f"validation example {k + 1}")
+                masks(x, t, p, self.colours, self.class_names, self.ignore_index, f"validation example {k + 1}")
                 for k, (x, t, p) in enumerate(zip(inputs, target, prediction))
             ]
         }

@@ -75,6 +75,9 @@ class AttentionBlock(nn.Module):
     backends: tuple[str, ...] = ()
     #: The path chosen with :func:`~framework.attention.backends.use` (None: the default).
     chosen_backend: Optional[str] = None
+    #: Names of the leading positions of the sequence the block attends over, which are no tokens of
+    #: the input (a ViT's ``("[CLS]",)``, set by its model): the pictures label them on their axes.
+    leading_tokens: tuple[str, ...] = ()
 
     @property
     def backend(self) -> Optional[str]:
@@ -219,6 +222,42 @@ class AttentionBlock(nn.Module):
             image = image.mean(0)
         return image if image.dim() == 2 else image.unsqueeze(0)
 
+    def calls_picture(self, records: list[Record], caption: str = "") -> list[Any]:
+        """The pictures of every call of the block in one forward pass (a decoder's steps, a memory's
+        reads): one call is :meth:`weights_picture`; several calls whose maps run over key positions
+        are one (calls x keys) map, a row per call (its query rows and heads averaged), keys a call
+        does not have or that none of its queries weighs hatched; calls over pixels give one
+        picture each. Empty without a map."""
+        images = [self.weights_image(record) for record in records]
+        pixels = records[0].keys is not None and len(records[0].keys) == 2
+        if len(records) == 1 or pixels or any(image is None for image in images):
+            said = [
+                caption + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "") for k in range(len(records))
+            ]
+            return [p for r, c in zip(records, said) if (p := self.weights_picture(r, c)) is not None]
+        from ..pictures import heatmap
+
+        rows = [image.float().mean(0) for image in images]
+        width = max(len(row) for row in rows)
+        values = torch.zeros(len(rows), width)
+        valid = torch.zeros(len(rows), width, dtype=torch.bool)
+        for k, (row, image) in enumerate(zip(rows, images)):
+            values[k, : len(row)] = row.cpu()
+            valid[k, : len(row)] = image.ne(0).any(0).cpu()
+        averaged = sorted({image.shape[0] for image in images})
+        said = f"{caption}\n{self.block_name}: one row per call ({len(records)} calls)" + (
+            f", each call's {'/'.join(map(str, averaged))} rows and heads averaged" if averaged != [1] else ""
+        )
+        return [heatmap(values, rows="call (step)", columns="key position", valid=valid, caption_text=said)]
+
+    def position_names(self, count: int) -> Optional[list[str]]:
+        """The tick labels of ``count`` sequence positions: :attr:`leading_tokens` by name, the others
+        by their position; None without leading tokens (the positions' numbers)."""
+        if not self.leading_tokens:
+            return None
+        lead = list(self.leading_tokens[:count])
+        return lead + [str(k) for k in range(len(lead), count)]
+
     def weights_picture(self, record: Record, caption: str = "") -> Any:
         """:meth:`weights_image` as a picture of :mod:`framework.pictures` (a matplotlib
         Figure), its axes named from the record's grids, ``caption`` (which example, which
@@ -227,7 +266,8 @@ class AttentionBlock(nn.Module):
         A map of key positions (queries x keys, or learned queries x keys) draws the keys
         that no query of the example weighs, in any head, hatched as padding (keys masked
         before the normalisation get exactly 0, and the weights are not negative), not as
-        weight 0; where queries and keys are the same positions, their query rows too.
+        weight 0; where queries and keys are the same positions, their query rows too; a
+        causal block's keys after each query hatched likewise (masked, not learned zeros).
         """
         image = self.weights_image(record)
         if image is None:
@@ -268,26 +308,46 @@ class AttentionBlock(nn.Module):
                 columns="column",
                 caption_text=f"{said}: captured weights {shape} per example, leading axes averaged",
             )
-        attended = image.ne(0).any(0)
-        if probes is not None and record.valid is not None:
-            attended = record.valid[0].reshape(-1, record.valid.shape[-1]).any(0).expand_as(attended)
+        names = self.position_names(keys[0])
+        cells = self._allowed(record, tuple(image.shape))
+        attended = image.ne(0).any(0) if cells is None else cells.any(0)
+        causal = bool(getattr(self, "causal", False)) and image.shape[0] > 1
+        said += ": causal, the keys after each query masked" if causal else ""
         same = queries is not None and tuple(queries) == tuple(keys)
         if probes is not None and len(probes) < math.prod(queries):  # some queries' rows: label them
             return heatmap(
                 image,
                 rows=f"probe query position (of {queries[0]})",
                 columns="key position",
-                row_labels=[str(int(p)) for p in probes],
+                row_labels=[names[int(p)] if same and names else str(int(p)) for p in probes],
+                column_labels=names,
                 valid_columns=attended,
                 valid_rows=attended[probes] if same else None,
+                valid=cells,
                 caption_text=said,
             )
         same = same and image.shape[0] == keys[0]
+        if cells is None and causal:  # a full record: the block's causal triangle
+            cells = torch.ones(image.shape, dtype=torch.bool).tril()
         return heatmap(
             image,
             rows="query position" if queries else "query",
             columns="key position",
+            row_labels=names if same else None,
+            column_labels=names,
             valid_columns=attended,
             valid_rows=attended if same else None,
+            valid=cells,
             caption_text=said,
         )
+
+    @staticmethod
+    def _allowed(record: Record, shape: tuple[int, int]) -> Optional[Tensor]:
+        """The (rows, K) cells of the first example that some head may attend (padding and causal
+        masks both), from a record of probe rows' ``valid``; None where the record has none."""
+        if record.probes is None or record.valid is None or not isinstance(record.weights, Tensor):
+            return None
+        cells = torch.broadcast_to(record.valid, record.weights.shape)[0]
+        while cells.dim() > 2:  # heads
+            cells = cells.any(0)
+        return cells.cpu() if tuple(cells.shape) == shape else None

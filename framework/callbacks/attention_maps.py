@@ -12,7 +12,7 @@ from lightning.pytorch.loggers import WandbLogger
 from ..attention import capture
 from ..drawing import Job, drawer
 from ..loggers import metrics_step
-from ..pictures import Sketch, as_image, sketching
+from ..pictures import Gathered, sketching
 from ..values import NonNegativeInt
 from .attention_stats import watch_validation_step
 
@@ -21,34 +21,40 @@ WAIT = 120.0
 
 
 class Drawing(NamedTuple):
-    """Pictures on their way to the loggers: one key's, of one validation (its step)."""
+    """A picture on its way to the loggers: one key's, of one validation (its step), with its caption."""
 
     key: str
     step: int
+    caption: str
     job: Job
     loggers: list
 
 
 class AttentionMaps(Callback):
     """Log attention maps of the model's blocks, and the task's pictures, to every logger
-    that takes images (W&B).
+    that takes images (W&B, TensorBoard; CSV writes them as PNG files in the run folder).
 
     Every ``every_n_epochs`` validation epochs, the first validation batch is captured under
     :class:`~framework.attention.capture` (its own step, where the capture leaves the step
     unchanged: :func:`~framework.callbacks.attention_stats.watch_validation_step`; else the
-    batch runs once more); each block's record is drawn by the block's ``weights_picture``
-    (the first example's map with named axes, a colour bar and padding hatched; one picture
-    per call of the block) and logged under ``attention/<block>``. The task's
-    :meth:`~framework.tasks.Task.images` of the same batch (predicted masks, alignments ...)
-    are logged under ``images/<name>``. Pictures reach the loggers as (H, W, 3) uint8 arrays
-    (:func:`framework.pictures.as_image`).
+    batch runs once more); each block's records are drawn by the block's ``calls_picture``
+    (the first example's map with named axes, a colour bar and padding hatched; a block called
+    several times, a decoder's steps, as one calls x keys map) and logged under
+    ``attention/<block>``. The task's :meth:`~framework.tasks.Task.images` of the same batch
+    (predicted masks, alignments ...) are logged under ``images/<name>``.
+
+    One rule for every key: one image per key per validation, its pictures stacked
+    (:class:`~framework.pictures.Gathered`) under a header naming the key and the epoch (counted
+    from 0, as W&B counts), which is also the image's caption; and one size per key, its first
+    image's (later ones laid out anew at that size). Images reach the loggers as (H, W, 3) uint8
+    arrays, or W&B as PNG files.
 
     The pictures are drawn within :func:`~framework.pictures.sketching`: the picture functions
     give sketches (their inputs, on the CPU), which the drawing process (:mod:`framework.drawing`)
     builds and rasterises while training goes on. Each key's pictures are logged when they are
     done (checked after every training batch), at the step of the metrics of the validation that
     drew them, and all of them before the stage ends (a stage that fails too). Pictures that are
-    arrays or tensors already are logged as they are.
+    arrays or tensors already are stacked as they are.
 
     The capture records the exact rows of ``probes`` queries per call (every query of a map
     that has no more; :mod:`framework.attention.probes`), so a block over a large feature map
@@ -69,6 +75,7 @@ class AttentionMaps(Callback):
         self.probes = probes
         self._rows: Optional[capture] = None  # the capture the first validation step runs inside
         self._drawing: list[Drawing] = []  # submitted, not logged yet
+        self._sizes: dict[str, tuple[int, int]] = {}  # key -> (H, W) pixels: one size per key
 
     def _due(self, trainer: pl.Trainer, batch_idx: int, dataloader_idx: int) -> list:
         """The loggers that take images, when this batch is drawn (none otherwise)."""
@@ -107,37 +114,42 @@ class AttentionMaps(Callback):
         if not trainer.is_global_zero:
             return
         for name, images in pictures.items():
-            self._draw(f"images/{name}", images, metrics_step(trainer), loggers)
+            self._draw(f"images/{name}", images, trainer, loggers)
         modules = dict(pl_module.model.named_modules())
         for name, records in maps.items():
-            block = modules.get(name, pl_module.model)
-            captions = [
-                f"{name}, first validation example, epoch {trainer.current_epoch + 1}"
-                + (f", call {k + 1} of {len(records)}" if len(records) > 1 else "")
-                for k in range(len(records))
-            ]
             with sketching():
-                drawn = [p for r, c in zip(records, captions) if (p := block.weights_picture(r, c)) is not None]
+                drawn = modules.get(name, pl_module.model).calls_picture(records, f"{name}, first validation example")
             if drawn:
-                self._draw(f"attention/{name}", drawn, metrics_step(trainer), loggers)
+                self._draw(f"attention/{name}", drawn, trainer, loggers)
 
-    def _draw(self, key: str, pictures: list[Any], step: int, loggers: list) -> None:
-        """Sketches and figures go to the drawing process; a list with tensors or arrays is made
-        images here."""
-        if all(isinstance(p, Sketch) or hasattr(p, "canvas") for p in pictures):
-            job = drawer().submit(pictures)
-        else:
-            job = Job.ready([as_image(p) for p in pictures])
-        self._drawing.append(Drawing(key, step, job, loggers))
+    def _draw(self, key: str, pictures: list[Any], trainer: pl.Trainer, loggers: list) -> None:
+        """The key's pictures of this validation, gathered into one, go to the drawing process, at the
+        size the key keeps (its first picture's)."""
+        step = metrics_step(trainer)
+        header = f"{key}, epoch {trainer.current_epoch} (step {step})"  # W&B's epoch: counted from 0
+        one = Gathered(tuple(pictures), header, self._size(key))
+        self._drawing.append(Drawing(key, step, header, drawer().submit([one]), loggers))
+
+    def _size(self, key: str) -> Optional[tuple[int, int]]:
+        """The (H, W) pixels of the key's pictures: its first picture's, waited for if not drawn yet
+        (None: the key has none yet)."""
+        if key not in self._sizes:
+            for drawing in self._drawing:
+                if drawing.key == key:
+                    self._sizes[key] = drawing.job.images(WAIT)[0].shape[:2]
+                    break
+        return self._sizes.get(key)
 
     def _log(self, wait: bool) -> None:
         """Log the pictures that are done, in the order they were drawn (with ``wait``: all of them)."""
         while self._drawing and (wait or self._drawing[0].job.done()):
-            key, step, job, loggers = self._drawing.pop(0)
+            key, step, header, job, loggers = self._drawing.pop(0)
             files = job.files(WAIT)
             for logger in loggers:  # W&B takes the PNG files as they are; other loggers arrays
                 images = [str(f) for f in files] if files and isinstance(logger, WandbLogger) else job.images(0)
-                logger.log_image(key=key, images=images, step=step)
+                logger.log_image(key=key, images=images, step=step, caption=[header])
+            if key not in self._sizes:
+                self._sizes[key] = job.images(0)[0].shape[:2]
             job.discard()
 
     def on_train_batch_end(

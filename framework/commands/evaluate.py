@@ -46,6 +46,7 @@ from ..evaluation.protocol import probe_forward
 from ..evaluation.rollout import rollout_picture, rollouts
 from ..evaluation.standard import StandardTest
 from ..evaluation.table import Row, format_table, log_table, write_csv
+from ..loggers import CSVLogger
 from ..pictures import as_image
 from ..values import NonNegativeInt, OpenFraction, PositiveFloat, PositiveInt, declare
 from .fit import FrameworkCLI, check_machine, run_command
@@ -405,8 +406,8 @@ def report(rows: list[Row], drawn: dict[str, Any], run_dir: Path, loggers: list,
         target.parent.mkdir(parents=True, exist_ok=True)
         Image.fromarray(as_image(picture)).save(target)
     log_table(rows, loggers)
-    for logger in loggers:
-        if hasattr(logger, "log_image") and drawn:
+    for logger in loggers:  # the CSV logger's pictures would be these files again, elsewhere in the run folder
+        if hasattr(logger, "log_image") and drawn and not isinstance(logger, CSVLogger):
             for name, picture in drawn.items():
                 logger.log_image(key=f"evaluation/{name}", images=[as_image(picture)])
     say(f"evaluation table: {path}" + (f"; pictures: {folder}" if drawn else ""))

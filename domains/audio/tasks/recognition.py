@@ -113,7 +113,8 @@ class SequenceRecognition(Task):
 
     def images(self, model: nn.Module, batch: Any) -> dict[str, list[Tensor]]:
         """``alignment``: the first utterance's spectrogram, with the attention of each decoded
-        token over the encoder frames under it."""
+        token over the encoder frames under it; the caption gives the reference transcript and
+        the decoded one."""
         first = {key: batch[key][:1] for key in ("waveform", "lengths", "target")}
         output = self.generate(model, first)
         alignment = model(first["waveform"], first["lengths"], shift_right(output, BOS), need_weights=True).alignment
@@ -127,7 +128,9 @@ class SequenceRecognition(Task):
                     features[0, :, :frames],
                     alignment[0, :, :keep],
                     tokens,
-                    "first validation utterance: attention of each decoded token",
+                    "first validation utterance: attention of each decoded token\n"
+                    f"reference: {transcript(first['target'][0].tolist()) or '(empty)'}; "
+                    f"decoded: {transcript(output[0].tolist()) or '(empty)'}",
                 )
             ]
         }

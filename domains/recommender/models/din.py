@@ -45,6 +45,9 @@ class DIN(nn.Module):
     Shapes: as :mod:`.base`: history (B, N); candidates None, (B, N, C) or (B, C).
     """
 
+    #: Position n's candidates see the history up to n only (the task's pictures hatch the rest).
+    causal = True
+
     def __init__(
         self,
         num_items: Optional[PositiveInt] = None,

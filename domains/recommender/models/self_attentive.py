@@ -53,6 +53,7 @@ class SelfAttentiveRecommender(SequentialRecommender):
     ) -> None:
         super().__init__(num_items, dim, extra_tokens)
         self.positions = PositionalEncoding(dim, max_len, learned=True, dropout=dropout)
+        self.causal = causal  # position n sees the history up to n only (the task's pictures hatch the rest)
         self.encoder = AttentionEncoder(dim, depth, attention, mlp_ratio, dropout, causal)
 
     def encode(self, history: Tensor, offset: int = 0) -> Tensor:

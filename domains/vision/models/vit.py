@@ -19,7 +19,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor, nn
 
-from framework.attention import SequenceBlock, build, capture
+from framework.attention import AttentionBlock, SequenceBlock, build, capture
 from framework.attention.spec import BlockArgumentsError
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
@@ -96,6 +96,9 @@ class ViTClassifier(nn.Module):
         )
         self.dropout = nn.Dropout(dropout)
         self.head = nn.Linear(dim, num_classes)
+        for block in self.encoder.modules():
+            if isinstance(block, AttentionBlock):
+                block.leading_tokens = ("[CLS]",)  # position 0 of every map, named on its axes
 
     def no_weight_decay(self) -> set[str]:
         """The [CLS] embedding is not decayed (framework.optim)."""

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from domains.memory import AnswerMetric, GeneratedStories, LinearStart, MemN2N, QuestionAnswering
+from domains.memory.data.generated import lexicon
 from domains.memory.pictures import SUPPORT_COLOUR, hop_image
 from tests.conftest import on
 from tests.image_logger import readable
@@ -47,15 +48,18 @@ def test_task_logs_overall_and_per_task_figures():
         QuestionAnswering([1, 1])
 
 
-def test_hop_image_marks_the_supporting_facts():
+def test_hop_image_reads_the_story_down_its_sentences_and_marks_the_supporting_facts():
     weights = torch.tensor([[0.1, 0.7, 0.2], [0.0, 0.1, 0.9]])
-    fig = hop_image(weights, torch.tensor([False, True, True]), "a story")
+    sentences = ["mary went to the garden", "john took the milk", "john went to the office"]
+    fig = hop_image(weights, torch.tensor([False, True, True]), sentences, "a story")
     readable(fig)
     ax = fig.axes[0]
-    assert (ax.images[0].get_array() == weights.numpy()).all() and ax.get_ylabel() == "hop"
-    labels = ax.get_xticklabels()
-    assert [label.get_text() for label in labels] == ["1", "2*", "3*"]
+    assert (ax.images[0].get_array() == weights.T.numpy()).all() and ax.get_xlabel() == "hop"
+    labels = ax.get_yticklabels()
+    assert [label.get_text() for label in labels] == [sentences[0], f"{sentences[1]} *", f"{sentences[2]} *"]
     assert [label.get_color() for label in labels] == ["black", SUPPORT_COLOUR, SUPPORT_COLOUR]
+    numbered = hop_image(weights, torch.tensor([False, True, True]), title="no vocabulary")
+    assert [label.get_text() for label in numbered.axes[0].get_yticklabels()] == ["1", "2 *", "3 *"]
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +69,19 @@ def generated_batch():
     return next(iter(dm.val_dataloader()))
 
 
-def test_images_draw_the_first_validation_question(generated_batch, device):
+def test_images_draw_the_first_validation_question_with_its_story_in_words(generated_batch, device):
     batch = on(device, generated_batch)
-    pictures = QuestionAnswering().images(on(device, MemN2N(34).eval()), batch)
-    (fig,) = pictures["memory_hops"]
+    task, model = QuestionAnswering(), MemN2N(34).eval()
+    task.check(model, GeneratedStories(train_size=8, val_size=4, test_size=4))  # reads the vocabulary
+    (fig,) = task.images(on(device, model), batch)["memory_hops"]
     readable(fig)
     sentences = int(generated_batch["story"][0].ne(0).any(-1).sum())
-    assert fig.axes[0].images[0].get_array().shape == (3, sentences)  # MemN2N's three hops over the real sentences
+    assert fig.axes[0].images[0].get_array().shape == (sentences, 3)  # the real sentences by MemN2N's three hops
+    words = lexicon().words
+    first = " ".join(words[i] for i in generated_batch["story"][0, 0].tolist() if i)
+    assert fig.axes[0].get_yticklabels()[0].get_text().rstrip(" *") == first
+    question = " ".join(words[i] for i in generated_batch["question"][0].tolist() if i)
+    assert f"question: {question}? answer {words[int(generated_batch['target'][0])]}" in fig._suptitle.get_text()
     assert QuestionAnswering().images(on(device, MemN2N(34, attention="none")), batch) == {}
 
 

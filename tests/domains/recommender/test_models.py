@@ -146,8 +146,8 @@ def test_the_task_draws_the_longest_history_attending_itself(device):
     longest = int((history > 0).sum(1).max())
     batch = on(device, {"history": history})
     for model, expected in (
-        (SASRec(NUM_ITEMS, dim=16, max_len=8), 2),
-        (DIN(NUM_ITEMS, dim=16), 1),
+        (SASRec(NUM_ITEMS, dim=16, max_len=8), 2),  # causal blocks
+        (DIN(NUM_ITEMS, dim=16), 1),  # the candidate of position n sees the items up to n
         (GRU4Rec(NUM_ITEMS, dim=8), 0),
     ):
         with torch.no_grad():
@@ -159,3 +159,5 @@ def test_the_task_draws_the_longest_history_attending_itself(device):
             items = [str(i) for i in history[int((history > 0).sum(1).argmax())][-longest:].tolist()]
             assert ax.images[0].get_array().shape == (longest, longest), "cut to the history's items"
             assert [label.get_text() for label in ax.get_xticklabels()] == items
+            later = ~torch.ones(longest, longest, dtype=torch.bool).tril().numpy()
+            assert (ax.images[0].get_array().mask == later).all(), "the later items hatched as masked, not as 0"

@@ -3,6 +3,8 @@ term, mIoU and pixel accuracy from a confusion matrix, and the pictures."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -71,8 +73,11 @@ def test_pictures_show_masks_and_where_the_chosen_pixel_looks(device):
     torch.manual_seed(0)
     model = SegmentationNet(K, attention="criss_cross", backbone="resnet18", channels=(8, 16, 32, 64), stem_width=8)
     image, target = torch.randn(2, 3, 32, 40), torch.randint(K, (2, 32, 40))
+    task = Segmentation(K, num_images=1, pixel=(0.25, 0.5))
+    names = ["road", "sky", "car", "tree"][:K]
+    task.check(model, SimpleNamespace(class_names=names))  # the data's class names, for the colour bar
     with torch.no_grad():
-        pictures = Segmentation(K, num_images=1, pixel=(0.25, 0.5)).images(*on(device, model.eval(), (image, target)))
+        pictures = task.images(*on(device, model.eval(), (image, target)))
     (masks,) = pictures["masks"]
     readable(masks)
     image, truth, prediction = masks.axes[:3]
@@ -80,6 +85,7 @@ def test_pictures_show_masks_and_where_the_chosen_pixel_looks(device):
     assert (truth.images[0].get_array() == target[0].numpy()).all()
     (bar,) = colour_bars(masks)
     assert list(bar.get_ticks()) == list(range(K)) and bar.ax.get_ylabel() == "class"
+    assert [label.get_text() for label in bar.ax.get_yticklabels()] == names, "the classes named"
     palette = voc_palette(K).numpy() / 255
     assert all((truth.images[0].cmap(k)[:3] == palette[k]).all() for k in range(K)), "each class in its colour"
     (attention,) = pictures["pixel_attention/head.attention"]

@@ -11,6 +11,7 @@ from torch import nn
 from domains.vision import ImageClassification, ViTClassifier
 from domains.vision.data import Digits
 from domains.vision.models import AttentionResNet, attention_rollout
+from framework.attention import capture
 from framework.layers import EncoderLayer
 from tests.attention.reference import randomize_
 from tests.image_logger import readable
@@ -172,3 +173,17 @@ def test_the_vit_learns_the_digits():
         optimizer.step()
         losses.append(loss.item())
     assert sum(losses[-4:]) < 0.6 * sum(losses[:4]), losses
+
+
+@pytest.mark.parametrize("patch_size", [2, 1])  # 17 positions, each labelled; 65, every few labelled
+def test_the_maps_of_a_vits_blocks_name_its_cls_position(patch_size):
+    vit = ViTClassifier(10, image_size=8, patch_size=patch_size, dim=DIM, depth=1, num_heads=HEADS).eval()
+    with torch.no_grad(), capture(vit) as maps:
+        vit(torch.randn(1, 1, 8, 8))
+    ((name, records),) = maps.items()
+    fig = dict(vit.named_modules())[name].weights_picture(records[0], "example 1")
+    readable(fig)
+    ax = fig.axes[0]
+    for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
+        assert labels[0].get_text() == "[CLS]" and labels[0].get_position() in ((0, 0), (0, 0.0))
+        assert all(label.get_text() != "[CLS]" for label in labels[1:])
