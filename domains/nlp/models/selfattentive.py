@@ -105,7 +105,7 @@ class SelfAttentiveClassifier(nn.Module):
         self.queries: Optional[nn.Parameter] = None
         if self.kind == "cross":
             self.queries = nn.Parameter(torch.randn(num_queries, dim) / dim**0.5)
-            self.attention = build(attention, dim, kind="cross")
+            self.attention = build(attention, dim, kind="cross", forms=("set block",))  # learned (B, r, D) queries
         elif self.kind == "pooling":
             name = info(attention).name if isinstance(attention, str) and "." not in attention else "pooling"
             self.attention = build(attention, dim, **ROW_POOLING[name](num_queries, attention_hidden))
