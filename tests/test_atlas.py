@@ -91,3 +91,13 @@ def test_the_csv_round_trips_through_the_table(tmp_path):
     write_csv([row], tmp_path / "atlas.csv")
     assert list(csv.DictReader((tmp_path / "atlas.csv").open())) == [row]
     assert "| gat | x | 3 | 0.800 |" in render(load(), "full", read_csv(tmp_path / "atlas.csv"))
+
+
+@pytest.mark.slow
+def test_the_table_is_logged_to_wandb_offline(tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_MODE", raising=False)  # the atlas's default: offline unless WANDB_MODE=online
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(budget="full", domain="graph", host="cora", cell="gat", n=3, mean=0.83)
+    atlas.log_to_wandb([row], "atlas-test", tmp_path)
+    tables = list(tmp_path.rglob("atlas_*.table.json"))
+    assert len(tables) == 1 and '"gat"' in tables[0].read_text() and list(tmp_path.rglob("offline-run-*"))
