@@ -58,11 +58,46 @@ def hosts() -> list[tuple[str, str, str]]:
 
 def refused_as_built(message: str, param: str) -> bool:
     """Whether ``message`` is a refusal as the model is built: it names the key (a model's own check)
-    or what the slot takes (:func:`framework.attention.build`'s check of the kind and the form)."""
-    return f"model.{param}" in message or "this slot takes" in message
+    or what the slot takes (:func:`framework.attention.build`'s checks of the kind, the form and the
+    arguments; the encoders' of causal blocks)."""
+    return any(said in message for said in (f"model.{param}", "this slot takes", "the model needs", "encoder needs"))
 
 
-PLACEMENTS = [(config, param, block) for config, param, kind in hosts() for block in available(kind)]
+#: Placements that fail for a known reason, not yet fixed (xfail, strict: they fail the sweep once fixed).
+KNOWN_MISFITS = {
+    **{
+        ("domains/recommender/din.yaml", "attention", block): (
+            TypeError,
+            "DIN scores every position with a causal attn_mask, which this cross block does not take",
+        )
+        for block in ("gru_gated", "local_p", "location_aware", "mocha", "monotonic", "monotonic_multi_head")
+    },
+    **{
+        ("domains/demo/demo.yaml", "attention", block): (
+            RuntimeError,
+            "the recall task reads the weights as (N x N) token rows; this block's are over inducing points or "
+            "projected keys",
+        )
+        for block in ("isab", "linformer")
+    },
+    ("domains/nlp/transformer_mt.yaml", "cross_attention", "area"): (
+        RuntimeError,
+        "the statistics read the weights over source tokens; area attention's are over areas",
+    ),
+}
+PLACEMENTS = [
+    pytest.param(
+        config,
+        param,
+        block,
+        marks=[pytest.mark.xfail(raises=why[0], strict=True, reason=why[1])]
+        if (why := KNOWN_MISFITS.get((config, param, block)))
+        else [],
+        id=f"{config.split('/', 1)[1]}:{param}={block}",
+    )
+    for config, param, kind in hosts()
+    for block in available(kind)
+]
 
 
 #: Each host config's data flags of the configs sweep (a few examples, small batches), resolved once.
@@ -76,9 +111,7 @@ def test_the_hosts_cover_every_kind_of_block():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "config,param,block", PLACEMENTS, ids=[f"{c.split('/', 1)[1]}:{p}={b}" for c, p, b in PLACEMENTS]
-)
+@pytest.mark.parametrize("config,param,block", PLACEMENTS)
 def test_a_block_placed_in_a_host_of_its_kind_trains_one_step_or_is_refused_in_one_line(
     config, param, block, shared_data, capsys, monkeypatch
 ):

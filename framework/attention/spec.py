@@ -187,7 +187,7 @@ def build(
                 f"attention block {spec!r} is a {kind} block of another form ({entry.form}: {FORMS[entry.form]}); "
                 f"this slot takes {', '.join(fitting)}"
             )
-        return create(spec, *args, **kwargs)
+        return _call(lambda *a, **k: create(spec, *a, **k), spec, kind, *args, **kwargs)
     if DOTTED_PATH.fullmatch(spec):
         try:
             factory = _import(spec)
