@@ -31,6 +31,21 @@ KINDS: dict[str, str] = {
 }
 
 
+#: The forms of block that call or give back otherwise than their kind says (:data:`KINDS`): a block
+#: of one of them names it when registered, and a model's slot takes it only where the model names the
+#: form (:func:`framework.attention.build`'s ``forms``); any other slot refuses it when the model is built.
+FORMS: dict[str, str] = {
+    "co-attention": "two sequences attend each other: (x1 (B, M, D1), x2 (B, N, D2), mask1, mask2) -> two summaries",
+    "aspect triple": "left, target and right contexts (B, L, D), (B, T, D), (B, R, D) -> (B, D)",
+    "words and characters": "a query over words (B, N, D) and their characters (B, N, C, D) -> (B, D)",
+    "pointer": "query (B, M, Dq) over keys (B, N, Dk) -> a distribution over the keys (B, M, N), no read-out",
+    "copy": "decoder features, attention weights, source tokens and vocabulary logits -> mixed logits",
+    "set block": "queries (B, M, D) and keys (B, N, Dk), both 3-d -> (B, M, D), residual over the queries",
+    "class capsules": "(B, N, D) -> per class a probability (B, C) and a reconstruction (B, C, D)",
+    "sentences": "words of sentences (B, S, W, D) -> (B, D)",
+    "embedding sets": "E embeddings of the same tokens, (B, N, D_e) each -> (B, N, D)",
+}
+
 #: Where a feature-map block goes in a CNN: ``block``, on the residual branch of every residual
 #: block (channel and spatial gates, as SE-ResNet and CBAM-ResNet place them), or ``stage``, once
 #: after a stage (blocks that relate every position to every other, as the non-local paper places them).
@@ -49,6 +64,7 @@ class BlockInfo:
     defaults: dict[str, Any] = field(default_factory=dict)
     placement: Optional[str] = None  # feature-map blocks: one of PLACEMENTS
     aliases: tuple[str, ...] = ()  # other libraries' names for it
+    form: Optional[str] = None  # one of FORMS where it calls or gives back otherwise than its kind says
 
     @property
     def summary(self) -> str:
@@ -80,6 +96,7 @@ def register(
     paper: str,
     placement: Optional[str] = None,
     aliases: tuple[str, ...] = (),
+    form: Optional[str] = None,
     **defaults: Any,
 ) -> Callable:
     """Class decorator: register ``cls`` under ``name``.
@@ -87,7 +104,8 @@ def register(
     ``defaults`` are keyword arguments baked into this entry, so one class can
     serve several catalogue entries (``additive`` is ``Attention(score="additive")``).
     A feature-map block names its ``placement`` in a CNN (:data:`PLACEMENTS`).
-    ``aliases``: other names of exactly this block (timm's, for instance).
+    ``aliases``: other names of exactly this block (timm's, for instance). ``form``: one of
+    :data:`FORMS`, for a block that calls or gives back otherwise than its kind says.
     """
     if kind not in KINDS:
         raise ValueError(f"register({name!r}): kind must be one of {sorted(KINDS)}, got {kind!r}")
@@ -96,12 +114,14 @@ def register(
             f"register({name!r}): a feature_map block names its placement, one of {PLACEMENTS}; "
             f"other kinds none; got kind={kind!r}, placement={placement!r}"
         )
+    if form is not None and form not in FORMS:
+        raise ValueError(f"register({name!r}): form must be one of {sorted(FORMS)}, got {form!r}")
 
     def decorate(cls: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         for taken in (name, *aliases):
             if taken in _REGISTRY or taken in _ALIASES:
                 raise ValueError(f"attention block {taken!r} is registered twice")
-        _REGISTRY[name] = BlockInfo(name, cls, kind, category, paper, dict(defaults), placement, tuple(aliases))
+        _REGISTRY[name] = BlockInfo(name, cls, kind, category, paper, dict(defaults), placement, tuple(aliases), form)
         _ALIASES.update(dict.fromkeys(aliases, name))
         if not defaults:
             cls.block_name = name  # the canonical name of a class, used in messages

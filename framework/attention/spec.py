@@ -26,7 +26,7 @@ from jsonargparse.typing import register_type
 from torch import Tensor, nn
 
 from .base import AttentionOutput, ShapeError
-from .registry import aliases, available, create, info, unknown_name_message
+from .registry import FORMS, aliases, available, create, info, unknown_name_message
 
 NONE = "none"
 DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
@@ -116,6 +116,10 @@ GraphBlock = Union[GraphName, BlockFactory]
 MemoryBlock = Union[MemoryName, BlockFactory]
 
 
+class BlockFormError(ValueError):
+    """A block of its slot's kind whose form (how it is called, what it gives back) the slot does not take."""
+
+
 class BlockArgumentsError(ValueError):
     """A block that does not take the arguments its slot gives (it is a block of another kind)."""
 
@@ -151,12 +155,20 @@ class MeanPooling(NoAttention):
         return AttentionOutput(out, weights.unsqueeze(-2)) if need_weights else out
 
 
-def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] = None, **kwargs: Any) -> nn.Module:
+def build(
+    spec: Union[str, BlockFactory, None],
+    *args: Any,
+    kind: Optional[str] = None,
+    forms: tuple[str, ...] = (),
+    **kwargs: Any,
+) -> nn.Module:
     """Instantiate a block from a config value; ``args``/``kwargs`` are the model's (width first).
 
     ``None`` and ``"none"`` give the no-attention baseline of the slot's ``kind``:
     :class:`MeanPooling` for pooling, else :class:`NoAttention`. With ``kind`` given, a
-    registry name of another kind is an error that lists the names of the right kind.
+    registry name of another kind is an error that lists the names of the right kind, and so is
+    a block of a form (:data:`~framework.attention.registry.FORMS`) that the slot does not name in
+    ``forms``: the kind's own form is what a slot calls, unless it says otherwise.
     """
     if spec is None or spec == NONE:
         return MeanPooling() if kind == "pooling" else NoAttention()
@@ -169,7 +181,13 @@ def build(spec: Union[str, BlockFactory, None], *args: Any, kind: Optional[str] 
                 f"attention block {spec!r} is a {entry.kind} block; this slot takes {kind} blocks: "
                 f"{', '.join(available(kind))}"
             )
-        return create(spec, *args, **kwargs)
+        if kind is not None and entry.form is not None and entry.form not in forms:
+            fitting = [n for n in available(kind) if info(n).form is None or info(n).form in forms]
+            raise BlockFormError(
+                f"attention block {spec!r} is a {kind} block of another form ({entry.form}: {FORMS[entry.form]}); "
+                f"this slot takes {', '.join(fitting)}"
+            )
+        return _call(lambda *a, **k: create(spec, *a, **k), spec, kind, *args, **kwargs)
     if DOTTED_PATH.fullmatch(spec):
         try:
             factory = _import(spec)

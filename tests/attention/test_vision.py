@@ -266,7 +266,9 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="stand_alone: kernel_size must be odd, got 4"):
         create("stand_alone", 16, kernel_size=4)
     with pytest.raises(ValueError, match="stand_alone: channels=24 must be num_heads=8 times an even head width"):
-        create("stand_alone", 24)
+        create("stand_alone", 24, num_heads=8)
+    # unnamed, the heads are the most of 8, 4, 2, 1 that leave an even head width: narrow stages take it too
+    assert [create("stand_alone", c).num_heads for c in (64, 24, 8, 4, 2)] == [8, 4, 4, 2, 1]
     with pytest.raises(ValueError, match="sagan: reduction and value_reduction must be at least 1"):
         create("sagan", 16, reduction=0)
     with pytest.raises(ShapeError, match=r"sagan: pool=True halves the keys' grid, so x needs H, W >= 2"):

@@ -92,7 +92,7 @@ class MatchingReader(nn.Module):
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
         self.story_encoder = nn.GRU(embed_dim, dim // 2, batch_first=True, bidirectional=True)
         self.question_encoder = nn.GRU(embed_dim, dim // 2, batch_first=True, bidirectional=True)
-        self.matching = None if matching == NONE else build(matching, dim, kind="cross")
+        self.matching = None if matching == NONE else build(matching, dim, kind="cross", forms=("co-attention",))
         with torch.no_grad():  # the read-out's width, from one call
             width = sum(
                 c.shape[-1]

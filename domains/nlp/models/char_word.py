@@ -130,7 +130,7 @@ class CharacterWordClassifier(nn.Module):
         if len(embeddings) > 1:
             widths = [embed_dim] * len(embeddings)
             self.combine = (
-                build("meta_embedding", embed_dim, embedding_dims=widths, kind="pooling")
+                build("meta_embedding", embed_dim, embedding_dims=widths, kind="pooling", forms=("embedding sets",))
                 if combine == "meta_embedding"
                 else nn.Linear(sum(widths), embed_dim)
             )
@@ -142,13 +142,20 @@ class CharacterWordClassifier(nn.Module):
         if attention == "pooling":
             self.attention = build("pooling", dim, kind="pooling")
         elif attention == "capsule":
-            self.attention = build("capsule", dim, num_capsules=num_classes, kind="pooling")
+            self.attention = build("capsule", dim, num_capsules=num_classes, kind="pooling", forms=("class capsules",))
         elif attention == "attention_via_attention":
             self.query = nn.Parameter(torch.randn(dim) / dim**0.5)
             self.chars_embed = nn.Embedding(CHARACTER_VOCAB, char_dim, padding_idx=PAD)
             self.char_encoder = nn.Conv1d(char_dim, char_dim, 3, padding=1)
             self.attention = build(
-                "attention_via_attention", dim, dim, char_dim, score=score, score_kwargs=score_kwargs, kind="cross"
+                "attention_via_attention",
+                dim,
+                dim,
+                char_dim,
+                score=score,
+                score_kwargs=score_kwargs,
+                kind="cross",
+                forms=("words and characters",),
             )
             width = dim + char_dim
         else:

@@ -82,7 +82,14 @@ class HierarchicalAttentionNetwork(nn.Module):
         self.words = RecurrentEncoder(embed_dim, dim, cell)
         self.sentence_encoder = SentenceEncoder(dim, cell)
         self.attention = (
-            build(attention, dim, hidden=attention_hidden, sentence_encoder=self.sentence_encoder, kind="pooling")
+            build(
+                attention,
+                dim,
+                hidden=attention_hidden,
+                sentence_encoder=self.sentence_encoder,
+                kind="pooling",
+                forms=("sentences",),
+            )
             if attention != NONE
             else None
         )

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framewo
     paper=(
         "Cui, Chen, Wei, Wang, Liu & Hu, Attention-over-Attention Neural Networks for Reading Comprehension, ACL 2017"
     ),
+    form="co-attention",
 )
 class AttentionOverAttention(_CoAttention):
     """Attention-over-attention: query-to-document attentions weighted by an averaged document-to-query attention.

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framewo
     kind="cross",
     category="feature-related / levels: attention-via-attention (top-down)",
     paper="Zhao & Zhang, Attention-via-Attention Neural Machine Translation, AAAI 2018",
+    form="words and characters",
 )
 class AttentionViaAttention(AttentionBlock):
     """Attention-via-attention: word-level attention first, its context then guides character-level attention.

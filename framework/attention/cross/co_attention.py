@@ -32,7 +32,11 @@ class _CoAttention(AttentionBlock):
 
 
 @register(
-    "parallel_co_attention", kind="cross", category="feature-related / multiplicity: parallel co-attention", paper=PAPER
+    "parallel_co_attention",
+    kind="cross",
+    category="feature-related / multiplicity: parallel co-attention",
+    paper=PAPER,
+    form="co-attention",
 )
 class ParallelCoAttention(_CoAttention):
     """Parallel co-attention: an affinity matrix carries each input into the other's space.
@@ -95,6 +99,7 @@ class ParallelCoAttention(_CoAttention):
     kind="cross",
     category="feature-related / multiplicity: alternating co-attention",
     paper=PAPER,
+    form="co-attention",
 )
 class AlternatingCoAttention(_CoAttention):
     """Alternating co-attention: summarise X1, attend X2 with it, then attend X1 with that.

@@ -34,6 +34,7 @@ def _average(x: Tensor, mask: Optional[Tensor]) -> Tensor:
     kind="cross",
     category="feature-related / multiplicity: interactive co-attention",
     paper="Ma, Li, Zhang & Wang, Interactive Attention Networks for Aspect-Level Sentiment Classification, IJCAI 2017",
+    form="co-attention",
 )
 class InteractiveCoAttention(_CoAttention):
     """Interactive co-attention: each input is attended with the unweighted average of the other as query.
@@ -99,6 +100,7 @@ class InteractiveCoAttention(_CoAttention):
     kind="cross",
     category="feature-related / multiplicity: multi-grained co-attention",
     paper="Fan, Feng & Zhao, A Multi-grained Attention Network for Aspect-Level Sentiment Classification, EMNLP 2018",
+    form="co-attention",
 )
 class MultiGrainedCoAttention(_CoAttention):
     """Multi-grained co-attention: coarse-grained (averaged queries) and fine-grained (alignment

@@ -26,6 +26,7 @@ def _lowest(x: Tensor) -> float:
     kind="cross",
     category="architecture / pointing: pointer network (the distribution is the output)",
     paper="Vinyals, Fortunato & Jaitly, Pointer Networks, NeurIPS 2015",
+    form="pointer",
 )
 class PointerAttention(AttentionBlock):
     """Pointer attention: the attention distribution over the input positions is the output.
@@ -109,6 +110,7 @@ class PointerAttention(AttentionBlock):
     kind="cross",
     category="architecture / pointing: copy mechanism (pointer-generator)",
     paper="See, Liu & Manning, Get To The Point: Summarization with Pointer-Generator Networks, ACL 2017",
+    form="copy",
 )
 class PointerGenerator(AttentionBlock):
     """The copy mechanism of pointer-generator networks: a gate mixes the vocabulary

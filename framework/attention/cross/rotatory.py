@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framewo
     kind="cross",
     category="feature-related / multiplicity: rotatory",
     paper="Zheng & Xia, arXiv:1802.00892, 2018 (LCR-Rot); Wallaart & Frasincar, ESWC 2019 (LCR-Rot-hop)",
+    form="aspect triple",
 )
 class RotatoryAttention(AttentionBlock):
     """Rotatory attention: the target attends the contexts, the contexts attend the target back.

@@ -21,7 +21,13 @@ SET_TRANSFORMER = (
 )
 
 
-@register("mab", kind="cross", category="set / multihead attention block (Set Transformer)", paper=SET_TRANSFORMER)
+@register(
+    "mab",
+    kind="cross",
+    category="set / multihead attention block (Set Transformer)",
+    paper=SET_TRANSFORMER,
+    form="set block",
+)
 class MultiheadAttentionBlock(AttentionBlock):
     """Set Transformer's MAB: the elements of X attend to the set Y, then a row-wise feed-forward.
 

@@ -9,7 +9,7 @@ fused kernel computes this pattern here, so the weights are always formed: they 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import torch
 import torch.nn.functional as F
@@ -40,6 +40,10 @@ def window_inside(height: int, width: int, kernel_size: int, device: torch.devic
     return (rows_in[:, None, :, None] & columns_in[None, :, None, :]).flatten(0, 1)
 
 
+#: The heads a block takes by default, most first: the paper's 8, else as many as leave an even head width.
+HEADS = (8, 4, 2, 1)
+
+
 @register(
     "stand_alone",
     kind="feature_map",
@@ -66,7 +70,8 @@ class StandAloneSelfAttention(AttentionBlock):
     Args:
         channels: C, the input and output channels.
         kernel_size: k, odd (the paper: 7).
-        num_heads: h (C must be divisible by it with d = C / h even; the paper: 8).
+        num_heads: h (C must be divisible by it with d = C / h even; the paper: 8). Default: the
+            most of :data:`HEADS` that fit, so a narrow stage (C = 8: 4 heads of 2) takes the block too.
 
     Shapes:
         x (B, C, H, W) -> (B, C, H, W). With ``need_weights=True``:
@@ -79,8 +84,12 @@ class StandAloneSelfAttention(AttentionBlock):
     in Vision Models", NeurIPS 2019.
     """
 
-    def __init__(self, channels: PositiveInt, kernel_size: PositiveInt = 7, num_heads: PositiveInt = 8) -> None:
+    def __init__(
+        self, channels: PositiveInt, kernel_size: PositiveInt = 7, num_heads: Optional[PositiveInt] = None
+    ) -> None:
         super().__init__()
+        if num_heads is None:
+            num_heads = next((h for h in HEADS if channels % h == 0 and (channels // h) % 2 == 0), HEADS[0])
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"stand_alone: kernel_size must be odd, got {kernel_size}")
         if num_heads < 1 or channels % num_heads or (channels // num_heads) % 2:

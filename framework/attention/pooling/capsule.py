@@ -44,6 +44,7 @@ def capsule_losses(
     kind="pooling",
     category="query-related / multiplicity: capsule-based",
     paper="Wang, Sun, Han, Liu & Zhu, Sentiment Analysis by Capsules, WWW 2018",
+    form="class capsules",
 )
 class CapsuleAttention(Attention):
     """Capsule-based attention: one capsule per class attends the sequence with its own query and scores its read-out.

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framewo
     kind="pooling",
     category="feature-related / levels: hierarchical",
     paper="Yang, Yang, Dyer, He, Smola & Hovy, Hierarchical Attention Networks for Document Classification, NAACL 2016",
+    form="sentences",
 )
 class HierarchicalAttention(AttentionBlock):
     """Hierarchical attention: attention pooling over the words of each sentence, then over sentences.

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the parameters' domains, for the config parser (see framewo
     kind="pooling",
     category="feature-related / representations: multi-representational (meta-embeddings)",
     paper="Kiela, Wang & Cho, Dynamic Meta-Embeddings for Improved Sentence Representations, EMNLP 2018",
+    form="embedding sets",
 )
 class MetaEmbedding(AttentionBlock):
     """Dynamic meta-embedding: E embeddings of a token projected to one size and averaged with attention weights.
