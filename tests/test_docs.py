@@ -92,7 +92,7 @@ except Abort as stop:
 
 @pytest.mark.slow
 def test_the_documentation_site_builds_strictly(tmp_path):
-    pytest.importorskip("mkdocstrings", reason="the site needs the dev extras: pip install -e '.[dev]'")
+    pytest.importorskip("mkdocstrings", reason="the site needs the docs extras: pip install -e '.[docs]'")
     pending = any(not page.exists() and not tool.exists() for page, tool in TOOL_PAGES.items())
     site = tmp_path / "site"
     done = subprocess.run(

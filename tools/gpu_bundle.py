@@ -71,6 +71,7 @@ MISSING = (
     "sqlalchemy",
     "mako",
     "colorlog",
+    "tensorboardX",  # the TensorBoard logger preset (configs/logger/tensorboard.yaml)
     "click",
     "typing_extensions",
 )

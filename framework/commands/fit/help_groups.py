@@ -19,6 +19,7 @@ TITLES: dict[str, str] = {
     "attention_maps": "attention_maps: pictures of the blocks' attention and the task's, to every logger",
     "attention_stats": "attention_stats: statistics of the blocks' attention rows, every validation",
     "attention_collapse": "attention_collapse: a warning when a head's attention collapses",
+    "early_stopping": "early_stopping: stop when the monitored metric stops improving (off until patience is set)",
     "resume": "resume: resume points within long epochs",
     "optimizer": "optimizer: any torch.optim.Optimizer (default: AdamW)",
     "lr_scheduler": "lr_scheduler: the learning-rate schedule (default: none)",
