@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import FeatureMapBlock, available, build, info
+from framework.attention.spec import BlockArgumentsError
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.values import Fraction, PositiveInt
@@ -38,7 +39,9 @@ def make_block(attention: FeatureMapBlock, channels: int, options: Optional[dict
     """The feature-map block for ``channels``; arguments it does not take are named in the error."""
     try:
         return build(attention, channels, kind="feature_map", **(options or {}))
-    except TypeError as err:
+    except (TypeError, BlockArgumentsError) as err:
+        if isinstance(err, BlockArgumentsError) and not options:
+            raise  # a block of another kind, said as such
         raise ConfigError(f"model.attention_args {options} do not fit the block {attention!r}: {err}") from None
 
 
