@@ -54,6 +54,16 @@ def demo_config() -> dict:
     return config
 
 
+def small_demo() -> list[str]:
+    """The demo's flags for a fit of seconds: the CSV logger, 64 training, 32 validation and 32 test
+    examples in batches of 32, one epoch, no progress bar or model summary (later flags win)."""
+    return [
+        *("--config", "domains/demo/demo.yaml", "--config", "configs/logger/csv.yaml"),
+        *("--data.train_size=64", "--data.val_size=32", "--data.test_size=32", "--data.batch_size=32"),
+        *("--trainer.max_epochs=1", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"),
+    ]
+
+
 def on(device: str, *items):
     """Models and batches (tensors, mappings, tuples, graph ``Data``) moved to ``device``."""
     from lightning.pytorch.utilities import move_data_to_device

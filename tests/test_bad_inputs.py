@@ -18,21 +18,9 @@ import torch
 import yaml
 
 from framework.__main__ import main
-from tests.conftest import demo_config
+from tests.conftest import demo_config, small_demo
 
-DEMO = [
-    "--config",
-    "domains/demo/demo.yaml",
-    "--config",
-    "configs/logger/csv.yaml",
-    "--data.train_size=64",
-    "--data.val_size=32",
-    "--data.test_size=32",
-    "--data.batch_size=32",
-    "--trainer.max_epochs=1",
-    "--trainer.enable_progress_bar=false",
-    "--trainer.enable_model_summary=false",
-]
+DEMO = small_demo()
 ONE_STEP = [
     "--trainer.max_steps=1",
     "--trainer.limit_val_batches=1",

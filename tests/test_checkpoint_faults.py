@@ -22,23 +22,12 @@ import torch
 
 from framework.__main__ import main
 from framework.commands.parity import ParityCLI
+from tests.conftest import small_demo
 from tests.test_checkpoint_reader import ADVICE, KINDS, edited, first_weight
 
 pytestmark = pytest.mark.slow  # every test here trains, or runs the command line end to end
 
-DEMO = [
-    "--config",
-    "domains/demo/demo.yaml",
-    "--config",
-    "configs/logger/csv.yaml",
-    "--data.train_size=64",
-    "--data.val_size=32",
-    "--data.test_size=32",
-    "--data.batch_size=32",
-    "--trainer.max_epochs=1",
-    "--trainer.enable_progress_bar=false",
-    "--trainer.enable_model_summary=false",
-]
+DEMO = small_demo()
 COMMANDS = {
     "fit": ["fit", *DEMO, "--trainer.max_epochs=2"],
     "test": ["test", *DEMO],

@@ -27,6 +27,7 @@ from framework.checkpoint import AtomicCheckpointIO
 from framework.data import load_or_rebuild
 from framework.errors import explain, user_error
 from framework.runs import PredictionSink, write_json_atomically
+from tests.conftest import small_demo
 
 
 class FullDisk:
@@ -162,19 +163,7 @@ def test_a_full_disk_that_names_no_file_is_one_line_too():
     )
 
 
-DEMO = [
-    "--config",
-    "domains/demo/demo.yaml",
-    "--config",
-    "configs/logger/csv.yaml",
-    "--data.train_size=64",
-    "--data.val_size=32",
-    "--data.test_size=32",
-    "--data.batch_size=32",
-    "--trainer.max_epochs=1",
-    "--trainer.enable_progress_bar=false",
-    "--trainer.enable_model_summary=false",
-]
+DEMO = small_demo()
 
 
 def one_error_line(capsys) -> str:
