@@ -11,13 +11,14 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import build
+from framework.attention.cross.score import ScoreName
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import masked_mean
 from framework.values import Fraction, PositiveInt
 
 from ..data.tokenization import CHARACTER_VOCAB, PAD
-from .common import ClassifierOutput, ScoreName, uniform_weights
+from .common import ClassifierOutput, uniform_weights
 from .recurrent import RecurrentEncoder
 
 #: The token representations the classifier can embed with, its read-outs, and how it combines representations.

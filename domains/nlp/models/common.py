@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import torch
 from torch import Tensor, nn
 
 from ..data.tokenization import PAD
-
-#: A score function's name (``model.score``): the names of ``framework.attention.cross.score.SCORES``.
-ScoreName = Literal[
-    "additive",
-    "dot",
-    "scaled_dot",
-    "general",
-    "biased_general",
-    "activated_general",
-    "concat",
-    "location",
-    "cosine",
-    "kernel",
-    "coda",
-    "deep",
-]
 
 
 class ClassifierOutput(NamedTuple):

@@ -9,10 +9,10 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import create
+from framework.attention.cross.score import ScoreName
 from framework.values import PositiveInt
 
 from ..data.sorting import IGNORE
-from .common import ScoreName
 from .recurrent import RecurrentEncoder
 
 
