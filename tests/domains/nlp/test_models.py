@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import get_args
-
 import pytest
 import torch
 
@@ -16,8 +14,6 @@ from domains.nlp.models import (
     TransformerSeq2Seq,
     teacher_inputs,
 )
-from domains.nlp.models.common import ScoreName
-from framework.attention.cross.score import SCORES
 from tests.attention.reference import assert_matches_reference, randomize_
 
 V, D, E = 23, 8, 6
@@ -223,7 +219,3 @@ def test_han_needs_sentences_and_the_self_attentive_model_a_pooling_block():
         SelfAttentiveClassifier(V, 3, attention="mhsa")
     with pytest.raises(ValueError, match="model.cell must be one of gru, lstm, got 'rnn'"):
         RecurrentSeq2Seq(V, cell="rnn")
-
-
-def test_the_score_names_a_config_may_give_are_the_catalogues():
-    assert sorted(get_args(ScoreName)) == sorted(SCORES)
