@@ -14,6 +14,8 @@ from its last.ckpt), then ``evaluate`` of every run's best checkpoint: the unifo
 ERASER's comprehensiveness where the host's decisions rest on items (``runs/atlas/<budget>/<host>/
 <cell>/seed<S>/evaluation.csv``, not redone once written). ``--budget`` stops the call after that
 many minutes (the running fits save their last.ckpt); the same command continues where it stopped.
+The CSV is the atlas's ledger: a host whose runs are not on this machine (another session, a clean
+clone) keeps its rows, and one measured over every seed is not run again unless named in ``--hosts``.
 On a GPU machine compare runs one run per free GPU (``--jobs`` to choose).
 
 Output: docs/atlas.csv and docs/atlas.md (``--out``; the quick atlas writes runs/atlas/quick/), a table
@@ -248,6 +250,23 @@ def host_rows(host: Host, budget: str, seeds: int, summary: Optional[Summary]) -
     return rows
 
 
+def kept_rows(host: Host, budget: str, previous: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The host's rows of an earlier call whose runs are not on this machine (another session, a clean
+    clone): the CSV is the atlas's ledger, so a host is measured once and kept until its runs are here
+    again. Rows of cells no longer declared go."""
+    cells = {cell.name for cell in host.cells_of(budget)}
+    return [row for row in previous if row["host"] == host.name and row["cell"] in cells]
+
+
+def measured(host: Host, budget: str, seeds: int, previous: list[dict[str, str]]) -> bool:
+    """Whether the ledger holds every cell of the host over ``seeds`` seeds and its runs are not here
+    (where they are, compare itself says what is finished and resumes the rest)."""
+    if (runs_root() / "compare" / compare_name(host, budget) / "spec.json").is_file():
+        return False
+    rows = kept_rows(host, budget, previous)
+    return len(rows) == len(host.cells_of(budget)) and all(int(row["n"]) >= seeds for row in rows)
+
+
 def log_to_wandb(rows: list[dict[str, object]], project: str, folder: Path) -> None:
     """The atlas's CSV as the W&B table ``atlas`` (offline unless WANDB_MODE=online)."""
     import wandb
@@ -301,18 +320,26 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"{out / 'atlas.md'} is not what {out / 'atlas.csv'} gives: run `python -m tools.atlas --report`")
             return 1
         return 0
+    previous = read_csv(out / "atlas.csv")
     summaries: dict[str, Optional[Summary]] = {}
     with Budget(args.budget) as limit:
         for host in hosts:
             if args.report or not limit.left():
                 break
+            if not args.hosts and measured(host, budget, args.seeds, previous):
+                print(f"atlas: {host.name} measured already ({out / 'atlas.csv'}); --hosts {host.name} measures again")
+                continue
             summaries[host.name] = run_host(host, budget, args, limit)
-    rows = [row for h in plan.of(budget) for row in host_rows(h, budget, args.seeds, summaries.get(h.name))]
+    rows = [
+        row
+        for h in plan.of(budget)
+        for row in host_rows(h, budget, args.seeds, summaries.get(h.name)) or kept_rows(h, budget, previous)
+    ]
     write_csv(rows, out / "atlas.csv")
     (out / "atlas.md").write_text(render(plan, budget, read_csv(out / "atlas.csv")))
     if args.wandb:
         log_to_wandb(rows, args.wandb, out)
-    done = {h.name for h in plan.of(budget) if all(r["n"] == args.seeds for r in rows if r["host"] == h.name)}
+    done = {h.name for h in plan.of(budget) if all(int(r["n"]) >= args.seeds for r in rows if r["host"] == h.name)}
     left = [h.name for h in plan.of(budget) if h.name not in done or not any(r["host"] == h.name for r in rows)]
     print(f"atlas: {out / 'atlas.md'} and {out / 'atlas.csv'} written", flush=True)
     if left:
