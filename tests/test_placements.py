@@ -64,27 +64,7 @@ def refused_as_built(message: str, param: str) -> bool:
 
 
 #: Placements that fail for a known reason, not yet fixed (xfail, strict: they fail the sweep once fixed).
-KNOWN_MISFITS = {
-    **{
-        ("domains/recommender/din.yaml", "attention", block): (
-            TypeError,
-            "DIN scores every position with a causal attn_mask, which this cross block does not take",
-        )
-        for block in ("gru_gated", "local_p", "location_aware", "mocha", "monotonic", "monotonic_multi_head")
-    },
-    **{
-        ("domains/demo/demo.yaml", "attention", block): (
-            RuntimeError,
-            "the recall task reads the weights as (N x N) token rows; this block's are over inducing points or "
-            "projected keys",
-        )
-        for block in ("isab", "linformer")
-    },
-    ("domains/nlp/transformer_mt.yaml", "cross_attention", "area"): (
-        RuntimeError,
-        "the statistics read the weights over source tokens; area attention's are over areas",
-    ),
-}
+KNOWN_MISFITS: dict[tuple[str, str, str], tuple[type[Exception], str]] = {}
 PLACEMENTS = [
     pytest.param(
         config,

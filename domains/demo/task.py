@@ -23,11 +23,13 @@ def read_out(maps: Mapping[str, list], mask: Tensor) -> Optional[tuple[str, Tens
 
         w_n = a_{t n} [n real] / sum_{n'} a_{t n'} [n' real],  t the last real token,
 
-    and the block's name; None without a block that relates tokens to tokens."""
+    and the block's name; None without a block that relates tokens to tokens (records whose query
+    and key grids are the N tokens: not the rows of ISAB's inducing points nor Linformer's projections)."""
+    tokens = (mask.shape[1],)
     found = [
         (name, records[-1])
         for name, records in maps.items()
-        if records and records[-1].queries is not None and isinstance(records[-1].weights, Tensor)
+        if records and records[-1].queries == records[-1].keys == tokens and isinstance(records[-1].weights, Tensor)
     ]
     if not found:
         return None

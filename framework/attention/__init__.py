@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import cross, feature_map, graph, memory, pooling, sequence
 from .ablation import ABLATIONS, ablation
-from .base import AttentionBlock, AttentionOutput, ShapeError, expect_shape
+from .base import AttentionBlock, AttentionOutput, ShapeError, expect_shape, weights_over_keys
 from .capture import capture
 from .cross import Attention
 from .masks import sequence_mask
@@ -102,6 +102,7 @@ __all__ = [
     "info",
     "probe_index",
     "sequence_mask",
+    "weights_over_keys",
 ]
 
 

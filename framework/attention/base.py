@@ -53,6 +53,13 @@ def expect_shape(block: str, name: str, x: Tensor, dims: str, **sizes: int) -> N
     raise ShapeError(f"{block}: {name} must have shape ({expected}), got {tuple(x.shape)}")
 
 
+def weights_over_keys(block: nn.Module, weights: Tensor, keys: int) -> Tensor:
+    """The weights (..., K) that ``block`` gave back as weights (..., N) over the ``keys`` = N keys of
+    the sequence it was given (:meth:`AttentionBlock.weights_over_keys`; a block of another library:
+    its weights as they are)."""
+    return block.weights_over_keys(weights, keys) if isinstance(block, AttentionBlock) else weights
+
+
 class AttentionBlock(nn.Module):
     """Base class of the library's blocks.
 
@@ -78,6 +85,12 @@ class AttentionBlock(nn.Module):
     #: Names of the leading positions of the sequence the block attends over, which are no tokens of
     #: the input (a ViT's ``("[CLS]",)``, set by its model): the pictures label them on their axes.
     leading_tokens: tuple[str, ...] = ()
+    #: Whether the queries and the keys of this block's records are positions of its inputs (tokens,
+    #: pixels). False for learned or pooled rows (ISAB's inducing points, Linformer's projected keys,
+    #: area attention's areas): their records carry no grid for that axis (:class:`Record`), so no
+    #: reader takes their weights for weights over the input's positions.
+    query_positions: bool = True
+    key_positions: bool = True
 
     @property
     def backend(self) -> Optional[str]:
@@ -129,12 +142,19 @@ class AttentionBlock(nn.Module):
             self.record(weights, queries=queries, keys=keys)
         return AttentionOutput(output, weights, log_prob) if need_weights else output
 
+    def weights_over_keys(self, weights: Tensor, keys: int) -> Tensor:
+        """The weights a caller got back, (..., K), as weights (..., N) over the ``keys`` = N keys of a
+        sequence it passed: themselves, unless the block attends over rows that are no keys
+        (:attr:`key_positions`), which it then folds onto them (area attention's areas)."""
+        return weights
+
     def record(
         self, weights: Any, *, queries: Optional[tuple[int, ...]] = None, keys: Optional[tuple[int, ...]] = None
     ) -> None:
         """Hand ``weights`` to the captures watching this block (nothing when none does)."""
         if watched(self):
-            _record(self, Record(weights, queries, keys))
+            grids = (queries if self.query_positions else None, keys if self.key_positions else None)
+            _record(self, Record(weights, *grids))
 
     def record_rows(
         self,
@@ -150,7 +170,7 @@ class AttentionBlock(nn.Module):
         ``device``) of the probes in the grid ``queries``, over the keys of the grid ``keys``;
         ``lse`` is the kernel's log-sum-exp of every query, where it has one. Called by blocks
         that set ``gives_probe_rows``, when :meth:`probing`."""
-        _record_rows(self, rows, tuple(queries), tuple(keys), device, lse)
+        _record_rows(self, rows, tuple(queries), tuple(keys) if self.key_positions else None, device, lse)
 
     def expect(self, name: str, x: Tensor, dims: str, **sizes: int) -> None:
         expect_shape(self.block_name, name, x, dims, **sizes)

@@ -146,7 +146,7 @@ def record_rows(
     block: nn.Module,
     rows: Callable[[Tensor], ProbeRows],
     queries: tuple[int, ...],
-    keys: tuple[int, ...],
+    keys: Optional[tuple[int, ...]],
     device: torch.device,
     lse: Optional[Tensor] = None,
 ) -> None:
@@ -161,7 +161,7 @@ def record_rows(
         got = rows(index)
         c._add(
             name,
-            Record(got.weights, tuple(queries), tuple(keys), probes=index, valid=got.valid, logits=got.logits, lse=lse),
+            Record(got.weights, tuple(queries), keys and tuple(keys), index, got.valid, got.logits, lse),
         )
 
 

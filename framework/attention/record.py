@@ -20,7 +20,9 @@ class Record:
             tuple of tensors for blocks with several maps, such as CBAM's two gates).
         queries: the grid of the query positions, ``(h, w)`` for pixels, ``(n,)`` for tokens,
             when the weights relate positions to positions; None otherwise (gates, graphs).
-        keys: the grid of the key positions likewise (``(h', w')`` for sub-sampled keys).
+        keys: the grid of the key positions likewise (``(h', w')`` for sub-sampled keys). Either
+            grid is None where that axis holds no positions of the input (learned, projected or
+            pooled rows: :attr:`AttentionBlock.key_positions <framework.attention.base.AttentionBlock>`).
         probes: for a capture with probes, the (P,) flat indices in the query grid of the
             queries whose rows ``weights`` holds, (B, [heads,] P, K) over the key grid's K
             positions; None for full weights.

@@ -17,6 +17,7 @@ anything is built, with the config key and the close names in the message::
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Optional, Union
@@ -160,6 +161,7 @@ def build(
     *args: Any,
     kind: Optional[str] = None,
     forms: tuple[str, ...] = (),
+    calls_with: tuple[str, ...] = (),
     **kwargs: Any,
 ) -> nn.Module:
     """Instantiate a block from a config value; ``args``/``kwargs`` are the model's (width first).
@@ -168,7 +170,9 @@ def build(
     :class:`MeanPooling` for pooling, else :class:`NoAttention`. With ``kind`` given, a
     registry name of another kind is an error that lists the names of the right kind, and so is
     a block of a form (:data:`~framework.attention.registry.FORMS`) that the slot does not name in
-    ``forms``: the kind's own form is what a slot calls, unless it says otherwise.
+    ``forms``: the kind's own form is what a slot calls, unless it says otherwise. ``calls_with``: the
+    keyword arguments beyond its kind's that the slot passes (DIN's ``attn_mask``); a registered
+    block whose ``forward`` takes one of them not is refused likewise, naming the blocks that take them.
     """
     if spec is None or spec == NONE:
         return MeanPooling() if kind == "pooling" else NoAttention()
@@ -187,6 +191,18 @@ def build(
                 f"attention block {spec!r} is a {kind} block of another form ({entry.form}: {FORMS[entry.form]}); "
                 f"this slot takes {', '.join(fitting)}"
             )
+        missing = [argument for argument in calls_with if not takes(entry.builder, argument)]
+        if missing:
+            fitting = [
+                name
+                for name in available(kind or entry.kind)
+                if (info(name).form is None or info(name).form in forms)
+                and all(takes(info(name).builder, argument) for argument in calls_with)
+            ]
+            raise BlockFormError(
+                f"attention block {spec!r} does not take {', '.join(missing)}, which this slot passes; "
+                f"this slot takes {', '.join(fitting)}"
+            )
         return _call(lambda *a, **k: create(spec, *a, **k), spec, kind, *args, **kwargs)
     if DOTTED_PATH.fullmatch(spec):
         try:
@@ -197,6 +213,12 @@ def build(
     raise ValueError(
         unknown_name_message(spec, available(kind), f"{kind} block" if kind else "attention block", aliases(kind))
     )
+
+
+def takes(block: Callable[..., nn.Module], argument: str) -> bool:
+    """Whether a block class's ``forward`` takes the keyword ``argument`` (by name, or any ``**kwargs``)."""
+    parameters = inspect.signature(block.forward).parameters.values()
+    return any(p.name == argument or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def _call(factory: BlockFactory, spec: object, kind: Optional[str], *args: Any, **kwargs: Any) -> nn.Module:

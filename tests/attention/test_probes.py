@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from framework.attention import Record, ablation, available, capture, create, probe_index
+from framework.attention import Record, ablation, available, capture, create, info, probe_index
 from tests.attention.generic import probe_rows_match_the_full_map
 from tests.attention.reference import randomize_
 
@@ -51,6 +51,11 @@ KEPT_WHOLE = {
     "axial": "two maps, along the row and along the column, each O(HW (H + W))",
     "stand_alone": "k x k windows per pixel, O(HW k^2)",
     "multi_dimensional": "a weight per key and value feature (B, h, M, N, dv)",
+    **{
+        name: "weights over rows that are no keys (AttentionBlock.key_positions): no key grid"
+        for name in available()
+        if not getattr(info(name).builder, "key_positions", True)
+    },
 }
 
 

@@ -7,7 +7,7 @@ from typing import Literal, Optional, Union
 import torch
 from torch import Tensor, nn
 
-from framework.attention import CrossBlock, NoAttention, build
+from framework.attention import CrossBlock, NoAttention, build, weights_over_keys
 from framework.attention.cross.alignment import RecurrentAlignment
 from framework.attention.cross.pointer import PointerGenerator
 from framework.data.sizes import require_sizes
@@ -92,7 +92,7 @@ class RecurrentSeq2Seq(nn.Module):
         self.output = nn.Linear(dim, vocab_size)
         self.copy = None
         if copy:
-            if isinstance(self.attention, NoAttention) or hasattr(self.attention, "position_weights"):
+            if isinstance(self.attention, NoAttention) or not getattr(self.attention, "key_positions", True):
                 raise ConfigError(
                     f"model.copy needs attention weights over the source tokens; model.attention={attention!r} "
                     "has none (no attention, or weights over areas)"
@@ -126,9 +126,7 @@ class RecurrentSeq2Seq(nn.Module):
         result = self.attention(query, memory, key_padding_mask=mask, need_weights=want)
         if not want:
             return result, None, state
-        weights = result[1]
-        if hasattr(self.attention, "position_weights"):  # area attention: weights over areas -> over tokens
-            weights = self.attention.position_weights(weights, (1, memory.shape[1]))
+        weights = weights_over_keys(self.attention, result[1], memory.shape[1])  # area attention's areas folded
         return result[0], query_key_weights(weights), state
 
     def _recur(self, inputs: Tensor, state: State) -> tuple[Tensor, State]:

@@ -8,7 +8,7 @@ from typing import Optional, Union
 import torch
 from torch import Tensor, nn
 
-from framework.attention import CrossBlock, SequenceBlock, build
+from framework.attention import CrossBlock, SequenceBlock, build, weights_over_keys
 from framework.attention.spec import NONE
 from framework.data.sizes import require_sizes
 from framework.decoding import State
@@ -59,7 +59,9 @@ class DecoderLayer(nn.Module):
         cross = self.cross_attention(self.norm2(x), memory, key_padding_mask=memory_mask, need_weights=need_weights)
         x = x + self.dropout(cross[0] if need_weights else cross)
         x = x + self.dropout(self.mlp(self.norm3(x)))
-        return (x, query_key_weights(cross[1])) if need_weights else x
+        if not need_weights:
+            return x
+        return x, query_key_weights(weights_over_keys(self.cross_attention, cross[1], memory.shape[1]))
 
 
 class TransformerSeq2Seq(nn.Module):

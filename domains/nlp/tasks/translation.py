@@ -189,10 +189,12 @@ class Translation(AttentionTraining, TokenizerState, Task):
         sure, possible = links == 2, links >= 1
         keys, queries = batch["mask"].bool().unsqueeze(1), possible.any(-1)
         output, maps = watched or self.watch(model, batch)
-        views = []
+        views, source = [], (batch["mask"].shape[1],)
         for layer, name in enumerate(cross_blocks(model)):
-            records = maps.get(name)
-            if not records or not isinstance(records[0].weights, Tensor) or records[0].weights.dim() != 4:
+            records = maps.get(name)  # weights (B, heads, M, N) over the source tokens (not over areas, say)
+            if not records or records[0].keys != source or not isinstance(records[0].weights, Tensor):
+                continue
+            if records[0].weights.dim() != 4:
                 continue
             weights = records[0].weights.float()  # (B, heads, M, N)
             for head in range(weights.shape[1]):

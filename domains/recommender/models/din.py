@@ -60,7 +60,7 @@ class DIN(nn.Module):
         super().__init__()
         self.num_items, self.chunk_size = num_items, chunk_size
         self.items = nn.Embedding(num_items + 1, dim, padding_idx=0)
-        self.attention = build(attention, dim, kind="cross")
+        self.attention = build(attention, dim, kind="cross", calls_with=("attn_mask",))  # the causal rows
         widths = [3 * dim, *hidden]
         layers: list[nn.Module] = []
         for a, b in zip(widths, widths[1:]):

@@ -83,8 +83,11 @@ class AreaAttention(Attention):
     (default (1, N)). Output as :class:`Attention`'s; with ``need_weights=True`` the weights are
     over the K areas, (B, h, M, K); :meth:`position_weights` folds them onto the items.
 
-    Captured weights: the (B, h, M, K) weights over the areas of every call.
+    Captured weights: the (B, h, M, K) weights over the areas of every call (no key grid: the
+    areas are no items; :meth:`position_weights` folds them onto the items).
     """
+
+    key_positions = False
 
     def __init__(
         self,
@@ -164,6 +167,10 @@ class AreaAttention(Attention):
         return super().forward(
             query, area_keys, area_sums(value, grid, sizes), key_padding_mask=area_mask, need_weights=need_weights
         )
+
+    def weights_over_keys(self, weights: Tensor, keys: int) -> Tensor:
+        """Weights over the areas of a sequence of ``keys`` items folded onto them (:meth:`position_weights`)."""
+        return self.position_weights(weights, (1, keys))
 
     def position_weights(self, weights: Tensor, grid: tuple[int, int]) -> Tensor:
         """Area weights (..., K) folded onto the items (..., H * W): each item gets the summed

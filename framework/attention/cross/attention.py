@@ -143,8 +143,9 @@ class Attention(AttentionBlock):
         self.score = score_cls(q_head, k_head, num_heads, **options)
         distribution_cls = _lookup(DISTRIBUTIONS, distribution, "distribution function")
         self.distribution = distribution_cls(num_heads) if distribution_cls.per_head else distribution_cls()
-        # rows of probe queries from the projections: not for weights per value feature, nor for sampled ones
-        self.gives_probe_rows = not multi_dimensional and not isinstance(self.distribution, Hard)
+        # rows of probe queries from the projections: not for weights per value feature, nor for sampled ones,
+        # nor over rows that are no keys (a capture keeps those whole)
+        self.gives_probe_rows = not multi_dimensional and not isinstance(self.distribution, Hard) and self.key_positions
         if distribution_cls.pairs != score_cls.pairs:
             pairs = (
                 sorted(n for n, c in DISTRIBUTIONS.items() if c.pairs),

@@ -52,8 +52,11 @@ class Linformer(Attention):
         Output (B, N, D); with ``need_weights=True`` an ``AttentionOutput(output,
         weights (B, h, N, k))``. ``attn_mask`` is refused: the keys are no longer tokens.
 
-    Captured weights: the (B, h, N, k) weights over the projected rows of each call.
+    Captured weights: the (B, h, N, k) weights over the projected rows of each call (no key grid:
+    the rows are no tokens).
     """
+
+    key_positions = False
 
     def __init__(
         self,

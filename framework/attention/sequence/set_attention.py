@@ -112,6 +112,7 @@ class InducedSetAttentionBlock(AttentionBlock):
         options = dict(num_heads=num_heads, hidden=hidden, layer_norm=layer_norm, dropout=dropout)
         self.induce = MultiheadAttentionBlock(dim, **options)
         self.read = MultiheadAttentionBlock(dim, **options)
+        self.induce.query_positions = self.read.key_positions = False  # the inducing points are no elements
 
     def forward(
         self, x: Tensor, mask: Optional[Tensor] = None, *, need_weights: bool = False
