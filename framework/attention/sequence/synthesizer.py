@@ -88,9 +88,11 @@ class Synthesizer(AttentionBlock):
     def synthesised(self, x: Tensor) -> Tensor:
         """The logits B (B, h, N, N) (the random variant's are the same for every example)."""
         b, n = x.shape[:2]
-        if self.variant == "dense":
-            logits = self.logits(F.relu(self.hidden(x))).unflatten(-1, (self.num_heads, self.max_len))
-            return logits[..., :n].transpose(1, 2)  # (B, N, h, N) -> (B, h, N, N)
+        if self.variant == "dense":  # only the first N of the max_len columns of each head: O(N), not O(max_len)
+            rows = self.logits.weight.unflatten(0, (self.num_heads, self.max_len))[:, :n].flatten(0, 1)
+            bias = self.logits.bias.unflatten(0, (self.num_heads, self.max_len))[:, :n].flatten()
+            logits = F.linear(F.relu(self.hidden(x)), rows, bias).unflatten(-1, (self.num_heads, n))
+            return logits.transpose(1, 2)  # (B, N, h, N) -> (B, h, N, N)
         if self.rank is None:
             return self.random[:, :n, :n].expand(b, -1, -1, -1)
         left, right = self.factors[:, :, :n]
