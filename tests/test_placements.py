@@ -35,7 +35,14 @@ def block_kinds(cls_path: str) -> dict[str, list[str]]:
     module, _, name = cls_path.rpartition(".")
     hints = typing.get_type_hints(getattr(importlib.import_module(module), name).__init__)
     kinds = {
-        param: sorted({t.kind for t in typing.get_args(hint) if isinstance(t, type) and issubclass(t, BlockName)})
+        param: sorted(
+            {
+                kind
+                for t in typing.get_args(hint)
+                if isinstance(t, type) and issubclass(t, BlockName)
+                for kind in t.kinds
+            }
+        )
         for param, hint in hints.items()
     }
     return {param: found for param, found in kinds.items() if found}

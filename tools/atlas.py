@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Optional
 from framework.attention import info
 from framework.attention.registry import UnknownBlockError
 from framework.errors import ConfigError
-from tools.atlas_plan import BUDGETS, ROOT, Host, load
+from tools.atlas_plan import BUDGETS, ROOT, Cell, Host, load
 from tools.atlas_tables import read_csv, render, stale, write_csv
 from tools.bench_measures import ablation_drop, value_of
 
@@ -58,7 +58,7 @@ def compare_name(host: Host, budget: str) -> str:
 
 
 def compare_args(host: Host, budget: str, seeds: int, jobs: Optional[int]) -> list[str]:
-    cells = [f"{cell.name}: --config {host.config} {' '.join(cell.flags)}" for cell in host.cells_of(budget)]
+    cells = [f"{cell.name}: {' '.join(cell_flags(host, cell))}" for cell in host.cells_of(budget)]
     return [
         "--cells",
         *cells,
@@ -77,6 +77,13 @@ def compare_args(host: Host, budget: str, seeds: int, jobs: Optional[int]) -> li
         "--status_every",
         "120",
     ]
+
+
+def cell_flags(host: Host, cell: Cell) -> tuple[str, ...]:
+    """A cell's fit flags: the host config and the cell's flags; a cell that names its own config (the
+    DMN on bAbI, GAT on Cora) starts from that one alone, so that nothing of the host's stays (a
+    memory network's LinearStart callback, say)."""
+    return cell.flags if "--config" in cell.flags else ("--config", host.config, *cell.flags)
 
 
 class Budget:

@@ -35,9 +35,10 @@ DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 class BlockName(str):
     """A registry name (or a dotted class path), checked when it is made; an alias (timm's
-    ``nl``) becomes the name it stands for."""
+    ``nl``) becomes the name it stands for. ``kinds``: the kinds the slot takes (empty: any); a
+    registered block of another kind is said to be one, with the names the slot takes."""
 
-    kind: ClassVar[Optional[str]] = None
+    kinds: ClassVar[tuple[str, ...]] = ()
 
     def __new__(cls, value: str) -> BlockName:
         if type(value).__name__ == "NestedArg":  # --model.attention.init_args.k=v on a block given by name
@@ -51,10 +52,17 @@ class BlockName(str):
             path = value["class_path"]
             raise ValueError(f"attention block {path!r}: cannot import it ({_import_error(path)})")
         value = str(value)
-        names, known = available(cls.kind), aliases(cls.kind)
+        kinds = cls.kinds or (None,)
+        names = sorted(n for kind in kinds for n in available(kind))
+        known = {alias: name for kind in kinds for alias, name in aliases(kind).items()}
         value = known.get(value, value)
         if value != NONE and value not in names and not DOTTED_PATH.fullmatch(value):
-            what = f"{cls.kind} block" if cls.kind else "attention block"
+            what = f"{' or '.join(cls.kinds)} block" if cls.kinds else "attention block"
+            if value in available() or value in aliases():
+                entry = info(value)
+                raise ValueError(
+                    f"attention block {value!r} is a {entry.kind} block; this slot takes {what}s: {', '.join(names)}"
+                )
             raise ValueError(unknown_name_message(value, names, what, known))
         if value not in names and DOTTED_PATH.fullmatch(value) and (why := _import_error(value)) != IMPORTS:
             raise ValueError(f"attention block {value!r}: cannot import it ({why})")
@@ -80,30 +88,45 @@ def _import_error(path: str) -> str:
 
 
 class FeatureMapName(BlockName):
-    kind = "feature_map"
+    kinds = ("feature_map",)
 
 
 class SequenceName(BlockName):
-    kind = "sequence"
+    kinds = ("sequence",)
 
 
 class CrossName(BlockName):
-    kind = "cross"
+    kinds = ("cross",)
 
 
 class PoolingName(BlockName):
-    kind = "pooling"
+    kinds = ("pooling",)
 
 
 class GraphName(BlockName):
-    kind = "graph"
+    kinds = ("graph",)
 
 
 class MemoryName(BlockName):
-    kind = "memory"
+    kinds = ("memory",)
 
 
-for _name_type in (BlockName, FeatureMapName, SequenceName, CrossName, PoolingName, GraphName, MemoryName):
+class PoolingOrCrossName(BlockName):
+    """A pooling block, or a cross block queried by learned vectors (the self-attentive encoder's slot)."""
+
+    kinds = ("pooling", "cross")
+
+
+for _name_type in (
+    BlockName,
+    FeatureMapName,
+    SequenceName,
+    CrossName,
+    PoolingName,
+    GraphName,
+    MemoryName,
+    PoolingOrCrossName,
+):
     register_type(_name_type, serializer=str, deserializer=_name_type)
 
 BlockFactory = Callable[..., nn.Module]

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from framework.attention import build, info
-from framework.attention.spec import NONE, BlockFactory, CrossName, PoolingName
+from framework.attention.spec import NONE, BlockFactory, PoolingOrCrossName
 from framework.data.sizes import require_sizes
 from framework.errors import ConfigError
 from framework.layers import masked_mean
@@ -90,7 +90,7 @@ class SelfAttentiveClassifier(nn.Module):
         num_classes: Optional[PositiveInt] = None,
         embed_dim: PositiveInt = 100,
         dim: PositiveInt = 200,
-        attention: Union[PoolingName, CrossName, BlockFactory] = "pooling",
+        attention: Union[PoolingOrCrossName, BlockFactory] = "pooling",
         num_queries: PositiveInt = 4,
         attention_hidden: PositiveInt = 100,
         hidden: PositiveInt = 200,

@@ -31,7 +31,7 @@ def test_a_block_of_the_wrong_kind_fails_while_parsing_with_the_key(capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--config", "domains/audio/transformer.yaml", *QUICK, "--model.pooling=mhsa"])
     err = capsys.readouterr().err
-    assert "pooling" in err and "unknown pooling block 'mhsa'" in err
+    assert "pooling" in err and "attention block 'mhsa' is a sequence block; this slot takes pooling blocks: " in err
 
 
 @pytest.mark.parametrize(

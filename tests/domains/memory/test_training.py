@@ -54,7 +54,7 @@ def test_the_memn2n_configs_train_without_weight_decay(config):
 def test_a_block_of_another_kind_fails_while_parsing(capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--config", "domains/memory/memn2n.yaml", *FAST, "--model.attention=mhsa"])
-    assert "unknown memory block 'mhsa'" in capsys.readouterr().err
+    assert "'mhsa' is a sequence block; this slot takes memory blocks: episodic_memory" in capsys.readouterr().err
 
 
 LINEAR_START = "--trainer.callbacks+=domains.memory.LinearStart"
