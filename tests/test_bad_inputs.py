@@ -111,8 +111,16 @@ def test_a_bad_value_names_its_key_in_one_line(capsys, flag, expected):
             "--model.attention=criss_crosss",
             "unknown feature_map block 'criss_crosss'; did you mean: criss_cross?",
         ),
-        ("domains/audio/transformer.yaml", "--model.pooling=mhsa", "model.pooling: attention block 'mhsa' is a sequence block; this slot takes pooling blocks: "),
-        ("domains/memory/memn2n.yaml", "--model.attention=mhsa", "model.attention: attention block 'mhsa' is a sequence block; this slot takes memory blocks: "),
+        (
+            "domains/audio/transformer.yaml",
+            "--model.pooling=mhsa",
+            "model.pooling: attention block 'mhsa' is a sequence block; this slot takes pooling blocks",
+        ),
+        (
+            "domains/memory/memn2n.yaml",
+            "--model.attention=mhsa",
+            "model.attention: attention block 'mhsa' is a sequence block; this slot takes memory blocks: ",
+        ),
         ("domains/graph/gat.yaml", "--model.attention=gatt", "unknown graph block 'gatt'; did you mean: gat"),
         (
             "domains/nlp/seq2seq_luong.yaml",

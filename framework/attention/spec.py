@@ -238,9 +238,10 @@ def build(
     )
 
 
-def takes(block: Callable[..., nn.Module], argument: str) -> bool:
-    """Whether a block class's ``forward`` takes the keyword ``argument`` (by name, or any ``**kwargs``)."""
-    parameters = inspect.signature(block.forward).parameters.values()
+def takes(block: Callable[..., nn.Module], argument: str, method: str = "forward") -> bool:
+    """Whether a block class's ``method`` (``forward``, or ``__init__``: its constructor) takes the
+    keyword ``argument`` (by name, or any ``**kwargs``)."""
+    parameters = inspect.signature(getattr(block, method)).parameters.values()
     return any(p.name == argument or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 

@@ -6,8 +6,8 @@ from typing import Optional
 
 from torch import Tensor, nn
 
-from ..attention import SequenceBlock, build
-from ..attention.spec import BlockArgumentsError
+from ..attention import SequenceBlock, available, build, info
+from ..attention.spec import BlockArgumentsError, takes
 from ..errors import ConfigError
 
 
@@ -18,10 +18,11 @@ def sequence_block(attention: SequenceBlock, dim: int, causal: bool = False) -> 
         return build(attention, dim, kind="sequence")
     try:
         return build(attention, dim, kind="sequence", causal=True)
-    except (TypeError, BlockArgumentsError) as err:
+    except (TypeError, BlockArgumentsError):
+        fitting = [name for name in available("sequence") if takes(info(name).builder, "causal", "__init__")]
         raise ValueError(
-            f"attention: a causal encoder needs a sequence block that takes causal=True "
-            f"(mhsa, local ...); {attention!r} does not ({err})"
+            f"attention: {attention!r} cannot be causal (token i attends tokens j <= i), which this encoder needs; "
+            f"the sequence blocks that can: {', '.join(fitting)}"
         ) from None
 
 
