@@ -18,6 +18,7 @@ split needs 500 validation nodes after the training ones).
 from __future__ import annotations
 
 import gzip
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -261,3 +262,5 @@ def test_the_shortest_examples_train_with_finite_losses(tmp_path, monkeypatch, f
     losses = finite_losses(tmp_path / "run")
     assert {"train/loss_step", "val/loss"} <= losses.keys(), losses
     assert all(math.isfinite(value) for value in losses.values()), losses
+    data = json.loads((tmp_path / "run" / "summary.json").read_text())["fit"]["provenance"]["data"]
+    assert data["content_key"], f"{fmt}: the provenance hashes no file of the data (its sources: {data['sources']})"

@@ -219,14 +219,16 @@ def host_rows(host: Host, budget: str, seeds: int, summary: Optional[Summary]) -
         if not (runs_root() / "compare" / compare_name(host, budget) / "spec.json").is_file():
             return []
         summary = compare([*compare_args(host, budget, seeds, None), "--report"])
-    rows = []
+    rows, declared = [], {c.name: c.flags for c in host.cells_of(budget)}
     for cell, row in zip(summary.cells, summary.rows):
+        if cell.name not in declared:  # a cell the declaration no longer has (its runs stay in the comparison)
+            continue
         records = summary.records[cell.name]
         tables = [read_csv(table_of(host, budget, cell.name, r.seed)) for r in records]
         drop = mean_sd([ablation_drop(t) if t else None for t in tables])
         comp = mean_sd([comprehensiveness(t) if t else None for t in tables])
         stamps = [r.fit.get("provenance", {}) for r in records]
-        flags = next(c.flags for c in host.cells if c.name == cell.name)
+        flags = declared[cell.name]
         metric = summary.metric or ""
         rows.append(
             {

@@ -95,8 +95,13 @@ def mark(row: dict[str, str]) -> str:
     return ""
 
 
-def literature_of(host: Host, cell: str) -> str:
-    return "; ".join(f"{item.figure:g} ({item.paper})" for item in host.literature if item.cell == cell)
+def literature_of(host: Host, cell: str, metric: str) -> str:
+    """The papers' figures of a cell, each with its metric where that is not the table's."""
+    return "; ".join(
+        f"{item.figure:g}{f' {item.metric}' if item.metric not in (None, metric) else ''} ({item.paper})"
+        for item in host.literature
+        if item.cell == cell
+    )
 
 
 def host_table(host: Host, rows: list[dict[str, str]]) -> list[str]:
@@ -116,7 +121,7 @@ def host_table(host: Host, rows: list[dict[str, str]]) -> list[str]:
             f"{fmt(row['seconds_per_epoch'], 2)} | {fmt(row['peak_memory_mb'], 0)} | "
             f"{pm(row['ablation_drop'], row['ablation_drop_std'])} | "
             f"{pm(row['comprehensiveness'], row['comprehensiveness_std'])} | "
-            f"{literature_of(host, row['cell']) or '-'} | {stamp} |"
+            f"{literature_of(host, row['cell'], row['metric']) or '-'} | {stamp} |"
         )
     return lines
 

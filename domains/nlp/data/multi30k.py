@@ -63,7 +63,7 @@ class Multi30k(TranslationData):
     def make_splits(self) -> dict[str, list[tuple[str, str]]]:
         names = [f"{f}.{lang}.gz" for f in SPLIT_FILES.values() for lang in ("de", "en")]
         folder = dataset_dir("multi30k", root=self.root, source=SOURCE, expect=names)
-        self.sources = {split: f"{folder / name}.{{de,en}}.gz" for split, name in SPLIT_FILES.items()}
+        self.sources = {split: f"{folder / name}.de.gz, {name}.en.gz" for split, name in SPLIT_FILES.items()}
         return {
             split: read_parallel(
                 folder / f"{name}.{self.source_lang}.gz",

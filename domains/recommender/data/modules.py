@@ -264,10 +264,12 @@ class MovieLens100K(LoggedSequences):
             min_user_interactions=min_user_interactions, min_item_interactions=min_item_interactions, **kwargs
         )
         self.root = root
+        self.file: Optional[Path] = None  # u.data, once read
 
     @property
     def source(self) -> str:
-        return "u.data"
+        """The file read (its path, so that the run's provenance hashes it)."""
+        return str(self.file or "u.data")
 
     def read(self) -> Histories:
         folder = dataset_dir(
@@ -276,7 +278,8 @@ class MovieLens100K(LoggedSequences):
             expect=("u.data",),
             source="https://files.grouplens.org/datasets/movielens/ml-100k.zip (unzip ml-100k/)",
         )
-        return read_movielens(folder / "u.data")
+        self.file = folder / "u.data"
+        return read_movielens(self.file)
 
 
 class UserItemSequences(LoggedSequences):
@@ -297,10 +300,12 @@ class UserItemSequences(LoggedSequences):
     def __init__(self, path: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.path = Path(path)
+        self.file: Optional[Path] = None  # where the path was found, once read
 
     @property
     def source(self) -> str:
-        return str(self.path)
+        """The file read (its whole path once found, so that the run's provenance hashes it)."""
+        return str(self.file or self.path)
 
     def read(self) -> Histories:
         folder = dataset_dir(
@@ -310,7 +315,8 @@ class UserItemSequences(LoggedSequences):
             key="data.path",
             source="https://github.com/kang205/SASRec (data/) or any 'user item' per-line file",
         )
-        return read_user_item_lines(folder / self.path.name)
+        self.file = folder / self.path.name
+        return read_user_item_lines(self.file)
 
 
 class GeneratedSequences(SequenceData):
