@@ -12,7 +12,7 @@ from framework.errors import ConfigError
 from tests.conftest import ROOT
 from tools import atlas
 from tools.atlas_plan import DECLARATION, load
-from tools.atlas_tables import COLUMNS, mark, read_csv, render, stale, write_csv
+from tools.atlas_tables import COLUMNS, README_MARKS, in_readme, mark, read_csv, render, stale, write_csv
 
 DOMAINS = {"demo", "nlp", "audio", "graph", "recommender", "memory", "vision"}
 
@@ -47,8 +47,8 @@ def test_the_marks_say_the_side_and_the_level_of_significance():
 
 
 def test_docs_atlas_md_is_what_docs_atlas_csv_gives():
-    assert not stale(load(), "full", ROOT / "docs" / "atlas.csv", ROOT / "docs" / "atlas.md"), (
-        "docs/atlas.md is stale: run `python -m tools.atlas --report`"
+    assert not stale(load(), "full", ROOT / "docs" / "atlas.csv", ROOT / "docs" / "atlas.md", ROOT / "README.md"), (
+        "docs/atlas.md or the README's summary is stale: run `python -m tools.atlas --report`"
     )
 
 
@@ -57,7 +57,7 @@ def test_a_spent_budget_runs_nothing_and_says_what_is_left(tmp_path, monkeypatch
     assert atlas.main(["--quick", "--budget", "0", "--out", str(tmp_path)]) == 0
     assert "not finished: recall, karate" in capsys.readouterr().out
     assert read_csv(tmp_path / "atlas.csv") == []
-    assert "| demo | recall | - | not run yet |" in (tmp_path / "atlas.md").read_text()
+    assert "| demo | recall | - | 0 | not run yet |" in (tmp_path / "atlas.md").read_text()
 
 
 @pytest.mark.slow
@@ -101,3 +101,15 @@ def test_the_table_is_logged_to_wandb_offline(tmp_path, monkeypatch):
     atlas.log_to_wandb([row], "atlas-test", tmp_path)
     tables = list(tmp_path.rglob("atlas_*.table.json"))
     assert len(tables) == 1 and '"gat"' in tables[0].read_text() and list(tmp_path.rglob("offline-run-*"))
+
+
+def test_the_readme_holds_the_summary_between_its_marks_and_a_changed_one_is_stale(tmp_path):
+    readme, docs = tmp_path / "README.md", ROOT / "docs"
+    text = (ROOT / "README.md").read_text()
+    end = README_MARKS[1]
+    readme.write_text(text.replace("| graph | cora |", "| graph | Cora |", 1))
+    assert stale(load(), "full", docs / "atlas.csv", docs / "atlas.md", readme)
+    readme.write_text(in_readme(readme.read_text(), load(), read_csv(docs / "atlas.csv")))
+    assert readme.read_text() == text
+    with pytest.raises(ValueError, match="the README needs the lines"):
+        in_readme(text.replace(end, ""), load(), [])

@@ -19,7 +19,7 @@ clone) keeps its rows, and one measured over every seed is not run again unless 
 On a GPU machine compare runs one run per free GPU (``--jobs`` to choose).
 
 Output: docs/atlas.csv and docs/atlas.md (``--out``; the quick atlas writes runs/atlas/quick/), a table
-per domain and a summary across domains (tools/atlas_tables.py).
+per domain and a summary across domains (tools/atlas_tables.py), which also goes into the README.
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ from framework.attention import info
 from framework.attention.registry import UnknownBlockError
 from framework.errors import ConfigError
 from tools.atlas_plan import BUDGETS, ROOT, Cell, Host, load
-from tools.atlas_tables import read_csv, render, stale, write_csv
+from tools.atlas_tables import in_readme, read_csv, render, stale, write_csv
 from tools.bench_measures import ablation_drop, value_of
 
 if TYPE_CHECKING:
     from framework.commands.compare.results import Summary
 
 comprehensiveness = value_of(test="eraser", measure="AOPC comprehensiveness")
+README = ROOT / "README.md"
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 
 
@@ -324,9 +325,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     args.seeds = args.seeds or (1 if args.quick else plan.seeds)
     args.examples = args.examples or (16 if args.quick else plan.examples)
     out = args.out or (runs_root() / "atlas" / "quick" if args.quick else ROOT / "docs")
+    readme = README if out == ROOT / "docs" and budget == "full" else None  # the summary there too
     if args.check:
-        if stale(plan, budget, out / "atlas.csv", out / "atlas.md"):
-            print(f"{out / 'atlas.md'} is not what {out / 'atlas.csv'} gives: run `python -m tools.atlas --report`")
+        if stale(plan, budget, out / "atlas.csv", out / "atlas.md", readme):
+            print(
+                f"{out / 'atlas.md'}{' or the README' if readme else ''} is not what {out / 'atlas.csv'} gives: "
+                "run `python -m tools.atlas --report`"
+            )
             return 1
         return 0
     previous = read_csv(out / "atlas.csv")
@@ -346,6 +351,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ]
     write_csv(rows, out / "atlas.csv")
     (out / "atlas.md").write_text(render(plan, budget, read_csv(out / "atlas.csv")))
+    if readme is not None:
+        readme.write_text(in_readme(readme.read_text(), plan, read_csv(out / "atlas.csv")))
     if args.wandb:
         log_to_wandb(rows, args.wandb, out)
     done = {h.name for h in plan.of(budget) if all(int(r["n"]) >= args.seeds for r in rows if r["host"] == h.name)}

@@ -133,23 +133,24 @@ def best(rows: list[dict[str, str]]) -> Optional[dict[str, str]]:
 
 def summary(plan: Plan, hosts: list[Host], by_host: dict[str, list[dict[str, str]]]) -> list[str]:
     lines = [
-        "| domain | host | metric | baseline | best cell (kind) | Δ best vs baseline | better than the baseline "
-        "(p < 0.05) | worse (p < 0.05) |",
-        "|---|---|---|---:|---|---:|---|---|",
+        "| domain | host | metric | seeds | baseline | best cell (kind) | Δ best vs baseline | better than the "
+        "baseline (p < 0.05) | worse (p < 0.05) |",
+        "|---|---|---|---:|---:|---|---:|---|---|",
     ]
     wins: dict[str, list[str]] = defaultdict(list)
     for host in hosts:
         rows = by_host.get(host.name, [])
         top = best(rows)
         if top is None:
-            lines.append(f"| {host.domain} | {host.name} | - | not run yet | | | | |")
+            lines.append(f"| {host.domain} | {host.name} | - | 0 | not run yet | | | | |")
             continue
         base = next((r for r in rows if r["baseline"] == "True"), None)
         better = [f"{r['cell']} {mark(r)}" for r in rows if mark(r).startswith("+")]
         worse = [f"{r['cell']} {mark(r)}" for r in rows if mark(r).startswith("-")]
         wins[top["kind"]].append(host.name)
         lines.append(
-            f"| {host.domain} | {host.name} | {top['metric']} | {pm(base['mean'], base['std']) if base else '-'} | "
+            f"| {host.domain} | {host.name} | {top['metric']} | {min(int(r['n']) for r in rows)} | "
+            f"{pm(base['mean'], base['std']) if base else '-'} | "
             f"{top['cell']} ({top['kind']}) | {difference(top)} | {', '.join(better) or '-'} | "
             f"{', '.join(worse) or '-'} |"
         )
@@ -206,6 +207,29 @@ def render(plan: Plan, budget: str, rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def stale(plan: Plan, budget: str, csv_path: Path, md_path: Path) -> bool:
-    """Whether ``md_path`` differs from what ``csv_path`` and the declaration give."""
-    return not md_path.is_file() or md_path.read_text() != render(plan, budget, read_csv(csv_path))
+#: The README's lines around the atlas's summary (:func:`in_readme`), which the atlas writes.
+README_MARKS = (
+    "<!-- the atlas's summary, written by python -m tools.atlas: -->",
+    "<!-- end of the atlas's summary -->",
+)
+
+
+def in_readme(readme: str, plan: Plan, rows: list[dict[str, str]]) -> str:
+    """``readme`` with the summary across domains of the full atlas (``rows``) between its marks."""
+    start, end = README_MARKS
+    if readme.count(start) != 1 or readme.count(end) != 1:
+        raise ValueError(f"the README needs the lines {start!r} and {end!r} once each, the summary between them")
+    by_host: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        by_host[row["host"]].append(row)
+    block = "\n".join([start, "", *summary(plan, list(plan.of("full")), by_host), "", end])
+    before, rest = readme.split(start)
+    return before + block + rest.split(end)[1]
+
+
+def stale(plan: Plan, budget: str, csv_path: Path, md_path: Path, readme: Optional[Path] = None) -> bool:
+    """Whether ``md_path`` (and the summary in ``readme``) differs from what ``csv_path`` and the declaration give."""
+    rows = read_csv(csv_path)
+    if not md_path.is_file() or md_path.read_text() != render(plan, budget, rows):
+        return True
+    return readme is not None and readme.read_text() != in_readme(readme.read_text(), plan, rows)
