@@ -252,8 +252,15 @@ def _call(factory: BlockFactory, spec: object, kind: Optional[str], *args: Any, 
         return factory(*args, **kwargs)
     except TypeError as err:
         name = getattr(spec, "__name__", spec)
+        fitting = (
+            [n for n in available(kind) if all(takes(info(n).builder, k, "__init__") for k in kwargs)] if kind else []
+        )
         wanted = (
-            f"a {kind} block ({', '.join(available(kind))}, or a class taking their arguments)" if kind else "a block"
+            f"a {kind} block that takes them ({', '.join(fitting)}, or a class taking them)"
+            if fitting
+            else f"a {kind} block (none in the catalogue takes them: a class taking them)"
+            if kind
+            else "a block"
         )
         raise BlockArgumentsError(
             f"attention block {name!r} does not take this model's arguments {_signature(args, kwargs)} "
