@@ -117,9 +117,11 @@ def performer_reference(block, x, mask, need_weights=False):
     return _out(block, weights @ v), weights
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_performer_equals_the_formula_of_its_own_features(causal, device):
+@pytest.mark.parametrize("causal, chunk", [(False, 64), (True, 64), (True, 2), (True, 3)])
+def test_performer_equals_the_formula_of_its_own_features(causal, chunk, device):
+    """The causal path in one chunk, and in chunks of 2 and 3 (running sums across chunks, a padded last one)."""
     block = randomize_(create("performer", D, num_heads=H, features=5, causal=causal), scale=0.4).eval()
+    block.chunk = chunk
     x, mask = _inputs()
     check(block, performer_reference, x, mask, device=device)
 
