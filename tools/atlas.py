@@ -248,6 +248,7 @@ def host_rows(host: Host, budget: str, seeds: int, summary: Optional[Summary]) -
                 "p": row.get("p_value"),
                 "seconds_per_epoch": row.get("seconds_per_epoch_mean"),
                 "peak_memory_mb": row.get("peak_memory_mb_mean"),
+                "fit_seconds": sum(r.fit.get("wall_seconds") or 0.0 for r in records) if records else None,
                 "ablation_drop": drop[0],
                 "ablation_drop_std": drop[1],
                 "comprehensiveness": comp[0],

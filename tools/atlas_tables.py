@@ -31,6 +31,7 @@ COLUMNS = (
     "p",
     "seconds_per_epoch",
     "peak_memory_mb",
+    "fit_seconds",
     "ablation_drop",
     "ablation_drop_std",
     "comprehensiveness",
@@ -131,18 +132,25 @@ def best(rows: list[dict[str, str]]) -> Optional[dict[str, str]]:
     return max(scored, key=lambda r: number(r["mean"])) if scored else None
 
 
+def minutes(rows: list[dict[str, str]]) -> str:
+    """The fits' wall time of a host, all cells and seeds (evaluations not counted), in minutes;
+    '-' where a row measured elsewhere does not say it."""
+    seconds = [number(row.get("fit_seconds")) for row in rows]
+    return "-" if None in seconds else f"{sum(seconds) / 60:.0f}"
+
+
 def summary(plan: Plan, hosts: list[Host], by_host: dict[str, list[dict[str, str]]]) -> list[str]:
     lines = [
         "| domain | host | metric | seeds | baseline | best cell (kind) | Δ best vs baseline | better than the "
-        "baseline (p < 0.05) | worse (p < 0.05) |",
-        "|---|---|---|---:|---:|---|---:|---|---|",
+        "baseline (p < 0.05) | worse (p < 0.05) | fit minutes |",
+        "|---|---|---|---:|---:|---|---:|---|---|---:|",
     ]
     wins: dict[str, list[str]] = defaultdict(list)
     for host in hosts:
         rows = by_host.get(host.name, [])
         top = best(rows)
         if top is None:
-            lines.append(f"| {host.domain} | {host.name} | - | 0 | not run yet | | | | |")
+            lines.append(f"| {host.domain} | {host.name} | - | 0 | not run yet | | | | | |")
             continue
         base = next((r for r in rows if r["baseline"] == "True"), None)
         better = [f"{r['cell']} {mark(r)}" for r in rows if mark(r).startswith("+")]
@@ -152,7 +160,7 @@ def summary(plan: Plan, hosts: list[Host], by_host: dict[str, list[dict[str, str
             f"| {host.domain} | {host.name} | {top['metric']} | {min(int(r['n']) for r in rows)} | "
             f"{pm(base['mean'], base['std']) if base else '-'} | "
             f"{top['cell']} ({top['kind']}) | {difference(top)} | {', '.join(better) or '-'} | "
-            f"{', '.join(worse) or '-'} |"
+            f"{', '.join(worse) or '-'} | {minutes(rows)} |"
         )
     if wins:
         tally = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in sorted(wins.items()))
@@ -191,7 +199,9 @@ def render(plan: Plan, budget: str, rows: list[dict[str, str]]) -> str:
         "training epoch and peak memory, and two of `evaluate`'s measures that the benchmark of the measures "
         "found trustworthy: the drop of the test metric when every block's weights are made uniform, and ERASER's "
         "AOPC comprehensiveness where a decision rests on items. Each run's stamp: the code commit, the resolved "
-        "config's hash and the data's content hash (generated data: none; see framework/provenance.py).",
+        "config's hash and the data's content hash (generated data: none; see framework/provenance.py). Fit "
+        "minutes: the wall time of a host's fits, every cell and seed (evaluations not counted), on the machine "
+        "that ran them (here 2 CPU cores, two single-threaded runs at a time).",
         "",
         "## Summary across domains",
         "",
