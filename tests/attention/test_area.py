@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from framework.attention import create
+from framework.attention import create, weights_over_keys
 from tests.attention.reference import assert_matches_reference, randomize_
 from tests.attention.test_general import _reference as general_reference
 
@@ -74,6 +74,10 @@ def test_areas_are_counted_and_folded_back_onto_the_items():
     assert out.weights.shape == (1, 1, 2, 5 + 4 + 3)  # runs of 1, 2 and 3 tokens
     folded = block.position_weights(out.weights, (1, 5))
     torch.testing.assert_close(folded @ key, out.output.unsqueeze(1))  # values are sums: out = sum_j w_j v_j
+    shares = weights_over_keys(block, out.weights, 5)  # what a reader of weights over the keys gets
+    torch.testing.assert_close(shares, folded / folded.sum(-1, keepdim=True))
+    torch.testing.assert_close(shares.sum(-1), torch.ones(1, 1, 2))
+    assert block.key_positions is False and weights_over_keys(create("additive", D), out.weights, 5) is out.weights
     grid = create("area", D, max_width=2, max_height=2)
     assert grid.areas((2, 3)) == [(1, 1), (1, 2), (2, 1), (2, 2)]
     assert (

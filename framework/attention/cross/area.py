@@ -169,8 +169,11 @@ class AreaAttention(Attention):
         )
 
     def weights_over_keys(self, weights: Tensor, keys: int) -> Tensor:
-        """Weights over the areas of a sequence of ``keys`` items folded onto them (:meth:`position_weights`)."""
-        return self.position_weights(weights, (1, keys))
+        """Weights over the areas of a sequence of ``keys`` items folded onto them (:meth:`position_weights`)
+        and renormalised, w_j / sum_j' w_j': each item's share of the values the output sums, a
+        distribution over the items as the readers of weights over keys expect."""
+        folded = self.position_weights(weights, (1, keys))
+        return folded / folded.sum(-1, keepdim=True).clamp(min=torch.finfo(folded.dtype).tiny)
 
     def position_weights(self, weights: Tensor, grid: tuple[int, int]) -> Tensor:
         """Area weights (..., K) folded onto the items (..., H * W): each item gets the summed
