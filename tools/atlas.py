@@ -253,9 +253,9 @@ def host_rows(host: Host, budget: str, seeds: int, summary: Optional[Summary]) -
                 "ablation_drop_std": drop[1],
                 "comprehensiveness": comp[0],
                 "comprehensiveness_std": comp[1],
-                "commit": " ".join(sorted({(s.get("code") or {}).get("commit") or "" for s in stamps})),
-                "config_hash": " ".join(sorted({s.get("config_hash") or "" for s in stamps})),
-                "data_hash": " ".join(sorted({(s.get("data") or {}).get("content_key") or "" for s in stamps})),
+                "commit": stamp([(s.get("code") or {}).get("commit") for s in stamps]),
+                "config_hash": stamp([s.get("config_hash") for s in stamps]),
+                "data_hash": stamp([(s.get("data") or {}).get("content_key") for s in stamps]),
             }
         )
     return rows
@@ -276,6 +276,13 @@ def measured(host: Host, budget: str, seeds: int, previous: list[dict[str, str]]
         return False
     rows = kept_rows(host, budget, previous)
     return len(rows) == len(host.cells_of(budget)) and all(int(row["n"]) >= seeds for row in rows)
+
+
+def stamp(values: list[Optional[str]]) -> str:
+    """The distinct values of one stamp over a cell's runs, space-separated; a run without one (generated
+    data, a run from before the stamp) counts as '-' where others have it."""
+    found = sorted({value or "-" for value in values})
+    return "" if found == ["-"] else " ".join(found)
 
 
 def log_to_wandb(rows: list[dict[str, object]], project: str, folder: Path) -> None:
