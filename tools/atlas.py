@@ -35,8 +35,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from framework.attention import info
-from framework.attention.registry import UnknownBlockError
+from framework.attention import available, info
 from framework.errors import ConfigError
 from tools.atlas_plan import BUDGETS, ROOT, Cell, Host, load
 from tools.atlas_tables import in_readme, read_csv, render, stale, write_csv
@@ -195,13 +194,24 @@ def evaluate(host: Host, budget: str, cell: str, seed: int, examples: int, limit
     (table.parent / "run" / "evaluation.csv").replace(table)
 
 
-def kind_of(cell: str, flags: tuple[str, ...]) -> str:
-    """The cell's kind of block: its taxonomy category in the registry ('none' for the baseline)."""
-    name = next((f.split("=", 1)[1] for f in flags if f.startswith("--model.attention=")), cell)
-    try:
-        return info(name).category
-    except UnknownBlockError:
-        return "none (baseline)" if name == "none" or cell in ("gcn", "none") else "-"
+def block_of(flags: tuple[str, ...]) -> Optional[str]:
+    """The block a cell's flags put in the model: a ``--model.<key>=<block>`` flag, else the first
+    block that the model of its ``--config`` names (the DMN's ``attention``, the reader's ``matching``)."""
+    import yaml
+
+    given = [f.split("=", 1)[1] for f in flags if f.startswith("--model.") and "=" in f]
+    if "--config" in flags:
+        model = yaml.safe_load((ROOT / flags[flags.index("--config") + 1]).read_text()).get("model") or {}
+        given += [str(v) for v in (model.get("init_args") or {}).values() if isinstance(v, str)]
+    return next((name for name in given if name in available()), None)
+
+
+def kind_of(cell: Cell, baseline: bool) -> str:
+    """The cell's kind of block: its taxonomy category in the registry ('none (baseline)' for the baseline)."""
+    if baseline:
+        return "none (baseline)"
+    name = block_of(cell.flags)
+    return "-" if name is None else info(name).category
 
 
 def mean_sd(values: list[Optional[float]]) -> tuple[Optional[float], Optional[float]]:
@@ -220,7 +230,7 @@ def host_rows(host: Host, budget: str, seeds: int, summary: Optional[Summary]) -
         if not (runs_root() / "compare" / compare_name(host, budget) / "spec.json").is_file():
             return []
         summary = compare([*compare_args(host, budget, seeds, None), "--report"])
-    rows, declared = [], {c.name: c.flags for c in host.cells_of(budget)}
+    rows, declared = [], {c.name: c for c in host.cells_of(budget)}
     for cell, row in zip(summary.cells, summary.rows):
         if cell.name not in declared:  # a cell the declaration no longer has (its runs stay in the comparison)
             continue
@@ -229,7 +239,7 @@ def host_rows(host: Host, budget: str, seeds: int, summary: Optional[Summary]) -
         drop = mean_sd([ablation_drop(t) if t else None for t in tables])
         comp = mean_sd([comprehensiveness(t) if t else None for t in tables])
         stamps = [r.fit.get("provenance", {}) for r in records]
-        flags = declared[cell.name]
+        declared_cell = declared[cell.name]
         metric = summary.metric or ""
         rows.append(
             {
@@ -237,7 +247,7 @@ def host_rows(host: Host, budget: str, seeds: int, summary: Optional[Summary]) -
                 "domain": host.domain,
                 "host": host.name,
                 "cell": cell.name,
-                "kind": kind_of(cell.name, flags),
+                "kind": kind_of(declared_cell, cell.name == host.baseline.name),
                 "baseline": cell.name == host.baseline.name,
                 "n": row["n"],
                 "seeds": row["seeds"],

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
+from framework.attention import AttentionBlock
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, replaying
 from framework.tasks import Task
@@ -21,9 +22,14 @@ from .metrics import OVERALL, AnswerMetric, BitErrors
 from .pictures import hop_image, weights_image
 
 
-def memory_blocks(model: nn.Module) -> tuple[str, ...]:
-    """The names of the model's memory-read blocks (``read``)."""
-    return tuple(name for name, m in model.named_modules() if getattr(m, "block_name", None) == "memory_read")
+def attention_blocks(model: nn.Module) -> tuple[str, ...]:
+    """The names of the model's attention blocks, the outermost of nested ones: MemN2N's ``read``,
+    the DMN's episodic memory, the matching reader's co-attention."""
+    names: list[str] = []
+    for name, module in model.named_modules():
+        if isinstance(module, AttentionBlock) and not any(name.startswith(f"{outer}.") for outer in names):
+            names.append(name)
+    return tuple(names)
 
 
 class QuestionAnswering(AttentionTraining, Task):
@@ -113,18 +119,13 @@ class QuestionAnswering(AttentionTraining, Task):
     def decision(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         return model(batch["story"], batch["question"])
 
-    def _hops(self, model: nn.Module, batch: dict[str, Tensor]) -> Optional[Tensor]:
-        blocks = memory_blocks(model)
-        if not blocks:
-            return None
-        return model(batch["story"], batch["question"], need_weights=True)[1]
-
     def item_attention(self, model: nn.Module, batch: dict[str, Tensor]) -> Optional[ItemAttention]:
-        """The hops' weights over the sentences, averaged over the hops."""
-        weights = self._hops(model, batch)
+        """The weights over the sentences that the model returns, (B, K, N) of its K hops or passes
+        (MemN2N, KV-MemNN, the DMN, the matching reader alike), averaged over them; None without."""
+        weights = self.watch(model, batch).output[1]
         if weights is None:
             return None
-        return ItemAttention(weights.float().mean(1), batch["story"].ne(0).any(-1), memory_blocks(model))
+        return ItemAttention(weights.float().mean(1), batch["story"].ne(0).any(-1), attention_blocks(model))
 
     def erase_items(self, batch: dict[str, Tensor], erased: Tensor) -> dict[str, Tensor]:
         """The ``erased`` sentences emptied (all padding): they leave the memory."""
