@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from domains.memory import MemN2N, QuestionAnswering
+from domains.memory import DMN, KVMemNN, MatchingReader, MemN2N, QuestionAnswering
 from domains.memory.data import GeneratedStories
+from framework.attention import AttentionBlock
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,24 @@ def test_sentences_are_the_items(batch):
     assert torch.allclose(forward.forward(forward.vectors), logits, atol=1e-5)
     assert torch.allclose(forward.forward(torch.cat([forward.vectors] * 2)), logits.repeat(2, 1), atol=1e-5)
     assert torch.equal(task.gold_attention(batch), batch["support"])
+
+
+MODELS = {
+    "memn2n": lambda: MemN2N(34, random_noise=0.0),
+    "kvmemnn": lambda: KVMemNN(34, dim=16),
+    "dmn": lambda: DMN(34, dim=16, passes=2, dropout=0.0),
+    "reader": lambda: MatchingReader(34, dim=16, embed_dim=16),
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_model_that_returns_weights_over_the_sentences_gives_its_item_attention(name, batch):
+    model, task = MODELS[name]().eval(), QuestionAnswering()
+    items = task.item_attention(model, batch)
+    valid = batch["story"].ne(0).any(-1)
+    assert items is not None and items.blocks, name
+    assert all(isinstance(model.get_submodule(block), AttentionBlock) for block in items.blocks), items.blocks
+    assert torch.allclose(items.weights.sum(-1), torch.ones(len(valid)), atol=1e-5) and not items.weights[~valid].any()
 
 
 def test_gold_views_are_the_hops_against_the_supporting_facts_per_task(batch):
