@@ -113,3 +113,10 @@ def test_the_readme_holds_the_summary_between_its_marks_and_a_changed_one_is_sta
     assert readme.read_text() == text
     with pytest.raises(ValueError, match="the README needs the lines"):
         in_readme(text.replace(end, ""), load(), [])
+
+
+def test_a_host_begun_again_here_keeps_the_ledgers_rows_until_its_runs_count_as_many_seeds():
+    kept = [{"cell": "none", "n": "3", "mean": "0.9"}, {"cell": "se", "n": "1", "mean": "0.8"}]
+    here = [{"cell": "none", "n": 1, "mean": 0.7}, {"cell": "se", "n": 2, "mean": 0.85}, {"cell": "eca", "n": 0}]
+    assert atlas.merged(here, kept) == [kept[0], here[1], here[2]]
+    assert atlas.merged([], kept) == kept

@@ -279,6 +279,18 @@ def kept_rows(host: Host, budget: str, previous: list[dict[str, str]]) -> list[d
     return [row for row in previous if row["host"] == host.name and row["cell"] in cells]
 
 
+def merged(here: list[dict[str, object]], kept: list[dict[str, str]]) -> list[dict[str, object]]:
+    """A host's rows: those of its runs here, each unless the ledger's row of the cell counts more seeds
+    (a host measured elsewhere and begun again here keeps its figures until the new runs overtake them)."""
+    if not here:
+        return list(kept)
+    ledger = {row["cell"]: row for row in kept}
+    return [
+        ledger[row["cell"]] if row["cell"] in ledger and int(ledger[row["cell"]]["n"]) > int(row["n"] or 0) else row
+        for row in here
+    ]
+
+
 def measured(host: Host, budget: str, seeds: int, previous: list[dict[str, str]]) -> bool:
     """Whether the ledger holds every cell of the host over ``seeds`` seeds and its runs are not here
     (where they are, compare itself says what is finished and resumes the rest)."""
@@ -365,7 +377,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows = [
         row
         for h in plan.of(budget)
-        for row in host_rows(h, budget, args.seeds, summaries.get(h.name)) or kept_rows(h, budget, previous)
+        for row in merged(host_rows(h, budget, args.seeds, summaries.get(h.name)), kept_rows(h, budget, previous))
     ]
     write_csv(rows, out / "atlas.csv")
     (out / "atlas.md").write_text(render(plan, budget, read_csv(out / "atlas.csv")))
