@@ -133,15 +133,14 @@ def data_record(datamodule: Any, data_config: Optional[dict]) -> dict[str, Any]:
 
 def blocks_record(model: nn.Module) -> dict[str, dict[str, Optional[str]]]:
     """Every attention block of the model: its class and, where it says, the backend it runs on."""
-    from .attention import AttentionBlock
+    from .attention import blocks_in
 
     return {
         name: {
             "class": f"{type(block).__module__}.{type(block).__qualname__}",
             "backend": getattr(block, "backend", None),
         }
-        for name, block in model.named_modules()
-        if isinstance(block, AttentionBlock)
+        for name, block in blocks_in(model).items()
     }
 
 

@@ -20,7 +20,7 @@ from framework import TaskModule
 from framework.callbacks import AttentionMaps, AttentionStatistics, RunSummary
 from framework.checkpoint import AtomicCheckpointIO
 from framework.data import DataNotFoundError, SplitDataModule, cache_dir, content_key, dataset_dir, load_or_rebuild
-from framework.errors import CheckpointError, NonFiniteError
+from framework.errors import CheckpointError, ConfigError, NonFiniteError
 from framework.layers import (
     AttentionEncoder,
     AttentiveConvNet,
@@ -465,6 +465,16 @@ def test_attentive_convnet_puts_the_block_in_every_stage_and_learns(attention):
     assert losses[-1] < 0.5 * losses[0]
     with pytest.raises(ValueError, match=r"\(B, C, H, W\), got \(1, 16, 16\)"):
         model(torch.zeros(1, 16, 16))
+
+
+def test_attentive_convnet_holds_the_block_in_the_chosen_stages_only():
+    model = AttentiveConvNet(1, 2, widths=(8, 16, 32), attention="non_local", attention_stages=[1, 2])
+    assert [type(stage.attention).__name__ for stage in model.stages] == ["NoAttention", "NonLocal", "NonLocal"]
+    assert model(torch.randn(2, 1, 16, 16)).shape == (2, 2)
+    with pytest.raises(
+        ConfigError, match=r"model.attention_stages: 3 stages \(model.widths\) are numbered 0 to 2, got \[3\]"
+    ):
+        AttentiveConvNet(1, 2, widths=(8, 16, 32), attention="se", attention_stages=[0, 3])
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ import pytest
 import torch
 from torch import nn
 
-from framework.attention import ablation, create
+from framework.attention import ablation, blocks_in, create
 from framework.errors import ConfigError
-from framework.evaluation.block_ablation import choose, skippable, skipped
+from framework.evaluation.block_ablation import skippable, skipped
 from framework.evaluation.faithfulness import random_k, top_k
 from framework.evaluation.measures import (
     alignment_counts,
@@ -226,8 +226,8 @@ def test_none_skips_blocks_whose_output_has_their_input_shape_only():
         with skipped(model, "pool"):
             model(x)
     with pytest.raises(ValueError, match="no attention block matches"):
-        choose(model, ["decoder.*"])
-    assert choose(model, ["mhsa"]) == ["attention"]
+        blocks_in(model, "decoder.*")
+    assert list(blocks_in(model, "mhsa")) == ["attention"]
 
 
 def test_the_probes_forward_pass_is_a_test_pass_without_loss_gradient_or_dropout():

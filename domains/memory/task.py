@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from framework.attention import AttentionBlock
+from framework.attention import blocks_in
 from framework.errors import ConfigError
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, replaying
 from framework.tasks import Task
@@ -20,16 +20,6 @@ from framework.values import NonNegativeFloat, PositiveInt
 
 from .metrics import OVERALL, AnswerMetric, BitErrors
 from .pictures import hop_image, weights_image
-
-
-def attention_blocks(model: nn.Module) -> tuple[str, ...]:
-    """The names of the model's attention blocks, the outermost of nested ones: MemN2N's ``read``,
-    the DMN's episodic memory, the matching reader's co-attention."""
-    names: list[str] = []
-    for name, module in model.named_modules():
-        if isinstance(module, AttentionBlock) and not any(name.startswith(f"{outer}.") for outer in names):
-            names.append(name)
-    return tuple(names)
 
 
 class QuestionAnswering(AttentionTraining, Task):
@@ -125,7 +115,8 @@ class QuestionAnswering(AttentionTraining, Task):
         weights = self.watch(model, batch).output[1]
         if weights is None:
             return None
-        return ItemAttention(weights.float().mean(1), batch["story"].ne(0).any(-1), attention_blocks(model))
+        blocks = tuple(blocks_in(model, outermost=True))  # MemN2N's read, the DMN's memory, the reader's co-attention
+        return ItemAttention(weights.float().mean(1), batch["story"].ne(0).any(-1), blocks)
 
     def erase_items(self, batch: dict[str, Tensor], erased: Tensor) -> dict[str, Tensor]:
         """The ``erased`` sentences emptied (all padding): they leave the memory."""

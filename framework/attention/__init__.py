@@ -32,6 +32,7 @@ from . import cross, feature_map, graph, memory, pooling, sequence
 from .ablation import ABLATIONS, ablation
 from .base import AttentionBlock, AttentionOutput, ShapeError, expect_shape, weights_over_keys
 from .capture import capture
+from .choice import blocks_in
 from .cross import Attention
 from .masks import sequence_mask
 from .probes import ProbeRows, probe_index
@@ -95,6 +96,7 @@ __all__ = [
     "ablation",
     "aliases",
     "available",
+    "blocks_in",
     "build",
     "capture",
     "create",

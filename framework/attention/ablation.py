@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from fnmatch import fnmatch
 from typing import Literal, Optional, get_args
 
 import torch
 from torch import Tensor, nn
 
-#: What replaces a block's weights.
+from .choice import blocks_in
+
 #: The replacements of a block's weights.
 Ablation = Literal["uniform", "random", "permute"]
 ABLATIONS: tuple[str, ...] = get_args(Ablation)
@@ -78,15 +78,11 @@ def ablation(model: nn.Module, mode: Optional[str], *patterns: str) -> Iterator[
     Yields the names of the ablated blocks; an empty list when the model has none."""
     if mode is not None and mode not in ABLATIONS:
         raise ValueError(f"ablation must be one of {', '.join(ABLATIONS)}, got {mode!r}")
-    blocks = {name: m for name, m in model.named_modules() if hasattr(m, "block_name")}
-    chosen = [
-        name
-        for name, m in blocks.items()
-        if not patterns or any(fnmatch(name, p) or p == m.block_name for p in patterns)
-    ]
-    if patterns and not chosen:
-        found = ", ".join(f"{n or '<root>'} ({m.block_name})" for n, m in blocks.items()) or "none"
-        raise ValueError(f"ablation: no attention block matches {list(patterns)}; blocks in the model: {found}")
+    blocks = blocks_in(model)
+    try:
+        chosen = list(blocks_in(model, *patterns))
+    except ValueError as error:
+        raise ValueError(f"ablation: {error}") from None
     inside = {name for name in blocks if any(name == c or name.startswith(f"{c}.") or not c for c in chosen)}
     before = {name: blocks[name].ablation for name in inside}
     for name in inside:

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from .base import AttentionBlock
+from .choice import blocks_in
 
 #: The paths a block may run on, by name (``--attention_backend``, ``parity --backends``).
 Backend = Literal["eager", "sdpa", "linear", "flex", "triton", "portable", "compiled"]
@@ -43,7 +44,7 @@ def paths(block: AttentionBlock) -> tuple[str, ...]:
 
 def multi_path_blocks(model: nn.Module) -> dict[str, AttentionBlock]:
     """The model's blocks with several paths, by module name ("" for the model itself)."""
-    return {name: block for name, block in model.named_modules() if isinstance(block, AttentionBlock) and paths(block)}
+    return {name: block for name, block in blocks_in(model).items() if paths(block)}
 
 
 def _matches(pattern: str, name: str, block: AttentionBlock) -> bool:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
-from fnmatch import fnmatch
 from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
 
+from .choice import blocks_in
 from .probes import ProbeRows, Probes, check_probes, probe_index, rows_of
 from .record import Record
 
@@ -55,15 +55,10 @@ class capture(Mapping[str, list]):
     """
 
     def __init__(self, model: nn.Module, *patterns: str, detach: bool = True, probes: Optional[Probes] = None) -> None:
-        blocks = {name: m for name, m in model.named_modules() if hasattr(m, "block_name")}
-        chosen = {
-            name: m
-            for name, m in blocks.items()
-            if not patterns or any(fnmatch(name, p) or p == m.block_name for p in patterns)
-        }
-        if patterns and not chosen:
-            found = ", ".join(f"{n or '<root>'} ({m.block_name})" for n, m in blocks.items()) or "none"
-            raise ValueError(f"capture: no attention block matches {list(patterns)}; blocks in the model: {found}")
+        try:
+            chosen = blocks_in(model, *patterns)
+        except ValueError as error:
+            raise ValueError(f"capture: {error}") from None
         self._names = {id(m): name or m.block_name for name, m in chosen.items()}
         self._records: dict[str, list] = {}
         self.detach = detach

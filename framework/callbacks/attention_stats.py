@@ -9,7 +9,7 @@ import lightning.pytorch as pl
 from lightning.pytorch.callbacks import Callback
 from torch import nn
 
-from ..attention import capture
+from ..attention import blocks_in, capture
 from ..attention.statistics import RowStatistics
 from ..evaluation.maps import gold_masses, probe_statistics
 from ..values import NonNegativeInt, PositiveInt
@@ -24,7 +24,7 @@ def watch_validation_step(pl_module: pl.LightningModule, blocks: list[str], prob
     model = getattr(pl_module, "model", None)
     if not probes or not callable(getattr(pl_module, "watch_next_step", None)) or not isinstance(model, nn.Module):
         return None
-    if not all(getattr(block, "gives_probe_rows", False) for block in model.modules() if hasattr(block, "block_name")):
+    if not all(getattr(block, "gives_probe_rows", False) for block in blocks_in(model).values()):
         return None
     rows = capture(model, *blocks, probes=probes)
     pl_module.watch_next_step("val", rows)

@@ -26,6 +26,7 @@ import torch
 from lightning.pytorch.utilities import move_data_to_device
 
 from .. import runs
+from ..attention import blocks_in
 from ..checkpoint import config_from_checkpoint
 from ..errors import ConfigError
 from ..evaluation import standard
@@ -33,8 +34,6 @@ from ..evaluation.block_ablation import (
     MODES,
     AblationMode,
     ablation_rows,
-    attention_blocks,
-    choose,
     quiet_trainer,
     test_metrics,
 )
@@ -300,7 +299,7 @@ def evaluate(cli: EvaluateCLI, say: Any = None) -> list[Row]:
     rows = [Row("test", "-", "plain", metric, plain.get(metric)) for metric in metrics]
     blocks: list[str] = []
     if "ablation" in config.tests:
-        blocks = choose(model, config.ablation_blocks) if config.ablation_blocks else list(attention_blocks(model))
+        blocks = list(blocks_in(model, *config.ablation_blocks))
     with Steps(planned_steps(cli, blocks), given) as steps:
         found, drawn = run_tests(cli, plain, metrics, blocks, steps)
     rows += found

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from fnmatch import fnmatch
 from typing import Any, Literal, Optional, get_args
 
 import lightning.pytorch as pl
 import torch
 from torch import Tensor, nn
 
-from ..attention import ablation
+from ..attention import ablation, blocks_in
 from ..attention.ablation import Ablation
 from ..attention.base import AttentionOutput
 from .protocol import first_tensor
@@ -28,26 +27,6 @@ from .table import Row
 #: What ``--ablation`` takes: the library's replacements of the weights, and ``none`` (skip the block).
 AblationMode = Literal[Ablation, "none"]
 MODES: tuple[str, ...] = get_args(AblationMode)
-
-
-def attention_blocks(model: nn.Module) -> dict[str, nn.Module]:
-    """The model's attention blocks by module name (nested ones included), in module order."""
-    return {name or "<root>": module for name, module in model.named_modules() if hasattr(module, "block_name")}
-
-
-def choose(model: nn.Module, patterns: Sequence[str]) -> list[str]:
-    """The names of the blocks matching ``patterns`` (glob patterns over module names, or registry
-    names; all blocks when none is given); an error naming the model's blocks when none matches."""
-    blocks = attention_blocks(model)
-    chosen = [
-        name
-        for name, m in blocks.items()
-        if not patterns or any(fnmatch(name, p) or p == m.block_name for p in patterns)
-    ]
-    if patterns and not chosen:
-        found = ", ".join(f"{n} ({m.block_name})" for n, m in blocks.items()) or "none"
-        raise ValueError(f"no attention block matches {list(patterns)}; blocks in the model: {found}")
-    return chosen
 
 
 def _skip_hook(name: str) -> Callable:
@@ -70,11 +49,10 @@ def skipped(model: nn.Module, *patterns: str) -> Iterator[list[str]]:
     """Within the context, the chosen blocks (all by default) are skipped: each returns its
     (first) input instead of its output; a chosen block whose output has another shape raises
     a ``ValueError`` when it is called. Yields the names of the chosen blocks."""
-    names = choose(model, patterns)
-    modules = attention_blocks(model)
-    hooks = [modules[name].register_forward_hook(_skip_hook(name)) for name in names]
+    chosen = blocks_in(model, *patterns)
+    hooks = [block.register_forward_hook(_skip_hook(name)) for name, block in chosen.items()]
     try:
-        yield names
+        yield list(chosen)
     finally:
         for hook in hooks:
             hook.remove()
@@ -92,7 +70,7 @@ def ablated(model: nn.Module, mode: Optional[str], *patterns: str) -> Iterator[l
     if mode is None:
         yield []
         return
-    choose(model, patterns)  # the same message for every mode when nothing matches
+    blocks_in(model, *patterns)  # the same message for every mode when nothing matches
     with ablation(model, mode, *patterns) as names:
         yield names
 
@@ -100,7 +78,7 @@ def ablated(model: nn.Module, mode: Optional[str], *patterns: str) -> Iterator[l
 def skippable(model: nn.Module, run: Callable[[], Any]) -> dict[str, Optional[str]]:
     """Which blocks ``none`` applies to: one forward pass ``run()`` with every block watched. A block
     whose output had its input's shape at every call maps to None; the others to why not."""
-    modules = attention_blocks(model)
+    modules = blocks_in(model)
     fits: dict[str, bool] = {}
 
     def watch(name: str) -> Callable:

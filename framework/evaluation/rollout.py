@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import pictures
-from ..attention import capture
+from ..attention import blocks_in, capture
 from ..attention.registry import UnknownBlockError, info
 
 LAYER = re.compile(r"^(.*?)(\d+)(\D.*)?$")
@@ -36,8 +36,8 @@ def _kind(block: nn.Module) -> Optional[str]:
 def self_attention_stacks(model: nn.Module) -> dict[str, list[str]]:
     """Stacks of two or more sequence blocks: ``{"encoder.layers.*.attention": [names in layer order]}``."""
     stacks: dict[str, list[tuple[int, str]]] = {}
-    for name, module in model.named_modules():
-        if not hasattr(module, "block_name") or _kind(module) != "sequence":
+    for name, module in blocks_in(model).items():
+        if _kind(module) != "sequence":
             continue
         match = LAYER.match(name)
         if match is None:

@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from ..attention import FeatureMapBlock, build
 from ..data.sizes import require_sizes
 from ..errors import ConfigError
+from ..values import NonNegativeInt
 
 
 class ConvStage(nn.Module):
@@ -39,7 +40,9 @@ class AttentiveConvNet(nn.Module):
     """Stages of :class:`ConvStage` (each halves H and W), global average pooling, a linear head.
 
     The same feature-map block (``se``, ``cbam``, ``criss_cross`` ... or ``none``) sits in
-    every stage, after its convolutions, as SE and CBAM place theirs in a residual branch.
+    every stage, after its convolutions, as SE and CBAM place theirs in a residual branch; or
+    only in ``attention_stages``, as the non-local paper places its blocks in the later stages,
+    where the maps are small (a block over all H W positions costs (H W)^2 in the first).
 
     Args:
         in_channels: input channels (1 for digits and spectrograms, 3 for colour images).
@@ -47,6 +50,7 @@ class AttentiveConvNet(nn.Module):
         widths: output channels of the stages; their number is the number of stages.
         attention: the feature-map block of every stage.
         dropout: dropout before the head.
+        attention_stages: the stages (0 the first) that hold the block; all by default.
 
     Shapes: x (B, in_channels, H, W) with H, W >= 2^stages -> logits (B, K).
     """
@@ -58,13 +62,26 @@ class AttentiveConvNet(nn.Module):
         widths: Sequence[int] = (32, 64, 128),
         attention: FeatureMapBlock = "none",
         dropout: float = 0.0,
+        attention_stages: Optional[Sequence[NonNegativeInt]] = None,
     ) -> None:
         require_sizes("model", in_channels=in_channels, num_classes=num_classes)
         super().__init__()
         if not widths:
             raise ConfigError("model.widths must name at least one stage width")
+        held = range(len(widths)) if attention_stages is None else attention_stages
+        beyond = [stage for stage in held if stage >= len(widths)]
+        if beyond:
+            raise ConfigError(
+                f"model.attention_stages: {len(widths)} stages (model.widths) are numbered 0 to {len(widths) - 1}, "
+                f"got {beyond}"
+            )
         channels = [in_channels, *widths]
-        self.stages = nn.Sequential(*(ConvStage(a, b, attention) for a, b in zip(channels, channels[1:])))
+        self.stages = nn.Sequential(
+            *(
+                ConvStage(a, b, attention if stage in held else "none")
+                for stage, (a, b) in enumerate(zip(channels, channels[1:]))
+            )
+        )
         self.head = nn.Sequential(
             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(dropout), nn.Linear(widths[-1], num_classes)
         )

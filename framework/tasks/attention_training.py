@@ -32,6 +32,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor, nn
 
+from ..attention import blocks_in
 from ..errors import ConfigError
 from ..evaluation.protocol import GoldView
 from .base import Step
@@ -93,9 +94,7 @@ def randomise_attention(model: nn.Module) -> list[str]:
     random from now on (``ablation = "random"``, see :func:`framework.attention.ablation`); an
     ablation context entered later replaces them for its duration and gives them back. The
     names of the blocks set."""
-    chosen = [
-        name for name, module in model.named_modules() if hasattr(module, "block_name") and module.ablation is None
-    ]
+    chosen = [name for name, block in blocks_in(model).items() if block.ablation is None]
     for name in chosen:
         model.get_submodule(name).ablation = "random"
     return chosen

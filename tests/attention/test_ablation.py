@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from framework.attention import ablation, available, capture, create
+from framework.attention import ablation, available, blocks_in, capture, create
 from framework.attention.ablation import ablated
 from framework.attention.graph.gat import ablated_coefficients
 from tests.attention.cases import case
@@ -102,3 +102,21 @@ def test_ablation_picks_blocks_by_pattern_and_reaches_blocks_inside_them():
     with pytest.raises(ValueError, match="ablation: no attention block matches"):
         with ablation(model, "uniform", "third"):
             pass
+
+
+def test_blocks_in_finds_every_block_or_the_outermost_and_chooses_by_module_or_registry_name():
+    model = torch.nn.ModuleDict({"set": create("isab", 8), "second": create("mhsa", 8, num_heads=2)})
+    assert list(blocks_in(model)) == [
+        "set",
+        "set.induce",
+        "set.induce.attention",
+        "set.read",
+        "set.read.attention",
+        "second",
+    ]
+    assert list(blocks_in(model, outermost=True)) == ["set", "second"]
+    assert list(blocks_in(model, "set.*")) == ["set.induce", "set.induce.attention", "set.read", "set.read.attention"]
+    assert list(blocks_in(model, "mhsa", outermost=True)) == ["second"]
+    assert list(blocks_in(model["set"], outermost=True)) == [""]  # a block is its own outermost block
+    with pytest.raises(ValueError, match=r"no attention block matches \['third'\]; blocks in the model: set \(isab\)"):
+        blocks_in(model, "third")

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from framework.attention import FeatureMapBlock
 from framework.data.sizes import require_sizes
 from framework.layers import AttentiveConvNet
-from framework.values import Fraction, PositiveInt
+from framework.values import Fraction, NonNegativeInt, PositiveInt
 
 from .frames import check_frequency_bins
 from .frontend import Frontend
@@ -19,7 +19,8 @@ from .frontend import Frontend
 class SpectrogramCNN(nn.Module):
     """Log-mel CNN: the front end, then :class:`~framework.layers.AttentiveConvNet` over the
     (B, 1, F, N) spectrogram, with the feature-map block ``attention`` in every stage
-    (``se``, ``cbam``, ``criss_cross`` ... or ``none``) as in the vision domain.
+    (``se``, ``cbam``, ``criss_cross`` ... or ``none``) as in the vision domain, or in the
+    ``attention_stages`` only.
 
     The CNN does not read ``lengths`` beyond the front end: padded frames enter it as zeros
     (the clip mean), as an image's border does.
@@ -30,6 +31,8 @@ class SpectrogramCNN(nn.Module):
         widths: channels of the stages (each halves F and N).
         attention: the feature-map block of every stage.
         dropout: before the linear head.
+        attention_stages: the stages (0 the first) that hold the block; all by default (the
+            non-local paper's placement: the later ones, ``[1, 2]`` of three).
 
     Shapes: waveform (B, T), lengths (B,) -> logits (B, K).
     """
@@ -41,12 +44,13 @@ class SpectrogramCNN(nn.Module):
         widths: Sequence[PositiveInt] = (16, 32, 64),
         attention: FeatureMapBlock = "none",
         dropout: Fraction = 0.1,
+        attention_stages: Optional[Sequence[NonNegativeInt]] = None,
     ) -> None:
         require_sizes("model", num_classes=num_classes)
         super().__init__()
         self.frontend = frontend or Frontend()
         check_frequency_bins(self.frontend, len(widths))
-        self.net = AttentiveConvNet(1, num_classes, widths, attention, dropout)
+        self.net = AttentiveConvNet(1, num_classes, widths, attention, dropout, attention_stages)
 
     def forward(self, waveform: Tensor, lengths: Optional[Tensor] = None) -> Tensor:
         features, _ = self.frontend(waveform, lengths)

@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.text import Perplexity, SacreBLEUScore
 
-from framework.attention import capture
+from framework.attention import blocks_in, capture
 from framework.evaluation.protocol import GoldView, ItemAttention, ItemForward, Watched, erase_tokens, replaying
 from framework.layers import counted_mean
 from framework.tasks import Task
@@ -35,9 +35,7 @@ SATURATED = 1e-6
 def cross_blocks(model: nn.Module) -> list[str]:
     """The names of a model's cross-attention blocks, one per decoder layer (the Transformer's
     ``decoder.<l>.cross_attention``; none in the recurrent models)."""
-    return [
-        name for name, m in model.named_modules() if getattr(m, "block_name", None) and name.endswith("cross_attention")
-    ]
+    return [name for name in blocks_in(model) if name.endswith("cross_attention")]
 
 
 def alignment_blocks(model: nn.Module) -> tuple[str, ...]:
@@ -46,7 +44,7 @@ def alignment_blocks(model: nn.Module) -> tuple[str, ...]:
     cross = cross_blocks(model)
     if cross:
         return (cross[-1],)
-    return ("attention",) if getattr(getattr(model, "attention", None), "block_name", None) else ()
+    return ("attention",) if "attention" in blocks_in(model) else ()
 
 
 def source_weights(alignment: Tensor, target: Tensor, mask: Tensor) -> Tensor:

@@ -378,8 +378,8 @@ class FrameworkCLI(LightningCLI):
 
     def before_test(self) -> None:
         """``--ablation``: the test runs with the chosen blocks ablated (checked against the model first)."""
+        from ...attention import blocks_in
         from ...callbacks.ablation_switch import AblationSwitch
-        from ...evaluation.block_ablation import choose
 
         config = self.config["test"]
         if config.get("ablation") is None:
@@ -387,7 +387,7 @@ class FrameworkCLI(LightningCLI):
                 raise ConfigError("--ablation_blocks needs --ablation (uniform, random, permute or none)")
             return
         try:
-            choose(self.model.model, config.ablation_blocks)
+            blocks_in(self.model.model, *config.ablation_blocks)
         except ValueError as err:
             raise ConfigError(f"--ablation_blocks: {err}") from None
         self.trainer.callbacks.append(AblationSwitch(config.ablation, config.ablation_blocks))
