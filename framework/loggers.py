@@ -353,11 +353,13 @@ class _AppendingWriter(ExperimentWriter):
 
     def keep_until(self, step: int) -> None:
         """Drop the rows logged after ``step`` (for a checkpoint that carries no record of its metrics)."""
+        from .runs.files import atomic_file
+
         if not self._fs.isfile(self.metrics_file_path):
             return
         with open(self.metrics_file_path, newline="") as f:
             rows = [row for row in csv.DictReader(f) if not row.get("step") or int(row["step"]) <= step]
-        with open(self.metrics_file_path, "w", newline="") as f:
+        with atomic_file(Path(self.metrics_file_path), "w", newline="") as f:  # a kill keeps the whole history
             writer = csv.DictWriter(f, fieldnames=self.metrics_keys)
             writer.writeheader()
             writer.writerows(rows)

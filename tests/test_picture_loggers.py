@@ -63,3 +63,13 @@ def test_the_tensorboard_logger_writes_the_pictures_as_images_with_no_service(tm
     for _, image in images:
         pixels = np.asarray(Image.open(io.BytesIO(image.encoded_image_string)))
         assert pixels.shape[:2] == (image.height, image.width) and min(pixels.shape[:2]) >= 400
+
+
+def test_a_resume_from_a_checkpoint_without_a_record_keeps_the_csv_rows_up_to_its_step(tmp_path):
+    logger = CSVLogger(save_dir=str(tmp_path))
+    for step in range(6):
+        logger.log_metrics({"train/loss": 1.0 / 2**step}, step=step)
+    logger.save()
+    logger.resume_at(2, None)  # an older version's checkpoint: the rows after its step go
+    assert (tmp_path / "metrics.csv").read_text().splitlines() == ["step,train/loss", "0,1.0", "1,0.5", "2,0.25"]
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.csv"]  # no temporary file left

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Optional
 
 from framework.attention import available, info
 from framework.errors import ConfigError
+from framework.runs import write_text_atomically
 from tools.atlas_plan import BUDGETS, ROOT, Cell, Host, load
 from tools.atlas_tables import in_readme, read_csv, render, stale, write_csv
 from tools.bench_measures import ablation_drop, value_of
@@ -380,9 +381,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         for row in merged(host_rows(h, budget, args.seeds, summaries.get(h.name)), kept_rows(h, budget, previous))
     ]
     write_csv(rows, out / "atlas.csv")
-    (out / "atlas.md").write_text(render(plan, budget, read_csv(out / "atlas.csv")))
+    write_text_atomically(out / "atlas.md", render(plan, budget, read_csv(out / "atlas.csv")))
     if readme is not None:
-        readme.write_text(in_readme(readme.read_text(), plan, read_csv(out / "atlas.csv")))
+        write_text_atomically(readme, in_readme(readme.read_text(), plan, read_csv(out / "atlas.csv")))
     if args.wandb:
         log_to_wandb(rows, args.wandb, out)
     done = {h.name for h in plan.of(budget) if all(int(r["n"]) >= args.seeds for r in rows if r["host"] == h.name)}

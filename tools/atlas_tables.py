@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from framework.runs import atomic_file
 from tools.atlas_plan import Host, Plan
 
 #: The CSV's columns, in order.
@@ -45,8 +46,7 @@ MARKS = ((0.01, "**"), (0.05, "*"))
 
 
 def write_csv(rows: list[dict[str, object]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as out:
+    with atomic_file(path, "w", newline="") as out:  # the ledger: a kill leaves the previous one whole
         writer = csv.DictWriter(out, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)

@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple, Optional
 
+from framework.runs import atomic_file, write_text_atomically
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "bench_evaluate"
 QUIET = [
@@ -123,7 +125,7 @@ def fit(model: Model, args: argparse.Namespace) -> tuple[Path, Path]:
         folder.parent / "fit.log",
         args.threads,
     )
-    (folder / "done").write_text(f"{seconds:.0f}\n")
+    write_text_atomically(folder / "done", f"{seconds:.0f}\n")
     return folder, checkpoint_of(folder, model.budget)
 
 
@@ -274,12 +276,12 @@ def main() -> None:
     if not rows:
         return
     columns = ["model", "test", "block", "setting", "measure", "value", "baseline", "against"]
-    with (RUNS / "evaluation.csv").open("w", newline="") as handle:
+    with atomic_file(RUNS / "evaluation.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, columns)
         writer.writeheader()
         writer.writerows(rows)
     table = markdown(summary(rows))
-    (RUNS / "summary.md").write_text(table + "\n")
+    write_text_atomically(RUNS / "summary.md", table + "\n")
     print("\n" + table)
     print(f"\nall rows: {RUNS / 'evaluation.csv'}")
 

@@ -60,6 +60,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from framework.runs import atomic_file, write_text_atomically
+
 ROOT = Path(__file__).resolve().parents[1]
 QUIET = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 
@@ -229,7 +231,7 @@ def presets(domain: str, setting: Setting) -> list[Path]:
                 for key, value in options.items()
             ]
         path = folder / f"{family}.yaml"
-        path.write_text("\n".join(lines) + "\n")
+        write_text_atomically(path, "\n".join(lines) + "\n")
         paths.append(path)
     return paths
 
@@ -552,13 +554,12 @@ def report(domains: list[str], setting: Setting, seeds: int, draws: int) -> str:
                 f"{mean_sd(found['ERASER AOPC comprehensiveness'][family])} | {mean_sd(infidelity)} |"
             )
     folder = results(setting)
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "measures.csv").open("w", newline="") as handle:
+    with atomic_file(folder / "measures.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["measure", "domain", "somers_d", "low", "high", "spearman", "runs"])
         writer.writerows(csv_rows)
     text = "\n".join(lines)
-    (folder / "measures.md").write_text(text + "\n")
+    write_text_atomically(folder / "measures.md", text + "\n")
     return text
 
 

@@ -61,7 +61,7 @@ from domains.recommender.data import taste_histories
 from framework import TaskModule
 from framework.__main__ import main as main_cli
 from framework.commands.compare import main as compare
-from framework.runs import read_summary
+from framework.runs import atomic_file, read_summary
 
 CONFIGS = Path(__file__).resolve().parents[1] / "domains" / "recommender"
 MODELS = ("sasrec", "bert4rec", "gru4rec", "popularity")
@@ -195,7 +195,8 @@ def write_sasrec_file(path: Path, num_users: int, num_items: int, seed: int = 0)
         histories = popularity_histories(num_users, num_items, seed)
     lengths = np.array([len(h) for h in histories])
     users = np.repeat(np.arange(1, num_users + 1), lengths)
-    np.savetxt(path, np.c_[users, np.concatenate(histories)], fmt="%d")
+    with atomic_file(path, "w") as file:  # a later run reads a file that is there
+        np.savetxt(file, np.c_[users, np.concatenate(histories)], fmt="%d")
     return {
         "users": num_users,
         "items": len(np.unique(np.concatenate(histories))),

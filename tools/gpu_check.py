@@ -55,6 +55,7 @@ from pathlib import Path
 
 import torch
 
+from framework.runs import write_text_atomically
 from tools import gpu_sections
 from tools.gpu_schedule import FAILING, Job, Row, emit, schedule, table
 from tools.gpu_sections import Form
@@ -191,7 +192,7 @@ def main() -> int:
     logs = Path(tempfile.mkdtemp(prefix="gpu_check_logs_"))
     rows, timings = schedule(jobs(args), budget, args.cores, logs, args.out, gpu_sections.ROOT)
     if args.out:
-        args.out.with_suffix(".log").write_text(joined_logs(logs, [t.section for t in timings]))
+        write_text_atomically(args.out.with_suffix(".log"), joined_logs(logs, [t.section for t in timings]))
     print(table(rows, timings))
     print(f"total wall time {time.monotonic() - start:.0f} s (budget {budget:.0f} s, {args.cores} cores); logs: {logs}")
     return 1 if any(row[2] in FAILING for row in rows) else 0

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from framework.runs import write_text_atomically
+
 Row = tuple[str, str, str, str]  # section, item, result (ok / FAILED / timed out / skipped ...), figure
 ROW_MARK = "gpu_check row: "
 #: Results that make the check fail (exit status 1).
@@ -120,7 +122,7 @@ def schedule(
 
     def publish() -> None:
         if out is not None:
-            out.write_text(table([row for job in jobs for row in rows[job.name]], list(timings.values())))
+            write_text_atomically(out, table([row for job in jobs for row in rows[job.name]], list(timings.values())))
 
     while pending or running:
         now = time.monotonic()

@@ -34,6 +34,7 @@ import torch
 from framework.__main__ import main
 from framework.attention import capture
 from framework.pictures import caption
+from framework.runs import atomic_file
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "pictures"
@@ -180,11 +181,13 @@ PICTURES = {
 def save(fig, name: str, png: Path | None) -> None:
     path = OUT / f"{name}.svg"
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
-        fig.savefig(path, format="svg", metadata={"Date": None})
+        with atomic_file(path) as file:
+            fig.savefig(file, format="svg", metadata={"Date": None})
     print(f"{path.relative_to(ROOT)}: {path.stat().st_size // 1024} KiB")
     if png:
         png.mkdir(parents=True, exist_ok=True)
-        fig.savefig(png / f"{name}.png")
+        with atomic_file(png / f"{name}.png") as file:
+            fig.savefig(file, format="png")
 
 
 if __name__ == "__main__":

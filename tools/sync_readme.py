@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from framework.commands import blocks as catalogue
+from framework.runs import write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "docs" / "catalogue.md"
@@ -50,7 +51,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"{CATALOGUE.relative_to(ROOT)} is out of date: run `python -m tools.sync_readme`", file=sys.stderr)
             return 1
         return 0
-    CATALOGUE.write_text(synced(CATALOGUE.read_text()))
+    write_text_atomically(CATALOGUE, synced(CATALOGUE.read_text()))
     return 0
 
 

@@ -402,8 +402,8 @@ def report(rows: list[Row], drawn: dict[str, Any], run_dir: Path, loggers: list,
     folder = run_dir / "evaluation"
     for name, picture in drawn.items():
         target = folder / f"{name.replace('*', 'x').replace('/', '_')}.png"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(as_image(picture)).save(target)
+        with runs.atomic_file(target) as file:
+            Image.fromarray(as_image(picture)).save(file, format="PNG")
     log_table(rows, loggers)
     for logger in loggers:  # the CSV logger's pictures would be these files again, elsewhere in the run folder
         if hasattr(logger, "log_image") and drawn and not isinstance(logger, CSVLogger):

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
+from ..runs.files import atomic_file
+
 COLUMNS = ("test", "block", "setting", "measure", "value", "baseline", "against")
 
 
@@ -66,8 +68,7 @@ def as_records(rows: Iterable[Row]) -> list[list[Any]]:
 
 def write_csv(rows: Sequence[Row], path: Path) -> Path:
     """``evaluation.csv``: the columns of :data:`COLUMNS`, one line per row."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
+    with atomic_file(path, "w", newline="") as handle:  # the atlas takes a written table for a finished evaluation
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
         writer.writerows(as_records(rows))

@@ -1,9 +1,17 @@
 """Run folders: one folder per run, owned by it (:mod:`.folders`), and what is written there
-outside the loggers: ``summary.json`` and the other JSON files, atomically (:mod:`.files`, whose
+outside the loggers: ``summary.json`` and the other files a later run reads, atomically (:mod:`.files`, whose
 :func:`atomic_file` the checkpoints are written through too), and
 the files of ``predict`` (:mod:`.prediction_files`)."""
 
-from .files import PARTIAL_SUFFIX, SUMMARY_FILE, SUMMARY_FORMAT, atomic_file, read_summary, write_json_atomically
+from .files import (
+    PARTIAL_SUFFIX,
+    SUMMARY_FILE,
+    SUMMARY_FORMAT,
+    atomic_file,
+    read_summary,
+    write_json_atomically,
+    write_text_atomically,
+)
 from .folders import (
     CONFIG_PRESETS,
     RUN_DIR_ENV,
@@ -50,4 +58,5 @@ __all__ = [
     "run_dir_of_checkpoint",
     "runs_root",
     "write_json_atomically",
+    "write_text_atomically",
 ]

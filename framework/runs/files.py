@@ -28,17 +28,19 @@ PARTIAL_SUFFIX = ".partial"
 
 
 @contextmanager
-def atomic_file(path: Path, mode: str = "wb") -> Iterator[Any]:
+def atomic_file(path: Path, mode: str = "wb", newline: Optional[str] = None) -> Iterator[Any]:
     """A file to write ``path``'s new content into: a temporary file beside it, fsynced and renamed
     over ``path`` when the block ends, so ``path`` is always its previous complete content or the
     new one. When writing fails (a full disk, a quota, a file-size limit), the temporary file is
     removed and the operating system's error is raised naming ``path``, even where the library
-    that wrote replaced it by its own (torch's zip writer says "unexpected pos ...")."""
+    that wrote replaced it by its own (torch's zip writer says "unexpected pos ...").
+    ``newline`` is open()'s, for text modes (``""`` for the csv module)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}{PARTIAL_SUFFIX}")
     writer: Optional[RecordingWriter] = None
     try:
-        with open(partial, mode.replace("w", "x")) as file:  # a new file, with the permissions open() gives
+        # a new file ("x"), with the permissions open() gives
+        with open(partial, mode.replace("w", "x"), newline=newline) as file:
             writer = RecordingWriter(file)
             yield writer
             file.flush()
@@ -73,6 +75,13 @@ class RecordingWriter:
         except OSError as error:
             self.error = error
             raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through :func:`atomic_file`: a file a later run reads, or that
+    replaces a complete earlier one (a table, a config, a document), is never left half written."""
+    with atomic_file(path, "w") as f:
+        f.write(text)
 
 
 def write_json_atomically(path: Path, content: dict) -> None:

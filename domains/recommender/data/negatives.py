@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -25,6 +24,7 @@ from torch import Tensor
 
 from framework.data import cache_dir, load_or_rebuild
 from framework.errors import ConfigError
+from framework.runs import atomic_file
 
 from .interactions import Histories
 
@@ -126,10 +126,8 @@ def cached_negatives(
             read.append(True)
             return negatives
         negatives = sample_negatives(histories, num_items, count, np.random.default_rng(seed))
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f"negatives.pt.{os.getpid()}.tmp"
-        torch.save(negatives, partial)
-        partial.replace(path)  # atomic: a reader never sees half a file
+        with atomic_file(path) as file:  # a reader never sees half a file
+            torch.save(negatives, file)
         return negatives
 
     return load_or_rebuild(folder, load), bool(read)

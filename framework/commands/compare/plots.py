@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ...pictures import caption, figure
+from ...runs import atomic_file
 from .results import Summary
 
 MAX_PANELS = 4
@@ -121,7 +122,8 @@ def curves_plot(summary: Summary, path: Path) -> Optional[Path]:
 def _write(fig: Any, path: Path) -> Optional[Path]:
     if fig is None:
         return None
-    fig.savefig(path)
+    with atomic_file(path) as file:
+        fig.savefig(file, format=path.suffix.lstrip("."))
     return path
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from ...runs import read_summary, write_json_atomically
+from ...runs import read_summary, write_json_atomically, write_text_atomically
 from .grid import Cell, value_text
 from .runner import TEST_FOLDER
 
@@ -390,9 +390,7 @@ def write(summary: Summary, folder: Path) -> dict[str, Path]:
     paths = {}
     for name, text in files.items():
         path = folder / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_text_atomically(path, text)
         paths[name] = path
     write_json_atomically(
         folder / "results.json",

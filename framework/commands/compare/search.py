@@ -48,7 +48,7 @@ import yaml
 
 from ... import signals
 from ...errors import ConfigError
-from ...runs import read_summary
+from ...runs import read_summary, write_text_atomically
 from . import executors, results
 from .comparison import Spec, check_resumable, comparison_folder, default_name
 from .grid import KEY_PATTERN, Cell, value_text
@@ -494,5 +494,5 @@ def write_best(spec: Spec, trial: Any, budget: dict[str, Any]) -> Path:
             f"has the config's {', '.join(f'trainer.{k}={budget[k]}' for k in searched)}\n"
         )
     path = spec.folder / BEST_FILE
-    path.write_text(header + yaml.safe_dump(config, sort_keys=False))
+    write_text_atomically(path, header + yaml.safe_dump(config, sort_keys=False))
     return path

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 import yaml
 
+from ...runs import write_text_atomically
 from .comparison import Spec
 from .grid import CONFIG_KEY
 
@@ -57,5 +58,5 @@ def write(spec: Spec, metric: Optional[str] = None, goal: str = "maximize") -> P
         f"# One sweep run = fit + test of one cell and seed (python -m {AGENT_MODULE}); `--grid config` values "
         f"({CONFIG_KEY}) are put before the other --config files.\n"
     )
-    path.write_text(header + yaml.safe_dump(definition(spec, metric, goal), sort_keys=False, width=1000))
+    write_text_atomically(path, header + yaml.safe_dump(definition(spec, metric, goal), sort_keys=False, width=1000))
     return path
