@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from framework.runs import write_text_atomically
-
 Row = tuple[str, str, str, str]  # section, item, result (ok / FAILED / timed out / skipped ...), figure
 ROW_MARK = "gpu_check row: "
 #: Results that make the check fail (exit status 1).
@@ -121,6 +119,8 @@ def schedule(
     pending, running = list(jobs), []
 
     def publish() -> None:
+        from framework.runs import write_text_atomically  # here: a section imports this module for emit() alone
+
         if out is not None:
             write_text_atomically(out, table([row for job in jobs for row in rows[job.name]], list(timings.values())))
 
