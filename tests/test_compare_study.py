@@ -71,8 +71,18 @@ def test_a_listed_cell_whose_flags_changed_under_its_name_is_refused_naming_it(t
     changed = _spec(tmp_path, cells=("mhsa: --model.attention=mhsa",))
     extend(changed)
     changed.resolved = {"mhsa": "b" * 16}  # a config file the cell reads has changed
-    with pytest.raises(ConfigError, match="another resolved config for the cell mhsa"):
+    with pytest.raises(ConfigError, match=r"for the cell mhsa \(a config file it reads, or a default of the code"):
+        check_resumable(changed)  # a comparison that kept no resolved configs: the change is not named
+    grown.resolved_texts = {"mhsa": "model:\n  init_args:\n    widths: [8, 16]\n    heads: 2\n"}
+    grown.save()
+    changed.resolved_texts = {"mhsa": "model:\n  init_args:\n    widths: [8, 32]\n    stages: null\n"}
+    with pytest.raises(ConfigError) as refused:
         check_resumable(changed)
+    assert (
+        "another resolved config for the cell mhsa (model.init_args.heads: 2 there, absent here; "
+        "model.init_args.stages: absent there, null here; model.init_args.widths: [8, 16] there, [8, 32] here); "
+        "a cell's config cannot change under its name"
+    ) in str(refused.value)
 
 
 @pytest.mark.slow

@@ -300,6 +300,7 @@ def check_cells(spec: Spec) -> None:
                     raise ConfigError(f"--grid {key}: the config has no key {key}") from None
         raise
     spec.resolved = {name: config_hash(text) for name, text in resolved.items()}
+    spec.resolved_texts = resolved
     spec.wandb_project = wandb_project(next(iter(resolved.values())))
     import yaml
 

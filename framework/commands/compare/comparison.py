@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ...errors import ConfigError
-from ...runs import RUNS_ROOT_ENV, write_json_atomically
+from ...runs import RUNS_ROOT_ENV, write_json_atomically, write_text_atomically
 from .grid import CELLS_KEY, Axis, Cell, cells, split_config_flags, value_text
 
 SPEC_FILE = "spec.json"
+#: The folder of each cell's resolved config (``<cell>.yaml``), to name what changed under a cell's name.
+RESOLVED_FOLDER = "resolved"
 FORMAT = 1
 
 
@@ -36,6 +38,7 @@ class Spec:
     test_args: list[str] = field(default_factory=list)
     test_ckpt: str = "best"
     resolved: dict[str, str] = field(default_factory=dict)  # cell name -> hash of its resolved config
+    resolved_texts: dict[str, str] = field(default_factory=dict)  # cell name -> its resolved config (YAML)
     monitor: Optional[str] = None  # the task's checkpoint metric (val/acc ...), from the resolved config
     mode: Optional[str] = None
     wandb_project: Optional[str] = None  # set when the runs log to W&B
@@ -89,6 +92,8 @@ class Spec:
         previous = load(self.folder)
         seeds = sorted(set(self.seeds) | set(previous.get("seeds", []))) if previous else self.seeds
         write_json_atomically(self.folder / SPEC_FILE, {**self.as_dict(), "seeds": seeds})
+        for cell, text in self.resolved_texts.items():  # what a later change of a cell's config is told against
+            write_text_atomically(self.folder / RESOLVED_FOLDER / f"{cell}.yaml", text)
 
 
 def comparison_folder(name: str) -> Path:
@@ -210,9 +215,40 @@ def check_resumable(spec: Spec) -> None:
         before = saved.get("resolved_configs", {}).get(cell)
         if before and before != digest:
             raise ConfigError(
-                f"{where} another resolved config for the cell {cell} (a config file it reads has changed since); "
+                f"{where} another resolved config for the cell {cell} ({_changes(spec, cell)}); "
                 f"a cell's config cannot change under its name{hint}"
             )
+
+
+def _changes(spec: Spec, cell: str, shown: int = 4) -> str:
+    """What differs between the cell's saved resolved config and this one: its keys, with both
+    values (``model.init_args.attention_stages: absent there, null here``); a general cause when
+    the comparison is older than the saved configs."""
+    import yaml
+
+    saved, here = spec.folder / RESOLVED_FOLDER / f"{cell}.yaml", spec.resolved_texts.get(cell)
+    if not saved.is_file() or here is None:
+        return "a config file it reads, or a default of the code, has changed since"
+    before, after = _flat(yaml.safe_load(saved.read_text()) or {}), _flat(yaml.safe_load(here) or {})
+    keys = sorted(key for key in before.keys() | after.keys() if before.get(key, _ABSENT) != after.get(key, _ABSENT))
+    said = [f"{key}: {_shown(before.get(key, _ABSENT))} there, {_shown(after.get(key, _ABSENT))} here" for key in keys]
+    return "; ".join(said[:shown]) + (f"; and {len(said) - shown} more" if len(said) > shown else "")
+
+
+_ABSENT = object()
+
+
+def _flat(config: Any, prefix: str = "") -> dict[str, Any]:
+    """A config's leaves by dotted key: ``{"model.init_args.widths": [8, 16], ...}``."""
+    if not isinstance(config, dict) or not config:
+        return {prefix: config}
+    return {
+        k: v for key, value in config.items() for k, v in _flat(value, f"{prefix}.{key}" if prefix else key).items()
+    }
+
+
+def _shown(value: Any) -> str:
+    return "absent" if value is _ABSENT else json.dumps(value)
 
 
 def _list(values: list) -> str:
