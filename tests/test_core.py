@@ -475,6 +475,8 @@ def test_attentive_convnet_holds_the_block_in_the_chosen_stages_only():
         ConfigError, match=r"model.attention_stages: 3 stages \(model.widths\) are numbered 0 to 2, got \[3\]"
     ):
         AttentiveConvNet(1, 2, widths=(8, 16, 32), attention="se", attention_stages=[0, 3])
+    with pytest.raises(ConfigError, match=r"got \[-1\]"):
+        AttentiveConvNet(1, 2, widths=(8, 16, 32), attention="se", attention_stages=[-1])
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,7 @@ class AttentiveConvNet(nn.Module):
         if not widths:
             raise ConfigError("model.widths must name at least one stage width")
         held = range(len(widths)) if attention_stages is None else attention_stages
-        beyond = [stage for stage in held if stage >= len(widths)]
+        beyond = [stage for stage in held if not 0 <= stage < len(widths)]
         if beyond:
             raise ConfigError(
                 f"model.attention_stages: {len(widths)} stages (model.widths) are numbered 0 to {len(widths) - 1}, "

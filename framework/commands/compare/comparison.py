@@ -248,7 +248,7 @@ def _flat(config: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def _shown(value: Any) -> str:
-    return "absent" if value is _ABSENT else json.dumps(value)
+    return "absent" if value is _ABSENT else json.dumps(value, default=str)  # YAML dates too
 
 
 def _list(values: list) -> str:
