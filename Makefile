@@ -19,14 +19,15 @@ fit: $(STAMP)
 	$(BIN)/python -m framework fit --config domains/vision/ccnet.yaml
 
 # The whole suite, after the lint and format checks (ruff, configured in pyproject.toml), in two test
-# processes of one thread each (pytest-xdist; TEST_PROCESSES=N for another count, 0 for one process).
+# processes of one thread each (pytest-xdist, an idle process taking tests queued for the other;
+# TEST_PROCESSES=N for another count, 0 for one process).
 TEST_PROCESSES ?= 2
 test: lint
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_PROCESSES)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal
 
 # The inner loop: the suite without the tests marked slow.
 test-quick: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_PROCESSES) -m "not slow"
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

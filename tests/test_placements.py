@@ -122,7 +122,8 @@ def test_a_block_placed_in_a_host_of_its_kind_trains_one_step_or_is_refused_in_o
         *cut_down(config, capsys),
         *QUIET,
         *ONE_BATCH,
-        "--attention_maps.every_n_epochs=0",
+        "--attention_maps.every_n_epochs=0",  # every block's pictures and statistics are tested on the block
+        "--attention_stats.every_n_epochs=0",  # (tests/test_pictures.py, tests/attention/test_probes.py)
         f"--model.{param}={block}",
     ]
     try:

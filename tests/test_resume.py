@@ -4,7 +4,7 @@ with the same history, though the killed process's own W&B record may hold nothi
 
 The kill points are drawn from a seeded generator over the kinds of place a run can be:
 inside an epoch, inside a validation, between epochs, while a checkpoint is being written;
-every one kills a real process.
+every one kills a real process (forked from one that imported the libraries once: tests/forked_commands.py).
 """
 
 from __future__ import annotations
@@ -13,15 +13,17 @@ import math
 import os
 import random
 import signal
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import torch
 import yaml
 
 from framework.__main__ import main
+from tests.conftest import ROOT
+from tests.forked_commands import Forks
 from tests.wandb_records import history
 
 #: 8 training steps an epoch, 2 validation batches, 3 epochs; last.ckpt every 3 steps and at each epoch's end.
@@ -61,22 +63,28 @@ def kill_points(seed: int = 0) -> list[tuple[str, str, int]]:
     ]  # SIGTERM inside a validation
 
 
-def fit(run: Path, config: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [
-        sys.executable,
-        "-m",
-        "framework",
-        "fit",
-        "--config",
-        "domains/demo/demo.yaml",
-        "--config",
-        str(config),
-        *SIZES,
-        f"--run_dir={run}",
-        *extra,
-    ]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+class Ended(NamedTuple):
+    """How a fit's process ended: its exit status (negative: the signal that ended it) and its stderr."""
+
+    returncode: int
+    stderr: str
+
+
+@pytest.fixture(scope="module")
+def forks() -> Iterator[Forks]:
+    """Each fit a process of its own, forked from one that imported the libraries once."""
+    server = Forks(ROOT)
+    yield server
+    server.close()
+
+
+def fit(forks: Forks, run: Path, config: Path, *extra: str) -> Ended:
+    """``fit`` of the demo at :data:`SIZES` with the loggers of ``config`` into ``run``, in a process of
+    its own (its output beside ``run``)."""
+    argv = ["fit", "--config", "domains/demo/demo.yaml", "--config", str(config), *SIZES, f"--run_dir={run}", *extra]
+    output = run.parent / f"{run.name}-output-{len(list(run.parent.glob(f'{run.name}-output-*')))}"
+    status = forks.wait(forks.start(argv, output, {**os.environ, "OMP_NUM_THREADS": "1"}), timeout=600)
+    return Ended(status, (output / "err").read_text())
 
 
 def wandb_history(run: Path) -> list[dict]:
@@ -91,11 +99,11 @@ def wandb_history(run: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory) -> tuple[Path, Path]:
+def uninterrupted(tmp_path_factory, forks) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("resume")
     config = folder / "loggers.yaml"
     config.write_text(yaml.safe_dump(LOGGERS))
-    done = fit(folder / "whole", config)
+    done = fit(forks, folder / "whole", config)
     assert done.returncode == 0, done.stderr[-3000:]
     return folder / "whole", config
 
@@ -103,7 +111,7 @@ def uninterrupted(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.mark.parametrize("how, event, n", kill_points())
 @pytest.mark.slow
 def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_one(
-    uninterrupted, tmp_path, how, event, n
+    uninterrupted, forks, tmp_path, how, event, n
 ):
     whole, config = uninterrupted
     killed = tmp_path / "killed"
@@ -113,7 +121,7 @@ def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_on
         f"--trainer.callbacks.n={n}",
         f"--trainer.callbacks.signal={how}",
     ]
-    died = fit(killed, config, *action)
+    died = fit(forks, killed, config, *action)
     assert died.returncode == (-9 if how == "KILL" else 128 + signal.SIGTERM), died.stderr[-3000:]
     last = killed / "checkpoints" / "last.ckpt"
     if how == "TERM":  # stopped cleanly: told how to resume, and the summary says so
@@ -121,7 +129,7 @@ def test_a_run_killed_anywhere_and_resumed_ends_exactly_like_an_uninterrupted_on
         assert '"status": "interrupted"' in (killed / "summary.json").read_text()
     assert last.is_file()
 
-    resumed = fit(killed, config, "--ckpt_path", str(last))
+    resumed = fit(forks, killed, config, "--ckpt_path", str(last))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     a = torch.load(whole / "checkpoints" / "last.ckpt", weights_only=True)
     b = torch.load(last, weights_only=True)
