@@ -138,11 +138,14 @@ class SaveConfig(SaveConfigCallback):
             self.config = full
 
     def save_config(self, trainer: Trainer, pl_module: Any, stage: str) -> None:
+        wandb = [logger for logger in trainer.loggers if isinstance(logger, WandbLogger)]
+        if not wandb:  # the dump below is a quarter of a second of jsonargparse: only for W&B
+            return
         config = yaml.safe_load(self.parser.dump(self.config, skip_none=False))
-        for logger in trainer.loggers:
+        for logger in wandb:
             if isinstance(logger, loggers.WandbLogger):
                 logger.log_config(config)
-            elif isinstance(logger, WandbLogger):
+            else:
                 logger.experiment.config.update(config, allow_val_change=True)
 
 
