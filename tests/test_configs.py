@@ -87,14 +87,21 @@ def resolved(config: str, capsys, *presets: str) -> dict:
 
 
 def tiny(config: dict) -> list[str]:
-    """``--data.*`` and ``--task.*`` flags that cut a resolved config down (:data:`TINY`), for the
-    arguments its classes have."""
+    """``--data.*`` and ``--task.*`` flags that cut a resolved config down (:func:`cut`)."""
     return [
         f"--{section}.{key}={json.dumps(value)}"
-        for section, cut in TINY.items()
-        for key, value in cut.items()
-        if larger(((config.get(section) or {}).get("init_args") or {}).get(key), value)
+        for section, cut_to in cut(config).items()
+        for key, value in cut_to.items()
     ]
+
+
+def cut(config: dict) -> dict[str, dict[str, object]]:
+    """The arguments of :data:`TINY` that a resolved config's classes have with larger values, by section."""
+    cuts = {}
+    for section, tiny_values in TINY.items():
+        given = (config.get(section) or {}).get("init_args") or {}
+        cuts[section] = {key: value for key, value in tiny_values.items() if larger(given.get(key), value)}
+    return cuts
 
 
 def larger(given: object, tiny: object) -> bool:

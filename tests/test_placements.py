@@ -11,19 +11,25 @@ block or a new host is swept without a list to edit.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import math
 import typing
 
 import pytest
 import yaml
+from lightning.pytorch import LightningDataModule, Trainer, seed_everything
+from lightning.pytorch.cli import LightningArgumentParser
+from torch import nn
 
-from framework.__main__ import main
 from framework.attention import available, build, info
 from framework.attention.registry import FORMS
 from framework.attention.spec import BlockFormError, BlockName
-from tests.conftest import ONE_BATCH, ROOT
-from tests.test_configs import QUIET, real_data_folder, resolved, tiny
+from framework.errors import user_error
+from framework.task_module import TaskModule
+from framework.tasks import Task
+from tests.conftest import ROOT
+from tests.test_configs import cut, real_data_folder, resolved
 
 
 def model_class(config: str) -> str:
@@ -87,15 +93,30 @@ PLACEMENTS = [
 ]
 
 
-#: Each host config's data flags of the configs sweep (a few examples, small batches), resolved once.
-CUT_DOWN: dict[str, list[str]] = {}
+#: Each host config as the command line resolves it (its sizes filled), cut down to a few examples
+#: and small batches as in the configs sweep: resolved once, on the host's first case.
+HOSTS: dict[str, dict] = {}
 
 
-def cut_down(config: str, capsys) -> list[str]:
-    """The data flags of ``config``, resolved on its first case only (a resolution is half a case's time)."""
-    if config not in CUT_DOWN:
-        CUT_DOWN[config] = tiny(resolved(config, capsys))
-    return CUT_DOWN[config]
+def host(config: str, capsys) -> dict:
+    """The resolved, cut-down config of ``config`` (a resolution is most of a case's time)."""
+    if config not in HOSTS:
+        spec = resolved(config, capsys)
+        for section, values in cut(spec).items():
+            if values:
+                spec[section].setdefault("init_args", {}).update(values)
+        HOSTS[config] = spec
+    return HOSTS[config]
+
+
+def built(section: str, spec: dict) -> object:
+    """The model, task or data module of a resolved config's section, built as the command line builds it."""
+    parser = LightningArgumentParser(exit_on_error=False)
+    if section == "data":
+        parser.add_lightning_class_args(LightningDataModule, "data", subclass_mode=True)
+    else:
+        parser.add_subclass_arguments({"model": nn.Module, "task": Task}[section], section, fail_untyped=False)
+    return parser.instantiate_classes(parser.parse_object({section: spec}))[section]
 
 
 def test_the_hosts_cover_every_kind_of_block():
@@ -107,34 +128,42 @@ def test_the_hosts_cover_every_kind_of_block():
 @pytest.mark.slow
 @pytest.mark.parametrize("config,param,block", PLACEMENTS)
 def test_a_block_placed_in_a_host_of_its_kind_trains_one_step_or_is_refused_in_one_line(
-    config, param, block, shared_data, capsys, monkeypatch
+    config, param, block, shared_data, capsys, tmp_path
 ):
-    monkeypatch.delenv("FRAMEWORK_TRACEBACK", raising=False)  # a refusal as a user sees it (one line)
+    """The host's model, task and data as its config resolves them (the command line's own
+    parsing is swept by the configs tests), the block in the slot, one step of Lightning's loop.
+    Every block's pictures and statistics are tested on the block (tests/test_pictures.py,
+    tests/attention/test_probes.py)."""
     if folder := real_data_folder(config):
         shared_data(folder)
-    flags = [
-        "--config",
-        config,
-        "--config",
-        "configs/trainer/cpu.yaml",
-        "--config",
-        "configs/logger/csv.yaml",
-        *cut_down(config, capsys),
-        *QUIET,
-        *ONE_BATCH,
-        "--attention_maps.every_n_epochs=0",  # every block's pictures and statistics are tested on the block
-        "--attention_stats.every_n_epochs=0",  # (tests/test_pictures.py, tests/attention/test_probes.py)
-        f"--model.{param}={block}",
-    ]
+    spec = host(config, capsys)
+    model_spec = copy.deepcopy(spec["model"])
+    model_spec["init_args"][param] = block
+    seed_everything(spec.get("seed_everything") or 0, verbose=False)
     try:
-        fitted = main(["fit", *flags])
-    except SystemExit as exit:
-        said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
-        assert exit.code == 1 and len(said) == 1, f"{block} in {config}: exit {exit.code}, {said}"
-        assert refused_as_built(said[0], param), f"{block} in {config}: not refused as the model is built: {said[0]}"
+        model = built("model", model_spec)
+    except Exception as error:  # noqa: BLE001 - what the command line would say of it is checked
+        said = user_error(error)
+        assert said is not None, f"{block} in {config}: {type(error).__name__} would reach the user as a traceback"
+        lines = str(said).strip().splitlines()
+        assert len(lines) == 1, f"{block} in {config}: not one line: {lines}"
+        assert refused_as_built(lines[0], param), f"{block} in {config}: not refused as the model is built: {lines[0]}"
         return
-    assert fitted.trainer.global_step == 1
-    assert math.isfinite(fitted.trainer.callback_metrics["train/loss"])
+    trainer = Trainer(
+        accelerator="cpu",
+        max_steps=1,
+        limit_train_batches=1,
+        limit_val_batches=1,
+        num_sanity_val_steps=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    trainer.fit(TaskModule(model, built("task", spec["task"])), datamodule=built("data", spec["data"]))
+    assert trainer.global_step == 1
+    assert math.isfinite(trainer.callback_metrics["train/loss"])
 
 
 FORMED = [name for name in available() if info(name).form is not None]
