@@ -69,6 +69,8 @@ ONE_STEP = [
     "--trainer.num_sanity_val_steps=0",
     "--trainer.enable_progress_bar=false",
     "--trainer.enable_model_summary=false",
+    "--attention_maps.every_n_epochs=0",  # the data is read before any picture or statistic
+    "--attention_stats.every_n_epochs=0",
     "--config",
     "configs/logger/csv.yaml",
 ]
