@@ -22,6 +22,7 @@ from lightning.pytorch import LightningDataModule, Trainer, seed_everything
 from lightning.pytorch.cli import LightningArgumentParser
 from torch import nn
 
+from framework import quiet
 from framework.attention import available, build, info
 from framework.attention.registry import FORMS
 from framework.attention.spec import BlockFormError, BlockName
@@ -136,6 +137,7 @@ def test_a_block_placed_in_a_host_of_its_kind_trains_one_step_or_is_refused_in_o
     tests/attention/test_probes.py)."""
     if folder := real_data_folder(config):
         shared_data(folder)
+    quiet.install()  # the libraries' harmless warnings, as the command line leaves them out
     spec = host(config, capsys)
     model_spec = copy.deepcopy(spec["model"])
     model_spec["init_args"][param] = block
