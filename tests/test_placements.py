@@ -18,7 +18,8 @@ import typing
 
 import pytest
 import yaml
-from lightning.pytorch import LightningDataModule, Trainer, seed_everything
+from jsonargparse import dict_to_namespace
+from lightning.pytorch import Trainer, seed_everything
 from lightning.pytorch.cli import LightningArgumentParser
 from torch import nn
 
@@ -26,9 +27,9 @@ from framework import quiet
 from framework.attention import available, build, info
 from framework.attention.registry import FORMS
 from framework.attention.spec import BlockFormError, BlockName
+from framework.commands.fit.cli import instantiate_data, instantiate_task
 from framework.errors import user_error
 from framework.task_module import TaskModule
-from framework.tasks import Task
 from tests.conftest import ROOT
 from tests.test_configs import cut, real_data_folder, resolved
 
@@ -110,14 +111,12 @@ def host(config: str, capsys) -> dict:
     return HOSTS[config]
 
 
-def built(section: str, spec: dict) -> object:
-    """The model, task or data module of a resolved config's section, built as the command line builds it."""
+def built_model(spec: dict) -> nn.Module:
+    """The model of a resolved config's ``model`` section, built as the command line builds it (its
+    task and data: :func:`~framework.commands.fit.cli.instantiate_task` and ``instantiate_data``)."""
     parser = LightningArgumentParser(exit_on_error=False)
-    if section == "data":
-        parser.add_lightning_class_args(LightningDataModule, "data", subclass_mode=True)
-    else:
-        parser.add_subclass_arguments({"model": nn.Module, "task": Task}[section], section, fail_untyped=False)
-    return parser.instantiate_classes(parser.parse_object({section: spec}))[section]
+    parser.add_subclass_arguments(nn.Module, "model", fail_untyped=False)
+    return parser.instantiate_classes(parser.parse_object({"model": spec})).model
 
 
 def test_the_hosts_cover_every_kind_of_block():
@@ -143,7 +142,7 @@ def test_a_block_placed_in_a_host_of_its_kind_trains_one_step_or_is_refused_in_o
     model_spec["init_args"][param] = block
     seed_everything(spec.get("seed_everything") or 0, verbose=False)
     try:
-        model = built("model", model_spec)
+        model = built_model(model_spec)
     except Exception as error:  # noqa: BLE001 - what the command line would say of it is checked
         said = user_error(error)
         assert said is not None, f"{block} in {config}: {type(error).__name__} would reach the user as a traceback"
@@ -163,7 +162,8 @@ def test_a_block_placed_in_a_host_of_its_kind_trains_one_step_or_is_refused_in_o
         enable_model_summary=False,
         default_root_dir=tmp_path,
     )
-    trainer.fit(TaskModule(model, built("task", spec["task"])), datamodule=built("data", spec["data"]))
+    task, data = instantiate_task(dict_to_namespace(spec["task"])), instantiate_data(dict_to_namespace(spec["data"]))
+    trainer.fit(TaskModule(model, task), datamodule=data)
     assert trainer.global_step == 1
     assert math.isfinite(trainer.callback_metrics["train/loss"])
 
