@@ -19,15 +19,16 @@ fit: $(STAMP)
 	$(BIN)/python -m framework fit --config domains/vision/ccnet.yaml
 
 # The whole suite, after the lint and format checks (ruff, configured in pyproject.toml), in two test
-# processes of one thread each (pytest-xdist, an idle process taking tests queued for the other;
+# processes of one thread each (pytest-xdist: a test file at a time to whichever process is free,
+# the files of most tests first, so that a module's fixtures, some of a minute, are built once;
 # TEST_PROCESSES=N for another count, 0 for one process).
 TEST_PROCESSES ?= 2
 test: lint
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
 
 # The inner loop: the suite without the tests marked slow.
 test-quick: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal -m "not slow"
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -18,7 +18,7 @@ from matplotlib.ticker import FuncFormatter
 from domains.demo import AssociativeRecall, SequenceClassification, SequenceClassifier
 from framework.drawing import Drawer, rasterise
 from framework.pictures import HEADER, Gathered, Sketch, as_image, heatmap, heatmaps, overlay, sketching
-from tests.image_logger import fit_logging_pictures
+from tests.image_logger import fit_logging_pictures, one_image_per_key_per_validation
 
 
 def pictures() -> list:
@@ -148,6 +148,7 @@ def test_pictures_drawn_meanwhile_are_logged_at_the_step_of_their_validation(tmp
     assert captions == [
         f"attention/encoder.layers.0.attention, epoch {epoch} (step {step})" for epoch, step in enumerate(validations)
     ], "the epoch counted from 0, as W&B counts it"
+    one_image_per_key_per_validation(logger)  # and one size across the three
 
 
 class ArrayPictures(SequenceClassification):
