@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import lightning.pytorch  # noqa: F401  (its log handlers take sys.stderr when imported: before a test's capsys swaps it)
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -85,24 +87,43 @@ def shared_data():
     return folder
 
 
-@pytest.fixture(autouse=True)
-def hermetic(tmp_path_factory, monkeypatch):
+def make_hermetic(patch: pytest.MonkeyPatch, tmp_path_factory) -> None:
     """No W&B account, no W&B files outside tmp, runs and caches (ours, TorchInductor's, Triton's)
-    under tmp, no inherited run folder or W&B service (an in-process ``wandb.init`` of an earlier
-    test publishes its service in ``WANDB_SERVICE``: a fit in a child process would share it, and
-    the run of a child killed with SIGKILL would stay open there, refusing its resume), and errors
-    raised as they are (the one-line messages of the command line are tested in test_bad_inputs.py)."""
+    under tmp, no inherited run folder or W&B service (an in-process ``wandb.init`` publishes its
+    service in ``WANDB_SERVICE``: a fit in a child process would share it, and the run of a child
+    killed with SIGKILL would stay open there, refusing its resume), and errors raised as they are
+    (the one-line messages of the command line are tested in test_bad_inputs.py)."""
     home = tmp_path_factory.mktemp("wandb-home")
     for key in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_SERVICE", "FRAMEWORK_RUN_DIR"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("FRAMEWORK_TRACEBACK", "1")
+        patch.delenv(key, raising=False)
+    patch.setenv("FRAMEWORK_TRACEBACK", "1")
     compiled = tmp_path_factory.getbasetemp() / "compiled"
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(compiled / "inductor"))
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(compiled / "triton"))
-    monkeypatch.setenv("WANDB_CONFIG_DIR", str(home))
-    monkeypatch.setenv("WANDB_CACHE_DIR", str(home))
-    monkeypatch.setenv("WANDB_DATA_DIR", str(home))
-    monkeypatch.setenv("NETRC", str(home / "netrc"))
-    monkeypatch.setenv("FRAMEWORK_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
-    monkeypatch.setenv("FRAMEWORK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.chdir(ROOT)
+    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(compiled / "inductor"))
+    patch.setenv("TRITON_CACHE_DIR", str(compiled / "triton"))
+    patch.setenv("WANDB_CONFIG_DIR", str(home))
+    patch.setenv("WANDB_CACHE_DIR", str(home))
+    patch.setenv("WANDB_DATA_DIR", str(home))
+    patch.setenv("NETRC", str(home / "netrc"))
+    patch.setenv("FRAMEWORK_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+    patch.setenv("FRAMEWORK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    patch.chdir(ROOT)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_session(tmp_path_factory):
+    """:func:`make_hermetic` for the whole session: what module and session fixtures run (set up
+    before a test's own :func:`hermetic`) is hermetic too."""
+    with pytest.MonkeyPatch.context() as patch:
+        make_hermetic(patch, tmp_path_factory)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory, monkeypatch):
+    """:func:`make_hermetic` for each test: its own runs folder, no W&B service of an earlier test,
+    and the random streams (torch's, numpy's, Python's) seeded 0, so that a test draws the same
+    numbers whatever ran before it in its process."""
+    make_hermetic(monkeypatch, tmp_path_factory)
+    torch.manual_seed(0)
+    np.random.seed(0)
+    random.seed(0)

@@ -171,12 +171,13 @@ class Forks:
         env: dict[str, str],
         pause: Optional[tuple[str, int]] = None,
     ) -> int:
-        """Start ``python -m framework <argv>``, its output in ``folder/out`` and ``folder/err`` (and
-        the pause's marker ``folder/marker``); its process id."""
+        """Start ``python -m framework <argv>`` in ``env`` (less ``WANDB_SERVICE``: a command never
+        shares the W&B service of the process that asked for it, which may have ended), its output in
+        ``folder/out`` and ``folder/err`` (and the pause's marker ``folder/marker``); its process id."""
         folder.mkdir(parents=True, exist_ok=True)
         request = {
             "argv": argv,
-            "env": env,
+            "env": {key: value for key, value in env.items() if key != "WANDB_SERVICE"},
             "cwd": str(self.cwd),
             "out": str(folder / "out"),
             "err": str(folder / "err"),

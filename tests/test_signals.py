@@ -193,7 +193,7 @@ class Outcome:
 def environment(runs: Path) -> dict[str, str]:
     """A command's environment: this one's, without what a test or a shell may have set for other
     runs, with its own runs folder, the one-line messages a user sees, and one thread."""
-    drop = ("FRAMEWORK_TRACEBACK", "FRAMEWORK_RUN_DIR", "WANDB_API_KEY", "WANDB_SERVICE")
+    drop = ("FRAMEWORK_TRACEBACK", "FRAMEWORK_RUN_DIR", "WANDB_API_KEY")
     env = {key: value for key, value in os.environ.items() if key not in drop}
     env.update(FRAMEWORK_RUNS_DIR=str(runs), FRAMEWORK_CACHE_DIR=str(runs.parent / "cache"), OMP_NUM_THREADS="1")
     return env
