@@ -139,6 +139,31 @@ def test_eraser_rows_against_the_closed_form():
     assert aopc.against == "random items" and aopc.baseline is not None
 
 
+class ExplainsTheFirstClass(Toy):
+    """The toy, its decision explained by class 0 whatever it predicts (as translation explains
+    the reference's probability)."""
+
+    def explained_class(self, decision: Tensor) -> Tensor:
+        return torch.zeros(len(decision), dtype=torch.long)
+
+
+def test_eraser_follows_the_class_the_task_explains():
+    """With the items' values negated both examples predict class 1: by default ERASER follows
+    p(class 1) = 1 - p(class 0), and a task that explains class 0 gets the same drops of p(class 0),
+    their sign turned."""
+    model, _, batch = _toy()
+    batch = {**batch, "x": -batch["x"]}
+    full = [_p_first(-(0.5 * 2 - 0.3 + 0.2)), _p_first(-(0.1 + 0.2 - 0.6 + 0.4))]
+    without = [_p_first(-(-0.3 + 0.2)), _p_first(-(0.1 + 0.2 - 0.6))]  # 25 %: items 0 and 3 erased
+    found = {}
+    for task in (Toy(), ExplainsTheFirstClass()):
+        rows = eraser_rows(model, task, [batch], fractions=(0.25,))
+        found[type(task)] = next(r.value for r in rows if r.measure == "comprehensiveness")
+    first_class = sum(f - w for f, w in zip(full, without)) / 2
+    assert found[ExplainsTheFirstClass] == pytest.approx(first_class)
+    assert found[Toy] == pytest.approx(-first_class)
+
+
 def test_eraser_asks_each_erasure_of_a_batch_once():
     model, task, batch = _toy()
     asked = []

@@ -3,13 +3,13 @@
 * **Infidelity** (Yeh, Hsieh, Suggala, Inouye & Ravikumar, "On the (In)fidelity and Sensitivity
   of Explanations", NeurIPS 2019; ``captum.metrics.infidelity``): E_I[(I . phi - (f(x) - f(x - I)))^2],
   the expected squared error of the explanation phi as a linear model of what perturbations I
-  do to f, the predicted class's probability. The inputs are the items' gates (all 1: item i
-  enters as g_i x_i at the item layer), so phi is a score per item (an attention weight,
-  gradient x input summed over the item's vector ...) and I erases a random subset of the
-  valid items (each with probability :data:`DROP`): I . phi is the score of the erased items.
-  ``normalize=True`` rescales phi by the best factor first (Captum's beta, as the authors'
-  code does), so that attention (summing to 1) and attributions (any scale) compare. Lower is
-  more faithful; beside it, the infidelity of random scores.
+  do to f, the explained class's probability (the predicted one unless the task says otherwise).
+  The inputs are the items' gates (all 1: item i enters as g_i x_i at the item layer), so phi is
+  a score per item (an attention weight, gradient x input summed over the item's vector ...)
+  and I erases a random subset of the valid items (each with probability :data:`DROP`): I . phi
+  is the score of the erased items. ``normalize=True`` rescales phi by the best factor first
+  (Captum's beta, as the authors' code does), so that attention (summing to 1) and attributions
+  (any scale) compare. Lower is more faithful; beside it, the infidelity of random scores.
 * **Max-sensitivity** (the same paper; ``captum.metrics.sensitivity_max``): the largest change
   ||phi(x + d) - phi(x)|| / ||phi(x)|| of the explanation when the items' vectors move by d,
   uniform in an L-infinity ball of radius r (Captum's default perturbation). Lower is more
@@ -178,23 +178,23 @@ def captum_rows(
         blocks = items.blocks or blocks
         valid = items.valid.bool()
         with torch.no_grad():
-            predicted = task.decision(model, batch).argmax(-1)
+            explained = task.explained_class(task.decision(model, batch))
         if "infidelity" in tests:
             scores = {
                 "attention": items.weights.float(),
-                **attributions(forward, predicted, methods, steps),
+                **attributions(forward, explained, methods, steps),
                 "random scores": torch.rand(valid.shape, generator=torch.Generator().manual_seed(seed + number)).to(
                     valid.device
                 ),
             }
-            for name, value in infidelities(forward, valid, scores, predicted, samples, seed + number).items():
+            for name, value in infidelities(forward, valid, scores, explained, samples, seed + number).items():
                 got.add(f"infidelity/{name}", value)
         if "sensitivity" in tests:
             functions = {name: attribution_explanation(forward, name, steps) for name in methods}
             attention = attention_explanation(forward)
             if attention is not None:
                 functions = {"attention": attention, **functions}
-            for name, value in sensitivities(forward, functions, predicted, samples, radius, seed + number).items():
+            for name, value in sensitivities(forward, functions, explained, samples, radius, seed + number).items():
                 got.add(f"sensitivity/{name}", value)
     label = ", ".join(blocks) or "-"
     rows = []

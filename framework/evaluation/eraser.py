@@ -2,7 +2,8 @@
 
 DeYoung, Jain, Rajani, Lehman, Xiong, Socher & Wallace, "ERASER: A Benchmark to Evaluate
 Rationalized NLP Models", ACL 2020, §4.2, for a decision's predicted class y and its
-probability p(y | x):
+probability p(y | x) (the class a task explains, :meth:`~framework.evaluation.protocol.EvaluationHooks.explained_class`:
+the predicted one unless the task says otherwise):
 
 * **comprehensiveness** = p(y | x) - p(y | x \\ r): how much the probability falls when the
   rationale r (the top-scored items) is erased; high for a faithful ranking;
@@ -108,7 +109,7 @@ def eraser_rows(
         how = erased.how
         with torch.no_grad():
             p = task.decision(model, batch).float().softmax(-1)
-        predicted, enough = p.argmax(-1), valid.sum(-1) >= 2
+        explained, enough = task.explained_class(p), valid.sum(-1) >= 2
         asked: dict[bytes, Tensor] = {}  # erasures of this batch: with few items, several fractions pick the same
 
         def without(chosen: Tensor, *, asked: dict[bytes, Tensor] = asked, erased: Erasure = erased) -> Tensor:
@@ -120,9 +121,9 @@ def eraser_rows(
         for fraction in fractions:
             top = top_fraction(weights, valid, fraction)
             for name, chosen in (("attention", top), ("random", random_like(top, valid, generator))):
-                got.add(f"comprehensiveness/{name}/{fraction}", probability_drop(p, without(chosen), predicted)[enough])
+                got.add(f"comprehensiveness/{name}/{fraction}", probability_drop(p, without(chosen), explained)[enough])
                 got.add(
-                    f"sufficiency/{name}/{fraction}", probability_drop(p, without(valid & ~chosen), predicted)[enough]
+                    f"sufficiency/{name}/{fraction}", probability_drop(p, without(valid & ~chosen), explained)[enough]
                 )
     if not got.values:
         return []

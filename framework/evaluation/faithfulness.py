@@ -14,10 +14,11 @@ whose model weighs input items (:meth:`~framework.evaluation.protocol.Evaluation
   sentences emptied, edges dropped), else their vectors at the item layer are set to zero.
 * **Attribution** (Jain & Wallace §4.1; Wiegreffe & Pinter, "Attention is not not
   Explanation", EMNLP 2019, who ask for such comparisons rather than one verdict): Kendall's
-  tau-b between the attention and the importance of each item for the predicted class's
-  probability, by gradient x input, integrated gradients (Sundararajan et al., 2017; zero
-  baseline) and leave-one-out (the item's vector set to zero), all from Captum on the
-  items' vectors (:meth:`~framework.evaluation.protocol.EvaluationHooks.item_forward`); the magnitude of the first
+  tau-b between the attention and the importance of each item for the explained class's
+  probability (the predicted one unless the task says otherwise: ``explained_class``), by
+  gradient x input, integrated gradients (Sundararajan et al., 2017; zero baseline) and
+  leave-one-out (the item's vector set to zero), all from Captum on the items' vectors
+  (:meth:`~framework.evaluation.protocol.EvaluationHooks.item_forward`); the magnitude of the first
   two, the signed drop of the third. The tau between integrated gradients and leave-one-out
   is given as the agreement two attribution methods reach among themselves.
 """
@@ -297,7 +298,7 @@ def _batch_figures(
             got.add(f"erasure/{name}{k}/flip", (q.argmax(-1) != predicted).double()[enough])
             got.add(f"erasure/{name}{k}/jsd", jensen_shannon(p, q)[enough])
     if forward is not None and methods:
-        found = attributions(forward, predicted, methods, steps)
+        found = attributions(forward, task.explained_class(p), methods, steps)
         for method, importance in found.items():
             tau = kendall_tau(weights, importance, valid)
             got.add(f"tau/{method}", tau.tau)

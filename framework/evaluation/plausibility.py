@@ -113,8 +113,8 @@ def plausibility_rows(
             forward = task.item_forward(model, batch) if methods else None
             if forward is not None:
                 with torch.no_grad():
-                    predicted = task.decision(model, batch).argmax(-1)
-                explanations.update(attributions(forward, predicted, methods, steps))
+                    explained = task.explained_class(task.decision(model, batch))
+                explanations.update(attributions(forward, explained, methods, steps))
             explanations["random scores"] = torch.rand(valid.shape, generator=generator).to(valid.device)
             sample = _sample(len(valid), generator, valid.device)
             block = ", ".join(items.blocks) or "-"

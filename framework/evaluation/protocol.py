@@ -10,6 +10,8 @@ has a default that means "not available here"::
     output   = task.forward_pass(model, batch)     # one test forward pass: what the ablation probe,
                                                    #   rollout and maps watch
     logits   = task.decision(model, batch)         # (B, K): the decision whose faithfulness is tested
+    explained = task.explained_class(logits)       # (B,): the class whose probability ERASER and the
+                                                   #   attributions follow (by default the predicted one)
     items    = task.item_attention(model, batch)   # ItemAttention: (B, N) weights over the items, their validity
     erased   = task.erase_items(batch, mask)       # the batch without the chosen items (None: cannot)
     layer    = task.item_layer(model)              # the module whose output holds one vector per item
@@ -219,6 +221,13 @@ class EvaluationHooks:
         """The logits (B, K) of the decision that the faithfulness tests perturb: by default
         what the metrics consume of the model's output."""
         return self.preds(self.run_model(model, self.split(batch)[0]))
+
+    def explained_class(self, decision: Tensor) -> Tensor:
+        """(B,) long: the class of the decision's logits (B, K) whose probability the tests
+        explain: ERASER's comprehensiveness and sufficiency follow it and the attribution methods
+        take it as their target. By default the predicted class (argmax), as ERASER defines its
+        measures. The flip tests always compare predicted classes."""
+        return decision.argmax(-1)
 
     def item_attention(self, model: nn.Module, batch: Any) -> Optional[ItemAttention]:
         """The weights (B, N) with which each example's decision reads its input items, or

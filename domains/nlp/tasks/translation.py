@@ -216,11 +216,18 @@ class Translation(AttentionTraining, TokenizerState, Task):
         (:meth:`item_attention`), so the decision summarises them too, through the quantity the
         model is trained on (exp of minus its token cross-entropy, length-normalised so that
         examples of any length weigh alike). The decision "flips" when p crosses 1/2 (mean token
-        log-probability -log 2); ERASER's and Captum's probability of the predicted class is p for
-        the examples the model translates (p > 1/2).
+        log-probability -log 2); ERASER and the attributions follow p (:meth:`explained_class`).
         """
         target = batch["target"]
         return reference_decision(model(batch["tokens"], batch["mask"], teacher_inputs(target)), target)
+
+    def explained_class(self, decision: Tensor) -> Tensor:
+        """(B,) zeros: the reference's class, whatever the model predicts. Its probability p is
+        what the source explains; "not the reference" (1 - p) is no decision of the model's, and a
+        model that gives few references (p < 1/2: any model early in training) would otherwise
+        have ERASER's comprehensiveness measured on 1 - p, with its sign turned: erasing the
+        source tokens the model reads lowers p, and so raises 1 - p."""
+        return torch.zeros(len(decision), dtype=torch.long, device=decision.device)
 
     def item_attention(self, model: nn.Module, batch: Any) -> Optional[ItemAttention]:
         """The source tokens' weights (B, N) in the whole reference: the model's alignment

@@ -303,6 +303,18 @@ def test_the_translation_decision_is_whether_the_model_gives_the_reference():
     assert certain.grad.isfinite().all()
 
 
+def test_the_tests_explain_the_reference_whatever_the_model_predicts():
+    """An untrained model gives no reference (p < 1/2, "not the reference" predicted), yet ERASER
+    and the attributions follow p: the class the tests explain is the reference's, 0."""
+    torch.manual_seed(0)
+    _, batch = _dates(4)
+    model, task = RecurrentSeq2Seq(64, dim=32, attention="general", style="luong").eval(), Translation()
+    with torch.no_grad():
+        decision = task.decision(model, batch)
+    assert decision.argmax(-1).eq(1).all(), "an untrained model predicts 'not the reference'"
+    assert task.explained_class(decision).tolist() == [0, 0, 0, 0]
+
+
 def test_erasing_source_tokens_leaves_the_target_alone():
     torch.manual_seed(0)
     _, batch = _dates(4)
