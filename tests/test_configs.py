@@ -90,6 +90,19 @@ def real_data_folder(config: str) -> str | None:
     return found and found.group(1)
 
 
+def domain_presets(config: str) -> list[str]:
+    """The presets of a config's domain that compose with it: ``domains/<domain>/presets/<data>_*.yaml``
+    where the config's data is ``datasets/<data>.yaml`` (Multi30k sized for a CPU ...)."""
+    data = yaml.safe_load((ROOT / config).read_text()).get("data")
+    if not isinstance(data, str):
+        return []
+    found = (ROOT / config).parent.glob(f"presets/{Path(data).stem}_*.yaml")
+    return sorted(path.relative_to(ROOT).as_posix() for path in found)
+
+
+PRESETS = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob("domains/*/presets/*.yaml"))
+
+
 def resolved(config: str, capsys, *presets: str) -> dict:
     """The config as the command line resolves it (``fit --print_config``), with ``presets`` composed."""
     with pytest.raises(SystemExit) as exit:
@@ -128,10 +141,22 @@ def larger(given: object, tiny: object) -> bool:
 def test_the_config_parses_and_composes_with_the_presets(config, shared_data, capsys):
     if folder := real_data_folder(config):  # --print_config builds the data module, which reads its folder
         shared_data(folder)
-    composed = resolved(config, capsys, *PARSED_ONLY)  # each preset's keys checked against the config's classes
+    sized = domain_presets(config)
+    composed = resolved(config, capsys, *sized, *PARSED_ONLY)  # each preset's keys checked against the config's classes
     assert composed["model"]["class_path"] and composed["task"]["class_path"] and composed["data"]["class_path"]
+    for preset in sized:  # a domain preset's every value reaches the resolved config
+        for section, values in yaml.safe_load((ROOT / preset).read_text()).items():
+            given = composed[section]["init_args"]
+            assert {k: given.get(k) for k in values["init_args"]} == values["init_args"], (preset, section)
     trainer = composed["trainer"]  # the presets composed in order, the last one's strategy winning
     assert trainer["strategy"] == "fsdp" and trainer["logger"]["class_path"].endswith("WandbLogger")
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_domain_preset_composes_with_a_config_of_its_data(preset):
+    assert any(preset in domain_presets(config) for config in CONFIGS), (
+        f"{preset}: named <data>_<size>.yaml, it composes with the configs whose data is datasets/<data>.yaml"
+    )
 
 
 @pytest.mark.parametrize("config", [pytest.param(c, marks=KNOWN_FAILURES.get(c, ())) for c in CONFIGS])

@@ -13,8 +13,9 @@ Three tables:
   Luong and no-attention recurrent decoders (domains/nlp/seq2seq_*.yaml; the no-attention one is
   the Bahdanau config with ``model.attention=none``), greedy decoding.
 * multi30k: test BLEU (sacreBLEU 13a, test_2016_flickr, greedy) of the same three and the
-  Transformer (domains/nlp/*_multi30k.yaml), made CPU-sized alike: joint BPE of 4000 tokens,
-  width 128, batches of 32, sequences of at most 40 tokens.
+  Transformer (domains/nlp/*_multi30k.yaml), made CPU-sized alike by one preset
+  (domains/nlp/presets/multi30k_cpu.yaml: joint BPE of 4000 tokens, width 128, batches of 32,
+  sequences of at most 40 tokens).
 
 The protocol specific to dates and multi30k: every run trains for a fixed budget
 (``--trainer.max_time``, validation off, so the budget goes to training) and its last weights
@@ -38,14 +39,7 @@ QUIET = [
     "--attention_maps.every_n_epochs=0",
 ]
 BUDGET = ["--trainer.limit_val_batches=0", "--trainer.num_sanity_val_steps=0", "--test_ckpt", "last"]
-MULTI30K_CPU = [
-    "--data.vocab_size=4000",
-    "--model.vocab_size=4000",
-    "--model.dim=128",
-    "--data.batch_size=32",
-    "--data.max_length=40",
-    "--task.max_length=40",
-]
+MULTI30K_CPU = ["--config", "domains/nlp/presets/multi30k_cpu.yaml"]
 #: part -> comparisons: (name, config, grid flags, extra flags); rows are the comparisons' cells.
 PARTS = {
     "trec": [

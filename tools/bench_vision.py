@@ -4,14 +4,15 @@ algorithm and non-local.
 
     python -m tools.bench_vision models --data scenes --epochs 8 --seeds 3   # CCNet vs FCN vs non-local vs DANet
     python -m tools.bench_vision models --data camvid --epochs 10            # the same on ../shared/data/CamVid
+                                                                             #   (CPU-sized; --full: the config's width)
     python -m tools.bench_vision blocks                                      # C=512 at 32, 64 and 97
                                                                              #   (CCNet's Cityscapes size)
     python -m tools.bench_vision blocks --device cuda                        # the criss-cross core on the GPU
                                                                              #   (default there)
 
 ``models`` is one comparison (runs/compare/bench_vision_<data>/): the domain config
-(domains/vision/ccnet.yaml for the scenes, ccnet_camvid.yaml for CamVid) with
-``model.attention`` as the grid, ``--seeds`` seeds, the cosine schedule following
+(domains/vision/ccnet.yaml for the scenes, ccnet_camvid.yaml for CamVid, at half width by
+domains/vision/presets/camvid_cpu.yaml unless ``--full``) with ``model.attention`` as the grid, ``--seeds`` seeds, the cosine schedule following
 ``--epochs``; each run's checkpoint with the best ``val/miou`` is tested. It prints test mIoU
 and pixel accuracy (mean ± sd), a paired t-test against the FCN (no attention), training
 seconds per epoch and the peak resident memory of the run's process, beside the CCNet paper's
@@ -28,6 +29,8 @@ import argparse
 import math
 
 CONFIGS = {"scenes": "domains/vision/ccnet.yaml", "camvid": "domains/vision/ccnet_camvid.yaml"}
+#: The presets that size a data set's config for a CPU (composed unless --full).
+CPU_SIZED = {"camvid": "domains/vision/presets/camvid_cpu.yaml"}
 HEADS = {"none": "FCN (no attention)", "criss_cross": "CCNet (RCCA, R=2)", "non_local": "non-local", "danet": "DANet"}
 #: The CCNet paper (Huang et al., ICCV 2019): RCCA (R = 2) on a ResNet-101, Cityscapes val.
 PAPER = (
@@ -35,48 +38,49 @@ PAPER = (
 )
 
 
-def compare_args(
-    data: str, epochs: int, heads: list[str], seeds: int, jobs: int, overrides: list[str], report: bool
-) -> list[str]:
+def compare_args(args: argparse.Namespace) -> list[str]:
+    """``compare``'s arguments of the ``models`` section."""
+    sized = [] if args.full or args.data not in CPU_SIZED else ["--config", CPU_SIZED[args.data]]
     return [
         "--config",
-        CONFIGS[data],
+        CONFIGS[args.data],
+        *sized,
         "--config",
         "configs/logger/csv.yaml",
         "--grid",
-        f"model.attention=[{','.join(heads)}]",
-        f"--trainer.max_epochs={epochs}",
-        f"--lr_scheduler.init_args.T_max={epochs}",
+        f"model.attention=[{','.join(args.heads)}]",
+        f"--trainer.max_epochs={args.epochs}",
+        f"--lr_scheduler.init_args.T_max={args.epochs}",
         "--trainer.enable_model_summary=false",
         "--attention_maps.every_n_epochs=0",
-        *overrides,
+        *args.override,
         "--seeds",
-        str(seeds),
+        str(args.seeds),
         "--jobs",
-        str(jobs),
+        str(args.jobs),
         "--name",
-        f"bench_vision_{data}",
+        f"bench_vision_{args.data}",
         "--baseline",
-        "none" if "none" in heads else heads[0],
+        "none" if "none" in args.heads else args.heads[0],
         "--metrics",
         "test/miou",
         "test/pixel_acc",
-        *(["--report"] if report else []),
+        *(["--report"] if args.report else []),
     ]
 
 
-def models_table(
-    data: str, epochs: int, heads: list[str], seeds: int, jobs: int, overrides: list[str], report: bool
-) -> None:
+def models_table(args: argparse.Namespace) -> None:
     """One comparison of the heads on one data set, then the table with the paper's figure."""
     from framework.commands.compare import main as compare
 
-    summary = compare(compare_args(data, epochs, heads, seeds, jobs, overrides, report))
+    summary = compare(compare_args(args))
     if summary is None:
         return
+    width = "full width" if args.full or args.data not in CPU_SIZED else f"CPU-sized ({CPU_SIZED[args.data]})"
     print(
-        f"\nSegmentation heads on {data} ({CONFIGS[data]}), {epochs} epochs, {seeds} seeds, best val/miou checkpoint "
-        f"tested, CPU; mean ± sd over seeds; p: paired t-test against {summary.baseline.label}"
+        f"\nSegmentation heads on {args.data} ({CONFIGS[args.data]}, {width}), {args.epochs} epochs, {args.seeds} "
+        f"seeds, best val/miou checkpoint tested, CPU; mean ± sd over seeds; p: paired t-test against "
+        f"{summary.baseline.label}"
     )
     print("| head | test mIoU | pixel acc | p | best val mIoU | s/epoch | peak MB |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -113,6 +117,9 @@ def main() -> None:
         "--device", choices=["auto", "cpu", "cuda"], default="auto", help="where blocks runs (auto: CUDA when present)"
     )
     parser.add_argument(
+        "--full", action="store_true", help="models: the configs' own widths, not the CPU-sized presets (CamVid)"
+    )
+    parser.add_argument(
         "--override",
         action="append",
         default=[],
@@ -121,7 +128,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.section == "models":
-        models_table(args.data, args.epochs, args.heads, args.seeds, args.jobs, args.override, args.report)
+        models_table(args)
     else:
         import torch
 
