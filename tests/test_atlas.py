@@ -39,6 +39,14 @@ def test_a_wrong_declaration_is_one_line_naming_the_host(tmp_path):
         load(tmp_path / "atlas.yaml")
 
 
+def test_a_declaration_that_is_no_yaml_is_one_line_naming_the_line(tmp_path):
+    text = DECLARATION.read_text().replace("task: associative recall (", "task: associative recall: (", 1)
+    (tmp_path / "atlas.yaml").write_text(text)
+    line = text.splitlines().index(next(t for t in text.splitlines() if "associative recall: (" in t)) + 1
+    with pytest.raises(ConfigError, match=f"atlas.yaml is not valid YAML at line {line}, column"):
+        load(tmp_path / "atlas.yaml")
+
+
 def test_the_marks_say_the_side_and_the_level_of_significance():
     assert mark({"p": "0.004", "delta": "0.02"}) == "+**"
     assert mark({"p": "0.03", "delta": "-0.02"}) == "-*"

@@ -123,7 +123,12 @@ def _host(entry: dict[str, Any]) -> Host:
 
 def load(path: Path = DECLARATION) -> Plan:
     """The declaration at ``path``, checked."""
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path.name} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
     hosts = tuple(_host(entry) for entry in data.get("hosts") or [])
     if len({h.name for h in hosts}) != len(hosts):
         raise ConfigError(f"{path.name}: two hosts share a name")
