@@ -12,15 +12,15 @@ algorithm and non-local.
 
 ``models`` is one comparison (runs/compare/bench_vision_<data>/): the domain config
 (domains/vision/ccnet.yaml for the scenes, ccnet_camvid.yaml for CamVid, at half width by
-domains/vision/presets/camvid_cpu.yaml unless ``--full``) with ``model.attention`` as the grid, ``--seeds`` seeds, the cosine schedule following
-``--epochs``; each run's checkpoint with the best ``val/miou`` is tested. It prints test mIoU
-and pixel accuracy (mean ± sd), a paired t-test against the FCN (no attention), training
-seconds per epoch and the peak resident memory of the run's process, beside the CCNet paper's
-figure. ``blocks`` runs the block comparison of tools/bench_attention.py: on the CPU its section 2
-(fresh process per measurement, median times, peak memory of one forward + backward), on CUDA
-its section 3 (the criss-cross core, Triton kernels against the authors' algorithm, the einsum
-form and the compiled einsum, bf16 and fp32, B=8 97x97, B=2 129x129 and B=2 97x97) as a
-markdown table.
+domains/vision/presets/camvid_cpu.yaml unless ``--full``) with ``model.attention`` as the grid,
+``--seeds`` seeds, the cosine schedule following ``--epochs``; each run's checkpoint with the best
+``val/miou`` is tested. It prints test mIoU and pixel accuracy (mean ± sd), a paired t-test
+against the FCN (no attention), training seconds per epoch and the peak resident memory of the
+run's process, beside the CCNet paper's figure. ``blocks`` runs the block comparison of
+tools/bench_attention.py: on the CPU its section 2 (fresh process per measurement, median times,
+peak memory of one forward + backward), on CUDA its section 3 (the criss-cross core, Triton
+kernels against the authors' algorithm, the einsum form and the compiled einsum, bf16 and fp32,
+B=8 97x97, B=2 129x129 and B=2 97x97) as a markdown table.
 """
 
 from __future__ import annotations
