@@ -336,11 +336,39 @@ def test_the_status_line_counts_runs_names_epochs_and_projects_the_end(tmp_path,
         status.started(plans[2])
         clock[0] = 160.0  # c1, c2 before their first validation: the median run (120 s) less 30 s each
         assert status.describe() == (
-            "1/4 runs done · running: c1 seed 0 epoch 1/10, c2 seed 0 epoch 1/10 · ETA 2 min"
-        )  # (90 + 90 + 120) s over the 2 runs seen at once
+            "1/4 runs done · running: c1 seed 0 epoch 1/10, c2 seed 0 epoch 1/10 · ETA 4 min"
+        )  # 2 runs seen at once: c3 (120 s) starts when c1 or c2 ends (90 s): 210 s
         status.finished(plans[1], runner.RunResult(plans[1].key, False, "fit", error="fit: bad", log="x/fit.log"))
         assert status.describe().startswith("2/4 runs done (1 failed) · running: c2 seed 0")
     assert progress.duration(42) == "42 s" and progress.duration(5400) == "1 h 30 min"
+
+
+def test_the_eta_counts_the_executors_slots_not_a_worker_that_starts_before_its_last_run_is_told(tmp_path, monkeypatch):
+    """A local pool's worker starts its next run before the main thread tells the end of its last
+    one: three runs are seen at once on two slots. The ETA hands the runs not started to the slot
+    that frees first, on the executor's two slots."""
+    from framework.commands.compare import grid_status as progress
+
+    plans = [
+        runner.RunPlan(cell=f"c{i}", label=f"c{i}", seed=0, run_dir=str(tmp_path / f"c{i}"), fit_args=[], test_args=[])
+        for i in range(8)
+    ]
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    for told in (False, True):
+        clock[0] = 0.0
+        status = progress.GridProgress(len(plans), dict.fromkeys([p.cell for p in plans], 10), every=0)
+        if told:
+            status.at_once(2)
+        status.started(plans[0])
+        status.started(plans[1])
+        clock[0] = 100.0
+        status.started(plans[2])  # plans[0]'s worker, ahead of its finished()
+        status.finished(plans[0], runner.RunResult(plans[0].key, True, "fit+test", seconds=100.0))
+        # c1 and c2 before their first validation, the median run 100 s: 0 s and 100 s left; the 5 runs
+        # not started (100 s each) go to the slot that frees first: on 2 slots 300 s, on 3 (seen) 200 s
+        assert status.describe().endswith("ETA 5 min" if told else "ETA 3 min"), (told, status.describe())
+        status.close()
 
 
 def test_on_a_terminal_the_status_is_redrawn_in_place_below_the_lines():

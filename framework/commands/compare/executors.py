@@ -47,6 +47,8 @@ from .runner import RunPlan, RunResult, execute
 
 
 class Watcher(Protocol):
+    def at_once(self, runs: int) -> None: ...
+
     def started(self, plan: RunPlan) -> None: ...
 
     def finished(self, plan: RunPlan, result: RunResult) -> None: ...
@@ -144,6 +146,7 @@ def run_local(
     gpus = ",".join(sorted({slot for slot in slots if slot is not None}))
     where = f" on GPU {gpus}" if gpus else ""
     print(f"{len(slots)} warm worker(s){where}, {threads} torch thread(s) a run (--threads sets it)", flush=True)
+    watcher.at_once(len(slots))
     results: list[RunResult] = []
     with Pool(slots, threads) as pool:
         futures = {pool.submit(plan, watcher.started): plan for plan in plans}
@@ -249,6 +252,7 @@ def run_submitit(
     for plan in plans:
         plan.threads = plan.threads or threads
     if executor.cluster == "local":  # submitit's local executor starts every job at once: keep `jobs` going
+        watcher.at_once(min(jobs or len(plans), len(plans)))
         return _rolling(executor, plans, jobs or len(plans), folder, watcher)
     submitted = executor.map_array(Job(), [asdict(plan) for plan in plans])
     print(

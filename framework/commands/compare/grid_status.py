@@ -3,11 +3,13 @@
     2/6 runs done (1 failed) · running: mhsa seed 1 epoch 3/10, none seed 1 test · ETA 4 min
 
 The epoch of a running fit is read from its run folder's ``summary.json`` (rewritten after
-every validation), never from the process. The ETA is the work left over the runs seen
-running at once: a running fit needs its seconds per epoch so far (since it started or
-resumed) times the epochs it lacks (before its first validation: the median duration of the
-finished fits less its time so far), a run not started the median duration of the finished
-fits, else the mean projected duration of the running ones.
+every validation), never from the process. The ETA is when the last run would end were the
+runs not started handed, one after the other, to the slot that frees first: the executor's
+slots (:meth:`GridProgress.at_once`), else as many as the runs seen running at once. A running
+fit needs its seconds per epoch so far (since it started or resumed) times the epochs it lacks
+(before its first validation: the median duration of the finished fits less its time so far),
+a run not started the median duration of the finished fits, else the mean projected duration
+of the running ones.
 
 The epochs a fit is expected to train are its ``max_epochs``, unless it stops early
 (:class:`Stopping`, its config's early stopping): then the median epochs of the finished fits
@@ -19,6 +21,7 @@ stop, its monitored metric's last improvement plus the patience, and never more 
 
 from __future__ import annotations
 
+import heapq
 import statistics
 import threading
 import time
@@ -85,11 +88,18 @@ class GridProgress:
     ) -> None:
         self.total, self.max_epochs, self.stopping = total, max_epochs or {}, stopping or {}
         self.done = self.failed = self.pruned = self.peak = 0
+        self.slots: Optional[int] = None  # runs at once, as the executor says (at_once)
         self.fits: list[float] = []  # seconds of the finished fit+test runs
         self.fit_epochs: dict[str, list[int]] = {}  # by cell: epochs the finished fits trained
         self.running: dict[str, tuple[RunPlan, float, int]] = {}  # key: plan, start, epochs done at its start
         self._lock = threading.Lock()
         self.line = StatusLine(self.describe, self.total, every)
+
+    def at_once(self, runs: int) -> None:
+        """The executor runs ``runs`` at a time. Without it the ETA takes the most runs seen
+        running at once, which overstates them where a worker starts its next run before the
+        end of its last one is told (a local pool's worker thread, ahead of the main thread)."""
+        self.slots = max(1, runs)
 
     def started(self, plan: RunPlan) -> None:
         first = (_epochs(plan) or 0) if state(Path(plan.run_dir)) == "resume" else 0
@@ -155,7 +165,7 @@ class GridProgress:
         """Seconds until the grid is done (see the module's docstring); None before it can tell."""
         queued = self.total - self.done - len(running)
         typical = statistics.median(self.fits) if self.fits else None
-        left, projected = 0.0, []
+        left, projected = [], []  # seconds each running run lacks; the running fits' projected durations
         for plan, since, first in running:
             elapsed, done = now - since, epochs[plan.key]
             if done is None:  # its fit finished: the test is a few seconds
@@ -163,16 +173,20 @@ class GridProgress:
             most = self.expected_epochs(plan, done)
             if most and done > first:
                 per_epoch = elapsed / (done - first)
-                left += per_epoch * (most - done)
+                left.append(per_epoch * (most - done))
                 projected.append(per_epoch * most)
             elif typical is not None:
-                left += max(typical - elapsed, 0.0)
+                left.append(max(typical - elapsed, 0.0))
             else:
                 return None
         per_run = typical if typical is not None else statistics.fmean(projected) if projected else None
-        if per_run is None:
-            return None if queued else left / max(1, self.peak)
-        return (left + queued * per_run) / max(1, self.peak)
+        if per_run is None and queued:
+            return None
+        slots = left + [0.0] * max(0, (self.slots or max(1, self.peak)) - len(left))
+        heapq.heapify(slots)
+        for _ in range(queued):  # each run not started goes to the slot that frees first
+            heapq.heapreplace(slots, slots[0] + per_run)
+        return max(slots, default=0.0)
 
     def expected_epochs(self, plan: RunPlan, done: int) -> Optional[int]:
         """The epochs a running fit is expected to train in all (see the module's docstring); None

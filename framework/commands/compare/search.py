@@ -321,6 +321,7 @@ class Trials:
             Pool(slots, threads) as pool,
             concurrent.futures.ThreadPoolExecutor(len(slots)) as loops,
         ):
+            progress.at_once(len(slots))
             futures = [loops.submit(self.loop, pool, progress) for _ in slots]
             try:
                 for future in concurrent.futures.as_completed(futures):
