@@ -12,7 +12,7 @@ from framework.errors import ConfigError
 from tests.conftest import ROOT
 from tools import atlas
 from tools.atlas_plan import DECLARATION, load
-from tools.atlas_tables import COLUMNS, README_MARKS, in_readme, mark, read_csv, render, stale, write_csv
+from tools.atlas_tables import COLUMNS, README_MARKS, in_readme, mark, read_csv, render, stale, total, write_csv
 
 DOMAINS = {"demo", "nlp", "audio", "graph", "recommender", "memory", "vision"}
 
@@ -99,6 +99,21 @@ def test_the_csv_round_trips_through_the_table(tmp_path):
     write_csv([row], tmp_path / "atlas.csv")
     assert list(csv.DictReader((tmp_path / "atlas.csv").open())) == [row]
     assert "| gat | x | 3 | 0.800 |" in render(load(), "full", read_csv(tmp_path / "atlas.csv"))
+
+
+def test_the_summary_totals_the_fit_time_of_the_hosts_that_say_theirs():
+    plan = load()
+    recall, trec, cora = (plan.host(name) for name in ("recall", "trec", "cora"))
+    row = dict.fromkeys(COLUMNS, "")
+    rows = {
+        "recall": [dict(row, cell="none", fit_seconds="600"), dict(row, cell="mhsa", fit_seconds="1200")],
+        "trec": [dict(row, cell="none", fit_seconds="5400")],
+        "cora": [dict(row, cell="gcn")],  # measured before fit times were kept
+    }
+    assert total([recall, trec, cora], rows) == (
+        "Fit time of the atlas: 120 minutes (2.0 hours) for 2 hosts; cora measured before fit times were kept, "
+        "not counted."
+    )
 
 
 @pytest.mark.slow

@@ -47,7 +47,6 @@ class Host:
     config: str
     cells: tuple[Cell, ...]
     items: bool
-    minutes: float
     flags: dict[str, tuple[str, ...]]  # budget -> fit flags (a budget the host lacks: not in that atlas)
     literature: tuple[Literature, ...] = ()
     key: str = "model.attention"
@@ -90,7 +89,7 @@ def _cell(host: str, key: str, entry: Any) -> Cell:
 
 def _host(entry: dict[str, Any]) -> Host:
     name = entry.get("name", "?")
-    required = ("name", "domain", "task", "config", "cells", "items", "minutes")
+    required = ("name", "domain", "task", "config", "cells", "items")
     missing = [k for k in required if k not in entry]
     if missing:
         raise ConfigError(f"{DECLARATION.name}: host {name}: missing {', '.join(missing)}")
@@ -114,7 +113,6 @@ def _host(entry: dict[str, Any]) -> Host:
         config=entry["config"],
         cells=cells,
         items=bool(entry["items"]),
-        minutes=float(entry["minutes"]),
         flags={budget: tuple(str(f) for f in entry[budget]) for budget in BUDGETS if budget in entry},
         literature=literature,
         key=key,

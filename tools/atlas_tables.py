@@ -164,8 +164,17 @@ def summary(plan: Plan, hosts: list[Host], by_host: dict[str, list[dict[str, str
         )
     if wins:
         tally = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in sorted(wins.items()))
-        lines += ["", f"Best cell by kind of block: {tally}."]
+        lines += ["", f"Best cell by kind of block: {tally}.", "", total(hosts, by_host)]
     return lines
+
+
+def total(hosts: list[Host], by_host: dict[str, list[dict[str, str]]]) -> str:
+    """The sentence of the atlas's whole fit time: the hosts whose rows say theirs, and those that do not."""
+    timed = [h.name for h in hosts if by_host.get(h.name) and minutes(by_host[h.name]) != "-"]
+    untimed = [h.name for h in hosts if by_host.get(h.name) and h.name not in timed]
+    spent = sum(number(r.get("fit_seconds")) or 0.0 for name in timed for r in by_host[name]) / 60
+    unsaid = f"; {', '.join(untimed)} measured before fit times were kept, not counted" if untimed else ""
+    return f"Fit time of the atlas: {spent:.0f} minutes ({spent / 60:.1f} hours) for {len(timed)} hosts{unsaid}."
 
 
 def literature(hosts: list[Host], by_host: dict[str, list[dict[str, str]]]) -> list[str]:
