@@ -132,11 +132,12 @@ def best(rows: list[dict[str, str]]) -> Optional[dict[str, str]]:
     return max(scored, key=lambda r: number(r["mean"])) if scored else None
 
 
-def minutes(rows: list[dict[str, str]]) -> str:
+def minutes(rows: list[dict[str, str]]) -> Optional[float]:
     """The fits' wall time of a host, all cells and seeds (evaluations not counted), in minutes;
-    '-' where a row measured elsewhere does not say it."""
+    None where a row measured elsewhere does not say it."""
     seconds = [number(row.get("fit_seconds")) for row in rows]
-    return "-" if None in seconds else f"{sum(seconds) / 60:.0f}"
+    known = [s for s in seconds if s is not None]
+    return sum(known) / 60 if known and len(known) == len(seconds) else None
 
 
 def summary(plan: Plan, hosts: list[Host], by_host: dict[str, list[dict[str, str]]]) -> list[str]:
@@ -160,7 +161,7 @@ def summary(plan: Plan, hosts: list[Host], by_host: dict[str, list[dict[str, str
             f"| {host.domain} | {host.name} | {top['metric']} | {min(int(r['n']) for r in rows)} | "
             f"{pm(base['mean'], base['std']) if base else '-'} | "
             f"{top['cell']} ({top['kind']}) | {difference(top)} | {', '.join(better) or '-'} | "
-            f"{', '.join(worse) or '-'} | {minutes(rows)} |"
+            f"{', '.join(worse) or '-'} | {fmt(minutes(rows), 0)} |"
         )
     if wins:
         tally = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in sorted(wins.items()))
@@ -170,11 +171,12 @@ def summary(plan: Plan, hosts: list[Host], by_host: dict[str, list[dict[str, str
 
 def total(hosts: list[Host], by_host: dict[str, list[dict[str, str]]]) -> str:
     """The sentence of the atlas's whole fit time: the hosts whose rows say theirs, and those that do not."""
-    timed = [h.name for h in hosts if by_host.get(h.name) and minutes(by_host[h.name]) != "-"]
-    untimed = [h.name for h in hosts if by_host.get(h.name) and h.name not in timed]
-    spent = sum(number(r.get("fit_seconds")) or 0.0 for name in timed for r in by_host[name]) / 60
+    spent = {h.name: minutes(by_host[h.name]) for h in hosts if by_host.get(h.name)}
+    timed = [m for m in spent.values() if m is not None]
+    untimed = [name for name, m in spent.items() if m is None]
     unsaid = f"; {', '.join(untimed)} measured before fit times were kept, not counted" if untimed else ""
-    return f"Fit time of the atlas: {spent:.0f} minutes ({spent / 60:.1f} hours) for {len(timed)} hosts{unsaid}."
+    hosts_said = f"{len(timed)} host{'' if len(timed) == 1 else 's'}"
+    return f"Fit time of the atlas: {sum(timed):.0f} minutes ({sum(timed) / 60:.1f} hours) for {hosts_said}{unsaid}."
 
 
 def literature(hosts: list[Host], by_host: dict[str, list[dict[str, str]]]) -> list[str]:
